@@ -1,0 +1,1 @@
+"""Data layer: LETOR readers, preference pairs, relation graphs, batching."""

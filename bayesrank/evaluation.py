@@ -1,0 +1,65 @@
+"""Evaluate rankings of many queries the LETOR way: MAP, NDCG@k and P@k, per query and mean.
+
+A host-side wrapper: it pads the queries to one shape and runs
+:func:`bayesrank.metrics.letor_metrics` ``vmap``-ped over them in one compiled call. The mean over
+queries counts every query, including those without relevant documents (which score 0), as the
+official LETOR scripts do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import numpy as np
+
+from .data.batch import pad_stack
+from .data.letor import Query
+from .metrics import letor_metrics
+
+__all__ = ["evaluate_queries", "scores_by_query"]
+
+
+def scores_by_query(queries: Sequence[Query], scores: np.ndarray) -> list[np.ndarray]:
+    """Split one score per data line (a LETOR prediction file) into per-query score arrays."""
+    scores = np.asarray(scores, dtype=np.float64)
+    n_rows = sum(q.n_docs for q in queries)
+    if scores.shape != (n_rows,):
+        raise ValueError(f"got {scores.shape[0]} scores for {n_rows} documents")
+    return [scores[q.rows] for q in queries]
+
+
+def evaluate_queries(
+    queries: Sequence[Query], scores: Sequence[np.ndarray], max_k: int = 10
+) -> dict:
+    """MAP, NDCG@1..max_k and P@1..max_k of per-query scores.
+
+    Args:
+        queries: ``Q`` queries (their ``grades`` are the labels).
+        scores: ``Q`` arrays, ``scores[q]: (n_q,)``, higher = ranked earlier.
+        max_k: the largest cut-off.
+
+    Returns:
+        A dict with the means under ``"MAP"``, ``"NDCG@k"`` and ``"P@k"`` and a ``"per_query"``
+        list of dicts (``qid``, ``n_docs`` and the same keys), in the order of ``queries``.
+    """
+    if len(queries) != len(scores):
+        raise ValueError(f"{len(queries)} queries but {len(scores)} score arrays")
+    for q, s in zip(queries, scores, strict=True):
+        if np.shape(s) != (q.n_docs,):
+            raise ValueError(f"query {q.qid}: {np.shape(s)} scores for {q.n_docs} documents")
+    padded_scores, mask = pad_stack([np.asarray(s, dtype=np.float64) for s in scores])
+    padded_labels, _ = pad_stack([q.grades for q in queries])
+    batched = jax.jit(jax.vmap(letor_metrics, in_axes=(0, 0, 0, None)), static_argnums=3)
+    result = jax.device_get(batched(padded_scores, padded_labels, mask, max_k))
+    per_query = []
+    for b, q in enumerate(queries):
+        row = {"qid": q.qid, "n_docs": q.n_docs, "MAP": float(result.map[b])}
+        row.update({f"NDCG@{k}": float(result.ndcg[b, k - 1]) for k in range(1, max_k + 1)})
+        row.update({f"P@{k}": float(result.precision[b, k - 1]) for k in range(1, max_k + 1)})
+        per_query.append(row)
+    keys = [k for k in per_query[0] if k not in ("qid", "n_docs")]
+    out = {k: float(np.mean([row[k] for row in per_query])) for k in keys}
+    out["n_queries"] = len(queries)
+    out["per_query"] = per_query
+    return out

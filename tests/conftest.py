@@ -1,0 +1,35 @@
+"""Shared test configuration.
+
+GP and ranking numerics are checked in float64 (tolerances in the tests are chosen for it). The
+library itself never flips JAX's global x64 flag; the test suite does, explicitly, here. Set
+``BAYESRANK_TEST_X64=0`` to run the suite in float32 (tests that need float64 say so).
+"""
+
+import os
+from pathlib import Path
+
+import jax
+import pytest
+
+X64 = os.environ.get("BAYESRANK_TEST_X64", "1") != "0"
+jax.config.update("jax_enable_x64", X64)
+
+#: Location of the third-party LETOR data beside the repository (CI has it there).
+SHARED_DATA = Path(
+    os.environ.get(
+        "BAYESRANK_SHARED_DATA", Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+    )
+).resolve()
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """Path to ``../shared/data``; skips the test, saying why, where it is absent."""
+    if not (SHARED_DATA / "OHSUMED").is_dir():
+        if os.environ.get("BAYESRANK_REQUIRE_SHARED_DATA") == "1":
+            pytest.fail(f"BAYESRANK_REQUIRE_SHARED_DATA=1 but {SHARED_DATA} has no OHSUMED data")
+        pytest.skip(
+            f"needs the LETOR benchmark data at {SHARED_DATA} (../shared/data beside the repo, "
+            "or BAYESRANK_SHARED_DATA); it is third-party data that the package does not ship"
+        )
+    return SHARED_DATA

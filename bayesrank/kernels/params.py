@@ -1,0 +1,117 @@
+"""Hyperparameters: constraints in one place, and the map to unconstrained space.
+
+Every hyperparameter of a kernel is a field of a frozen dataclass pytree whose field metadata
+names its constraint. Fitting (EM-EP, evidence maximisation) works on unconstrained values:
+``unconstrain(obj)`` maps every constrained field to the real line and ``constrain`` maps back.
+
+============  ===========================  ==================================  =================
+constraint    domain                       constrained = f(u)                  u = f^-1(value)
+============  ===========================  ==================================  =================
+Positive      ``(lower, inf)``             ``lower + exp(u)``                  ``log(v - lower)``
+Bounded       ``(low, high)``              ``low + (high-low) sigmoid(u)``     ``logit(...)``
+============  ===========================  ==================================  =================
+
+``exp`` (not softplus) for positive scales makes a log-normal hyperprior a normal prior on ``u``
+(the form the learning module uses). A ``Positive`` lower bound above zero or a ``Bounded``
+range is how a lengthscale is kept from collapsing to zero during optimisation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+__all__ = [
+    "Bounded",
+    "Positive",
+    "constrain",
+    "constraint_of",
+    "param",
+    "pytree_dataclass",
+    "static",
+    "unconstrain",
+]
+
+
+class Positive(NamedTuple):
+    """A value in ``(lower, inf)``, mapped by ``lower + exp(u)``."""
+
+    lower: float = 0.0
+
+    def forward(self, u):
+        return self.lower + jnp.exp(u)
+
+    def inverse(self, value):
+        return jnp.log(value - self.lower)
+
+
+class Bounded(NamedTuple):
+    """A value in ``(low, high)``, mapped by ``low + (high - low) * sigmoid(u)``."""
+
+    low: float
+    high: float
+
+    def forward(self, u):
+        return self.low + (self.high - self.low) * jax.nn.sigmoid(u)
+
+    def inverse(self, value):
+        z = (value - self.low) / (self.high - self.low)
+        return jnp.log(z) - jnp.log1p(-z)
+
+
+def param(constraint: Positive | Bounded, **kwargs):
+    """A dataclass field holding an array hyperparameter with the given constraint."""
+    return dataclasses.field(metadata={"constraint": constraint}, **kwargs)
+
+
+def static(**kwargs):
+    """A dataclass field that is static (a shape, flag or name; never an array)."""
+    return dataclasses.field(metadata={"static": True}, **kwargs)
+
+
+def pytree_dataclass(cls):
+    """Make ``cls`` a frozen dataclass registered as a JAX pytree.
+
+    Fields made with :func:`static` are metadata (part of the tree structure, hashed by ``jit``);
+    all others are leaves (arrays, or nested pytrees).
+    """
+    cls = dataclasses.dataclass(frozen=True)(cls)
+    fields = dataclasses.fields(cls)
+    meta = [f.name for f in fields if f.metadata.get("static", False)]
+    data = [f.name for f in fields if not f.metadata.get("static", False)]
+    return jax.tree_util.register_dataclass(cls, data_fields=data, meta_fields=meta)
+
+
+def constraint_of(obj, name: str) -> Positive | Bounded | None:
+    """The constraint of field ``name`` of a dataclass ``obj`` (``None`` if unconstrained)."""
+    (f,) = [f for f in dataclasses.fields(obj) if f.name == name]
+    return f.metadata.get("constraint")
+
+
+def _map_constrained(obj, fn):
+    if not dataclasses.is_dataclass(obj):
+        if isinstance(obj, tuple | list):
+            return type(obj)(_map_constrained(o, fn) for o in obj)
+        return obj
+    changes = {}
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        constraint = f.metadata.get("constraint")
+        if constraint is not None and value is not None:
+            changes[f.name] = fn(constraint, value)
+        elif not f.metadata.get("static", False):
+            changes[f.name] = _map_constrained(value, fn)
+    return dataclasses.replace(obj, **changes)
+
+
+def unconstrain(obj):
+    """Map every constrained hyperparameter of ``obj`` (recursively) to the real line."""
+    return _map_constrained(obj, lambda c, v: c.inverse(jnp.asarray(v)))
+
+
+def constrain(obj):
+    """Inverse of :func:`unconstrain`: map unconstrained values back to their domains."""
+    return _map_constrained(obj, lambda c, u: c.forward(jnp.asarray(u)))

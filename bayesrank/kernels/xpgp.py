@@ -1,0 +1,149 @@
+"""The XPGP prior (Kersting & Xu 2009, Eq. 4-5 and Sec. 7): attributes plus relations.
+
+The latent preference degree of entity ``i`` is a weighted sum of an attribute part and one part
+per relation type (and, optionally, an independent per-entity effect),
+
+    xi_i = w_1 f_i + sum_r w_r g_i^r (+ e_i),   f ~ GP(0, K_a),  g^r ~ GP(0, K_r),  e ~ N(0, s^2 I),
+
+and the pair likelihood ``Phi((xi_i - xi_j) / (sqrt(2) sigma))`` is absorbed by the rescaling
+``xi_hat = xi / (sqrt(2) sigma)`` (Eq. 4), whose prior is
+
+    xi_hat ~ N(0, K),   K = (w_1^2 K_a + sum_r w_r^2 K_r + s^2 I) / (2 sigma^2)          (Eq. 5)
+
+with likelihood ``Phi(xi_hat_i - xi_hat_j)``. Every downstream module works with ``K``.
+
+Identifiability: only the products of scales enter ``K``. ``w_1``, ``kappa`` (the RBF amplitude)
+and ``sigma`` are confounded (only ``w_1 kappa / sigma`` is identified), as are ``w_r``, ``sigma``
+and the regularized Laplacian's ``beta`` (only ``w_r^2 / (beta sigma^2)``). The lengthscale
+(``rho`` or ARD lengthscales), ``iota`` and the diffusion rate are identified. Fitting should hold
+the confounded ones fixed (the defaults ``sigma = 1/sqrt(2)``, ``kappa = 1``, ``beta = 1`` make
+``2 sigma^2 = 1``) and learn the weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+
+from .attributes import Independent
+from .base import Kernel
+from .params import Positive, param, pytree_dataclass
+
+__all__ = ["XPGP", "ComponentPosterior", "component_posterior", "mask_covariance"]
+
+
+def mask_covariance(K: jax.Array, mask: jax.Array | None) -> jax.Array:
+    """Decouple padded entities: zero their rows and columns and put 1 on their diagonal.
+
+    ``K: (n, n)``, ``mask: (n,)`` bool (True = real entity). A padded entity then has an
+    independent standard-normal prior and, touched by no pair, does not change any real entity's
+    posterior.
+    """
+    if mask is None:
+        return K
+    keep = mask[:, None] & mask[None, :]
+    return jnp.where(keep, K, 0.0) + jnp.diag(jnp.where(mask, 0.0, 1.0))
+
+
+@pytree_dataclass
+class XPGP:
+    """The combined prior of Eq. 5.
+
+    Attributes:
+        attribute: kernel on attributes ``X`` (e.g. :class:`~bayesrank.kernels.attributes.RBF`),
+            or ``None`` for a relations-only model.
+        relations: one graph kernel per relation type, each called on its own graph data (a
+            :class:`~bayesrank.kernels.graph.LaplacianSpectrum` for spectral kernels; an ``(n, n)``
+            matrix for :class:`~bayesrank.kernels.graph.Fixed`, e.g. a hidden-common-cause one).
+        weights: ``(1 + R,)`` mixing weights ``[w_1, w_2, ...]`` (attribute first; ignored for a
+            missing attribute kernel); ``None`` means all ones.
+        sigma: the pair noise scale of Eq. 4.
+        entity: optional per-entity random effect ``s^2 I`` (its own scale, no weight).
+    """
+
+    attribute: Kernel | None = None
+    relations: tuple = ()
+    weights: jnp.ndarray = param(Positive(), default=None)
+    sigma: jnp.ndarray = param(Positive(), default=0.5**0.5)
+    entity: Independent | None = None
+
+    def components(
+        self, X: jax.Array | None, graphs: Sequence[Any] = (), mask: jax.Array | None = None
+    ) -> jax.Array:
+        """The scaled parts of ``K``: ``(T, n, n)``, summing to ``K`` on real entities.
+
+        Order: attribute (if any), then relations in order, then the entity effect (if any).
+        Rows and columns of padded entities (``mask = False``) are zero.
+        """
+        if len(graphs) != len(self.relations):
+            raise ValueError(f"{len(self.relations)} relation kernels but {len(graphs)} graphs")
+        n_weights = 1 + len(self.relations)
+        weights = jnp.ones(n_weights) if self.weights is None else jnp.asarray(self.weights)
+        if weights.shape != (1 + len(self.relations),):
+            raise ValueError(
+                f"weights must have shape ({1 + len(self.relations)},) = 1 + number of relations, "
+                f"got {weights.shape}"
+            )
+        scale = 1.0 / (2.0 * self.sigma**2)
+        parts = []
+        if self.attribute is not None:
+            if X is None:
+                raise ValueError("an attribute kernel needs attributes X")
+            parts.append(weights[0] ** 2 * self.attribute(X))
+        for w, kernel, graph in zip(weights[1:], self.relations, graphs, strict=True):
+            parts.append(w**2 * kernel(graph))
+        if self.entity is not None:
+            n = parts[0].shape[0] if parts else X.shape[0]
+            parts.append(self.entity(jnp.arange(n)))
+        if not parts:
+            raise ValueError("the prior has no component (no attribute, relation or entity kernel)")
+        stacked = scale * jnp.stack(parts)
+        if mask is not None:
+            stacked = jnp.where(mask[None, :, None] & mask[None, None, :], stacked, 0.0)
+        return stacked
+
+    def covariance(
+        self, X: jax.Array | None, graphs: Sequence[Any] = (), mask: jax.Array | None = None
+    ) -> jax.Array:
+        """``K: (n, n)`` of Eq. 5, with padded entities decoupled (:func:`mask_covariance`)."""
+        return mask_covariance(self.components(X, graphs, mask).sum(axis=0), mask)
+
+
+class ComponentPosterior(NamedTuple):
+    """Posterior of each additive part ``c`` of ``xi_hat``: ``mean: (T, n)``, ``cov: (T, n, n)``."""
+
+    mean: jax.Array
+    cov: jax.Array
+
+
+def component_posterior(
+    components: jax.Array, mean: jax.Array, cov: jax.Array, jitter: float = 1e-10
+) -> ComponentPosterior:
+    """Split a Gaussian posterior of ``xi_hat = sum_c h_c`` into its parts.
+
+    With independent priors ``h_c ~ N(0, K_c)`` and ``K = sum_c K_c``, ``h_c`` and ``xi_hat`` are
+    jointly Gaussian with ``Cov(h_c, xi_hat) = K_c``, so given ``q(xi_hat) = N(mu, Sigma)`` (and
+    the data acting on ``xi_hat`` only)
+
+        E[h_c] = K_c K^-1 mu,
+        Cov[h_c] = K_c - K_c K^-1 K_c + K_c K^-1 Sigma K^-1 K_c.
+
+    The means add up to ``mu``. With ``mu = 0``, ``Sigma = K`` this is the prior split.
+
+    Args:
+        components: ``(T, n, n)`` the ``K_c`` (e.g. :meth:`XPGP.components`).
+        mean: ``(n,)`` posterior mean ``mu``; ``cov``: ``(n, n)`` posterior covariance ``Sigma``.
+        jitter: added to ``K``'s diagonal, relative to its mean diagonal, before the Cholesky.
+    """
+    K = components.sum(axis=0)
+    n = K.shape[0]
+    K = K + jitter * jnp.mean(jnp.diag(K)) * jnp.eye(n, dtype=K.dtype)
+    chol = jsl.cho_factor(K, lower=True)
+    A = jax.vmap(lambda Kc: jsl.cho_solve(chol, Kc).T)(components)  # A_c = K_c K^-1
+    means = A @ mean
+    covs = components - A @ components + A @ cov @ jnp.swapaxes(A, -1, -2)
+    return ComponentPosterior(means, 0.5 * (covs + jnp.swapaxes(covs, -1, -2)))

@@ -273,7 +273,10 @@ def test_xpgp_is_eq5():
     spec = laplacian_spectrum(W1)
     hcc = hidden_common_cause(W2, "edge")
     prior = XPGP(
-        RBF(1.1, 0.5), (RegularizedLaplacian(2.0, 1.5), Fixed()), jnp.asarray(w), sigma,
+        RBF(1.1, 0.5),
+        (RegularizedLaplacian(2.0, 1.5), Fixed()),
+        jnp.asarray(w),
+        sigma,
         entity=Independent(0.3),
     )
     Ka = RBF(1.1, 0.5)(X)

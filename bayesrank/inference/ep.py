@@ -59,6 +59,7 @@ __all__ = [
     "posterior_from_sites",
     "run",
     "site_natural_parameters",
+    "site_precision",
     "step",
 ]
 
@@ -117,14 +118,22 @@ class _Factor(NamedTuple):
     logdet_b: jax.Array
 
 
-def _factor(K, pairs, sites, pair_mask, jitter) -> _Factor:
-    n = K.shape[0]
+def site_precision(n: int, pairs, sites: Sites, pair_mask=None):
+    """``S = sum_s tau_s a_s a_s^T: (n, n)`` and ``eta = sum_s nu_s a_s: (n,)`` of the sites."""
+    pairs = jnp.asarray(pairs)
     i, j = pairs[:, 0], pairs[:, 1]
+    pair_mask = _pair_mask(pairs, pair_mask)
     tau = jnp.where(pair_mask, sites.tau, 0.0)
     nu = jnp.where(pair_mask, sites.nu, 0.0)
-    S = jnp.zeros_like(K)
+    S = jnp.zeros((n, n), tau.dtype)
     S = S.at[i, i].add(tau).at[j, j].add(tau).at[i, j].add(-tau).at[j, i].add(-tau)
-    eta = jnp.zeros(n, dtype=K.dtype).at[i].add(nu).at[j].add(-nu)
+    eta = jnp.zeros(n, tau.dtype).at[i].add(nu).at[j].add(-nu)
+    return S, eta
+
+
+def _factor(K, pairs, sites, pair_mask, jitter) -> _Factor:
+    n = K.shape[0]
+    S, eta = site_precision(n, pairs, sites, pair_mask)
     eye = jnp.eye(n, dtype=K.dtype)
     L = jnp.linalg.cholesky(K + jitter * jnp.mean(jnp.diag(K)) * eye)
     B = eye + L.T @ S @ L

@@ -5,6 +5,7 @@ from .base import Kernel
 from .graph import (
     Diffusion,
     Fixed,
+    HiddenCommonCause,
     LaplacianSpectrum,
     RegularizedLaplacian,
     hidden_common_cause,
@@ -22,6 +23,7 @@ __all__ = [
     "ComponentPosterior",
     "Diffusion",
     "Fixed",
+    "HiddenCommonCause",
     "Independent",
     "Kernel",
     "LaplacianSpectrum",

@@ -53,11 +53,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .params import Positive, param, pytree_dataclass
+from .params import Positive, param, pytree_dataclass, static
 
 __all__ = [
     "Diffusion",
     "Fixed",
+    "HiddenCommonCause",
     "LaplacianSpectrum",
     "RegularizedLaplacian",
     "hidden_common_cause",
@@ -110,22 +111,35 @@ def _from_spectrum(spectrum: LaplacianSpectrum, r: jax.Array) -> jax.Array:
     return 0.5 * (K + K.T)
 
 
+class _SpectralKernel:
+    """A kernel ``V diag(r(lam)) V^T`` of a Laplacian spectrum; ``prepare(W)`` diagonalises once."""
+
+    def prepare(self, W) -> LaplacianSpectrum:
+        """The graph data this kernel is called on: the spectrum of ``W``'s Laplacian."""
+        return laplacian_spectrum(W, normalized=self.normalized)
+
+
 @pytree_dataclass
-class RegularizedLaplacian:
-    """Paper Eq. 2: ``K_r = [beta (L + I / iota^2)]^-1``, from a :class:`LaplacianSpectrum`."""
+class RegularizedLaplacian(_SpectralKernel):
+    """Paper Eq. 2: ``K_r = [beta (L + I / iota^2)]^-1``, from a :class:`LaplacianSpectrum`.
+
+    ``normalized=True`` uses Chung's normalized Laplacian in :meth:`prepare`.
+    """
 
     beta: jnp.ndarray = param(Positive(), default=1.0)
     iota: jnp.ndarray = param(Positive(1e-6), default=1.0)
+    normalized: bool = static(default=False)
 
     def __call__(self, spectrum: LaplacianSpectrum) -> jax.Array:
         return _from_spectrum(spectrum, 1.0 / (self.beta * (spectrum.evals + self.iota**-2)))
 
 
 @pytree_dataclass
-class Diffusion:
+class Diffusion(_SpectralKernel):
     """Diffusion kernel ``K_r = exp(-beta L)`` (Kondor & Lafferty 2002)."""
 
     beta: jnp.ndarray = param(Positive(), default=1.0)
+    normalized: bool = static(default=False)
 
     def __call__(self, spectrum: LaplacianSpectrum) -> jax.Array:
         return _from_spectrum(spectrum, jnp.exp(-self.beta * spectrum.evals))
@@ -133,7 +147,23 @@ class Diffusion:
 
 @pytree_dataclass
 class Fixed:
-    """A relation covariance given as a matrix (e.g. :func:`hidden_common_cause`): ``K_r = M``."""
+    """A relation covariance given as a PSD matrix ``M`` (``prepare`` takes ``M`` itself)."""
+
+    def prepare(self, matrix) -> np.ndarray:
+        return np.asarray(matrix, dtype=np.float64)
+
+    def __call__(self, matrix: jax.Array) -> jax.Array:
+        return jnp.asarray(matrix)
+
+
+@pytree_dataclass
+class HiddenCommonCause:
+    """Silva et al.'s kernel: ``prepare(W)`` builds :func:`hidden_common_cause` (no parameters)."""
+
+    construction: str = static(default="edge")
+
+    def prepare(self, W) -> np.ndarray:
+        return hidden_common_cause(W, self.construction)
 
     def __call__(self, matrix: jax.Array) -> jax.Array:
         return jnp.asarray(matrix)

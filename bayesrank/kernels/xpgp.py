@@ -71,6 +71,16 @@ class XPGP:
     sigma: jnp.ndarray = param(Positive(), default=0.5**0.5)
     entity: Independent | None = None
 
+    def prepare(self, relations: Sequence[Any]) -> tuple:
+        """Host-side, once per problem: each relation kernel's graph data from its adjacency.
+
+        ``relations``: one ``W: (n, n)`` per relation kernel (validated). Returns the ``graphs``
+        argument of :meth:`components` and :meth:`covariance`.
+        """
+        if len(relations) != len(self.relations):
+            raise ValueError(f"{len(self.relations)} relation kernels but {len(relations)} graphs")
+        return tuple(k.prepare(W) for k, W in zip(self.relations, relations, strict=True))
+
     def components(
         self, X: jax.Array | None, graphs: Sequence[Any] = (), mask: jax.Array | None = None
     ) -> jax.Array:

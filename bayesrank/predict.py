@@ -1,0 +1,91 @@
+"""Preference prediction from a Gaussian posterior ``q(xi_hat) = N(mu, Sigma)``.
+
+Transductive (paper Sec. 4.2, Eq. 13-14): for any pair ``(i, j)`` of the entities in the problem,
+
+    P(i > j | data) = Phi(delta_mu / sqrt(1 + delta_var)),
+    delta_mu = mu_i - mu_j,   delta_var = Sigma_ii + Sigma_jj - 2 Sigma_ij,
+
+``delta_var`` being the uncertainty of the preference degree difference (its predictive standard
+deviation is ``sqrt(delta_var)``).
+
+Inductive (beyond the paper): for new entities with cross-covariance ``K_* = K(train, new)``
+and prior covariance ``K_** = K(new, new)``, the EP posterior gives (with site precision ``S`` and
+shift ``eta``)
+
+    E[xi_*]   = K_*^T K^-1 mu = K_*^T (eta - S mu),
+    Cov[xi_*] = K_** - K_*^T (K + S^-1)^-1 K_* = K_** - K_*^T (S - S Sigma S) K_*,
+
+both free of any inverse (``K^-1 mu = eta - S mu`` because ``(K^-1 + S) mu = eta``, and
+``(K + S^-1)^-1 = S - S Sigma S`` by Woodbury, extended by continuity to singular ``S``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from .inference.ep import Sites, site_precision
+from .likelihoods import pair_probability
+
+__all__ = [
+    "PairPrediction",
+    "entity_scores",
+    "predict_new",
+    "predict_pairs",
+    "probability_matrix",
+]
+
+
+class PairPrediction(NamedTuple):
+    """Per pair, shapes ``(p,)``: ``prob`` = P(i > j), moments of ``xi_hat_i - xi_hat_j``."""
+
+    prob: jax.Array
+    delta_mean: jax.Array
+    delta_var: jax.Array
+
+
+def predict_pairs(mean: jax.Array, cov: jax.Array, pairs: jax.Array) -> PairPrediction:
+    """Eq. 13-14 for every row ``(i, j)`` of ``pairs: (p, 2)``; ``mean: (n,)``, ``cov: (n, n)``."""
+    pairs = jnp.asarray(pairs)
+    i, j = pairs[:, 0], pairs[:, 1]
+    delta_mean = mean[i] - mean[j]
+    delta_var = jnp.maximum(cov[i, i] + cov[j, j] - 2.0 * cov[i, j], 0.0)
+    return PairPrediction(pair_probability(delta_mean, delta_var), delta_mean, delta_var)
+
+
+def probability_matrix(mean: jax.Array, cov: jax.Array) -> jax.Array:
+    """``P[i, j] = P(i > j | data)`` for all pairs: ``(n, n)`` (diagonal 1/2)."""
+    var = jnp.diag(cov)
+    delta_var = jnp.maximum(var[:, None] + var[None, :] - 2.0 * cov, 0.0)
+    return pair_probability(mean[:, None] - mean[None, :], delta_var)
+
+
+def entity_scores(mean: jax.Array, cov: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Posterior mean and variance of each entity's preference degree: ``(n,)``, ``(n,)``."""
+    return mean, jnp.diag(cov)
+
+
+def predict_new(
+    mean: jax.Array,
+    cov: jax.Array,
+    pairs: jax.Array,
+    sites: Sites,
+    K_cross: jax.Array,
+    K_new: jax.Array,
+    pair_mask=None,
+) -> tuple[jax.Array, jax.Array]:
+    """Posterior ``(mean: (p,), cov: (p, p))`` of ``xi_hat`` at new entities (module docstring).
+
+    Args:
+        mean, cov: the EP posterior on the ``n`` training entities.
+        pairs, sites, pair_mask: the training pairs and their EP sites.
+        K_cross: ``(n, p)`` prior covariance between training and new entities.
+        K_new: ``(p, p)`` prior covariance of the new entities.
+    """
+    S, eta = site_precision(mean.shape[0], pairs, sites, pair_mask)
+    new_mean = K_cross.T @ (eta - S @ mean)
+    middle = S - S @ cov @ S
+    new_cov = K_new - K_cross.T @ middle @ K_cross
+    return new_mean, 0.5 * (new_cov + new_cov.T)

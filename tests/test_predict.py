@@ -1,0 +1,126 @@
+"""Prediction (Eq. 13-14, inductive) and the model object, against quadrature and dense algebra."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from bayesrank.data.problem import PreferenceProblem
+from bayesrank.inference import ep
+from bayesrank.kernels import RBF, XPGP, HiddenCommonCause, RegularizedLaplacian
+from bayesrank.model import XPGPModel
+from bayesrank.predict import predict_new, predict_pairs, probability_matrix
+
+pytestmark = pytest.mark.skipif(not jax.config.jax_enable_x64, reason="float64 references")
+
+
+def test_pair_probability_is_the_expected_probit():
+    """Eq. 13-14: E_q[Phi(d)] with d ~ N(dm, dv) equals Phi(dm / sqrt(1 + dv)) (quadrature)."""
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(4, 4))
+    cov = A @ A.T
+    mean = rng.normal(size=4)
+    pairs = np.array([[0, 1], [2, 3], [3, 0], [1, 2]])
+    pred = predict_pairs(jnp.asarray(mean), jnp.asarray(cov), jnp.asarray(pairs))
+    for p, (i, j) in zip(pred.prob, pairs, strict=True):
+        dm = mean[i] - mean[j]
+        sd = np.sqrt(cov[i, i] + cov[j, j] - 2 * cov[i, j])
+        expected = integrate.quad(
+            lambda d, dm=dm, sd=sd: stats.norm.cdf(d) * stats.norm.pdf(d, dm, sd), -np.inf, np.inf
+        )[0]
+        np.testing.assert_allclose(p, expected, rtol=1e-9)
+    P = probability_matrix(jnp.asarray(mean), jnp.asarray(cov))
+    np.testing.assert_allclose(P + P.T, 1.0, atol=1e-12)
+    np.testing.assert_allclose(P[pairs[:, 0], pairs[:, 1]], pred.prob, rtol=1e-12)
+
+
+def test_predict_new_against_dense_conditioning():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(9, 2))
+    K_all = np.asarray(RBF(1.3, 0.8)(X)) + 1e-6 * np.eye(9)
+    n = 6
+    K = K_all[:n, :n]
+    pairs = np.array([[0, 1], [2, 1], [3, 4], [5, 0], [4, 2], [1, 5]])
+    post = ep.fit(jnp.asarray(K), jnp.asarray(pairs), tol=1e-12, max_iter=1000)
+    mean, cov = predict_new(
+        post.mean,
+        post.cov,
+        jnp.asarray(pairs),
+        post.sites,
+        jnp.asarray(K_all[:n, n:]),
+        jnp.asarray(K_all[n:, n:]),
+    )
+    Kinv = np.linalg.inv(K)
+    Ks = K_all[:n, n:]
+    mu, Sigma = np.asarray(post.mean), np.asarray(post.cov)
+    np.testing.assert_allclose(mean, Ks.T @ Kinv @ mu, atol=1e-8)
+    expected = K_all[n:, n:] - Ks.T @ Kinv @ Ks + Ks.T @ Kinv @ Sigma @ Kinv @ Ks
+    np.testing.assert_allclose(cov, expected, atol=1e-8)
+    # Transductively: the same entities inside the problem, touched by no pair.
+    full = ep.fit(jnp.asarray(K_all), jnp.asarray(pairs), tol=1e-12, max_iter=1000)
+    np.testing.assert_allclose(mean, full.mean[n:], atol=1e-8)
+    np.testing.assert_allclose(cov, full.cov[n:, n:], atol=1e-8)
+
+
+def small_problem():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(7, 3))
+    W = np.zeros((7, 7))
+    for i, j in [(0, 1), (1, 2), (3, 4), (4, 5), (5, 6)]:
+        W[i, j] = W[j, i] = 1.0
+    pairs = np.array([[0, 3], [1, 4], [2, 6], [5, 6], [0, 2]])
+    return X, W, pairs
+
+
+def test_model_fit_predict_rank_components():
+    X, W, pairs = small_problem()
+    prior = XPGP(
+        RBF(1.0, 0.5),
+        (RegularizedLaplacian(1.0, 1.0), HiddenCommonCause()),
+        jnp.array([1.0, 0.8, 0.5]),
+    )
+    problem = PreferenceProblem.create(pairs, X=X, relations=[W, W])
+    post = XPGPModel(prior, tol=1e-10).fit(problem)
+    K, _ = XPGPModel(prior).covariance(problem)
+    ref = ep.fit(K, jnp.asarray(pairs), tol=1e-10)
+    np.testing.assert_allclose(post.mean, ref.mean, atol=1e-12)
+    assert bool(post.result.converged)
+    order = post.rank()
+    assert list(order) == list(np.argsort(-np.asarray(post.mean), kind="stable"))
+    pred = post.predict_pairs(pairs)
+    assert np.all(pred.prob > 0.5)  # observed pairs are predicted the way they were seen
+    parts = post.components()
+    assert parts.mean.shape == (3, 7)
+    np.testing.assert_allclose(parts.mean.sum(0), post.mean, atol=1e-8)
+    with pytest.raises(ValueError, match=r"pairs\[1, 1\] = 9 is not an entity index"):
+        post.predict_pairs([[0, 1], [2, 9]])
+    with pytest.raises(ValueError, match="attribute-only"):
+        post.predict_new(X[:2])
+
+
+def test_model_predict_new_attribute_only():
+    X, _, pairs = small_problem()
+    prior = XPGP(RBF(1.0, 0.5), weights=jnp.array([2.0]))
+    post = XPGPModel(prior, tol=1e-10).fit(PreferenceProblem.create(pairs, X=X[:7]))
+    X_all = np.vstack([X, X[:2] + 0.1])
+    full = XPGPModel(prior, tol=1e-10).fit(PreferenceProblem.create(pairs, X=X_all))
+    mean, cov = post.predict_new(X[:2] + 0.1)
+    np.testing.assert_allclose(mean, full.mean[7:], atol=1e-7)
+    np.testing.assert_allclose(cov, full.cov[7:, 7:], atol=1e-7)
+
+
+def test_problem_validation():
+    X, W, pairs = small_problem()
+    with pytest.raises(ValueError, match=r"disagree on the number of entities: \[6, 7\]"):
+        PreferenceProblem.create(pairs, X=X[:6], relations=[W])
+    bad = X.copy()
+    bad[2, 1] = np.inf
+    with pytest.raises(ValueError, match=r"X\[2, 1\] = inf is not finite"):
+        PreferenceProblem.create(pairs, X=bad)
+    with pytest.raises(ValueError, match="self"):
+        PreferenceProblem.create([[3, 3]], X=X)
+    asym = W.copy()
+    asym[0, 1] = 5
+    with pytest.raises(ValueError, match="relations"):
+        PreferenceProblem.create(pairs, X=X, relations=[asym])

@@ -119,7 +119,7 @@ class XPGPModel:
         *,
         schedule: str = "parallel",
         max_iter: int = 200,
-        tol: float = 1e-6,
+        tol: float | None = None,
         damping: float | None = None,
     ):
         self.prior = prior

@@ -2,7 +2,7 @@
 
 References share no code with ``bayesrank.inference.ep``:
 - one pair on two entities: EP is exact, so the posterior of the difference and ``log Z`` equal
-  1-D quadrature (``scipy.integrate.quad``); tolerance 1e-8 (the relative jitter is 1e-10);
+  1-D quadrature (``scipy.integrate.quad``); tolerance 1e-8;
 - a naive EP in NumPy (dense inverses, site-by-site in moment form, scipy's normal cdf) for
   small problems: same fixed point, tolerance 1e-7;
 - importance sampling from the prior: the exact posterior, which EP only approximates; the

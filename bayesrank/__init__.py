@@ -1,3 +1,51 @@
-"""bayesrank: Bayesian preference learning in JAX."""
+"""bayesrank: Bayesian preference learning in JAX.
+
+Gaussian-process preference models with a probit pair likelihood, where entities carry attributes
+and relations (XPGP, Kersting & Xu 2009); EP inference with two-dimensional sites; LETOR data and
+evaluation. The public API is re-exported here; submodules hold the rest.
+"""
+
+from . import metrics, ordering, predict
+from .data.letor import Query, load_letor
+from .data.pairs import pairs_from_grades, sample_pairs, split_pairs, validate_pairs
+from .data.problem import PreferenceProblem
+from .inference import ep
+from .kernels import (
+    ARD,
+    RBF,
+    XPGP,
+    Diffusion,
+    Fixed,
+    HiddenCommonCause,
+    Independent,
+    Linear,
+    RegularizedLaplacian,
+)
+from .model import Posterior, XPGPModel
 
 __version__ = "0.1.0.dev0"
+
+__all__ = [
+    "ARD",
+    "RBF",
+    "XPGP",
+    "Diffusion",
+    "Fixed",
+    "HiddenCommonCause",
+    "Independent",
+    "Linear",
+    "Posterior",
+    "PreferenceProblem",
+    "Query",
+    "RegularizedLaplacian",
+    "XPGPModel",
+    "ep",
+    "load_letor",
+    "metrics",
+    "ordering",
+    "pairs_from_grades",
+    "predict",
+    "sample_pairs",
+    "split_pairs",
+    "validate_pairs",
+]

@@ -1,1 +1,4 @@
-"""Data layer: LETOR readers, preference pairs, relation graphs, batching."""
+"""Data layer: LETOR readers, preference pairs, relation graphs, problems, batching.
+
+Submodules: ``letor``, ``pairs``, ``graphs``, ``problem``, ``batch``, ``summary``, ``sample``.
+"""

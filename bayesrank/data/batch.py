@@ -7,10 +7,11 @@ unpadded answer on padded input.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["pad_stack"]
+__all__ = ["ProblemBatch", "pad_stack", "stack_problems"]
 
 
 def pad_stack(
@@ -45,3 +46,48 @@ def pad_stack(
         stacked[b, : a.shape[0]] = a
         mask[b, : a.shape[0]] = True
     return stacked, mask
+
+
+class ProblemBatch(NamedTuple):
+    """Many :class:`~bayesrank.data.problem.PreferenceProblem` padded to common shapes.
+
+    ``X: (B, n, d)`` (or ``None``), ``relations``: one ``(B, n, n)`` array per relation type
+    (padded entities isolated), ``pairs: (B, m, 2)`` (padded pairs are ``(0, 1)``: valid, distinct
+    indices, masked out), ``mask: (B, n)``, ``pair_mask: (B, m)``.
+    """
+
+    X: np.ndarray | None
+    relations: tuple
+    pairs: np.ndarray
+    mask: np.ndarray
+    pair_mask: np.ndarray
+
+
+def stack_problems(problems, n_pad: int | None = None, m_pad: int | None = None) -> ProblemBatch:
+    """Pad and stack problems (all with or all without attributes, same number of relations)."""
+    if not problems:
+        raise ValueError("stack_problems needs at least one problem")
+    n_rel = {len(p.relations) for p in problems}
+    if len(n_rel) != 1 or len({p.X is None for p in problems}) != 1:
+        raise ValueError("problems differ in their attributes or number of relations")
+    n_pad = max(max(p.n for p in problems), 2) if n_pad is None else n_pad
+    m_pad = max(max(len(p.pairs) for p in problems), 1) if m_pad is None else m_pad
+    if n_pad < max(p.n for p in problems) or m_pad < max(len(p.pairs) for p in problems):
+        raise ValueError(f"n_pad={n_pad}, m_pad={m_pad} are smaller than the largest problem")
+    X = None
+    if problems[0].X is not None:
+        X, _ = pad_stack([p.X for p in problems], n_pad)
+    relations = []
+    for r in range(n_rel.pop()):
+        W = np.zeros((len(problems), n_pad, n_pad))
+        for b, p in enumerate(problems):
+            W[b, : p.n, : p.n] = p.relations[r]
+        relations.append(W)
+    pairs = np.tile(np.array([0, 1], dtype=np.int64), (len(problems), m_pad, 1))
+    pair_mask = np.zeros((len(problems), m_pad), dtype=bool)
+    mask = np.zeros((len(problems), n_pad), dtype=bool)
+    for b, p in enumerate(problems):
+        pairs[b, : len(p.pairs)] = p.pairs
+        pair_mask[b, : len(p.pairs)] = True
+        mask[b, : p.n] = True
+    return ProblemBatch(X, tuple(relations), pairs, mask, pair_mask)

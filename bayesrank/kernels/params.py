@@ -29,6 +29,7 @@ __all__ = [
     "Positive",
     "constrain",
     "constraint_of",
+    "map_params",
     "param",
     "pytree_dataclass",
     "static",
@@ -91,27 +92,29 @@ def constraint_of(obj, name: str) -> Positive | Bounded | None:
     return f.metadata.get("constraint")
 
 
-def _map_constrained(obj, fn):
+def map_params(obj, fn):
+    """Rebuild ``obj`` (dataclasses, nested, in tuples) with ``fn(owner, name, constraint, value)``
+    applied to every constrained hyperparameter; everything else is kept as is."""
     if not dataclasses.is_dataclass(obj):
         if isinstance(obj, tuple | list):
-            return type(obj)(_map_constrained(o, fn) for o in obj)
+            return type(obj)(map_params(o, fn) for o in obj)
         return obj
     changes = {}
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
         constraint = f.metadata.get("constraint")
         if constraint is not None and value is not None:
-            changes[f.name] = fn(constraint, value)
+            changes[f.name] = fn(obj, f.name, constraint, value)
         elif not f.metadata.get("static", False):
-            changes[f.name] = _map_constrained(value, fn)
+            changes[f.name] = map_params(value, fn)
     return dataclasses.replace(obj, **changes)
 
 
 def unconstrain(obj):
     """Map every constrained hyperparameter of ``obj`` (recursively) to the real line."""
-    return _map_constrained(obj, lambda c, v: c.inverse(jnp.asarray(v)))
+    return map_params(obj, lambda _o, _n, c, v: c.inverse(jnp.asarray(v)))
 
 
 def constrain(obj):
     """Inverse of :func:`unconstrain`: map unconstrained values back to their domains."""
-    return _map_constrained(obj, lambda c, u: c.forward(jnp.asarray(u)))
+    return map_params(obj, lambda _o, _n, c, u: c.forward(jnp.asarray(u)))

@@ -1,0 +1,534 @@
+"""Hyperparameter learning for the XPGP prior: EM-EP and EP-evidence maximisation, with optax.
+
+**EM-EP** (paper Sec. 4.3, after Kim & Ghahramani 2006). E-step: EP at the current
+hyperparameters ``theta``, warm-started from the previous sites, gives ``q(xi_hat) = N(mu, Sigma)``.
+M-step: maximise over ``theta`` (paper Eq. 15-16)
+
+    Q(theta) = E_q[log N(xi_hat | 0, K_theta)]
+             = -1/2 log|2 pi K| - 1/2 mu^T K^-1 mu - 1/2 tr(K^-1 Sigma),
+
+with L-BFGS (default) or Adam, in unconstrained coordinates (``kernels.params``). ``Q`` needs
+``K^-1``: it uses a Cholesky factor of ``K + eps I`` with a fixed nugget ``eps`` (1e-6 in float64,
+1e-4 in float32; see :func:`expected_log_prior`). The M-step never decreases ``Q`` for the ``q``
+it was given (beyond optimiser tolerance).
+
+**Evidence maximisation**: gradient steps on ``log Z_EP(theta)``. At an EP fixed point the sites
+can be held fixed when differentiating (``inference.ep.fit`` does so), so each step runs EP
+(warm-started) and differentiates the evidence through ``K_theta`` only.
+
+Both work on a :class:`~bayesrank.data.batch.ProblemBatch`: with one ``theta`` shared by all
+queries (the objective is the sum over queries, computed with ``vmap``), or with one ``theta`` per
+query (``per_query=True``: the whole fit is ``vmap``-ped over queries).
+
+What is learned: every hyperparameter of the prior except the confounded scales, which are held
+fixed by default (``default_trainable``): ``sigma``, the RBF / ARD amplitude ``kappa`` and the
+regularized Laplacian's ``beta`` (see ``docs/model.md``, identifiability). So the mixing weights,
+lengthscales, ``iota``, diffusion rates and the per-entity effect are fitted. Optionally
+(``hyperprior_scale``, on by default) a log-normal hyperprior centred on the initial values, i.e.
+a normal prior of that standard deviation on each unconstrained value, turns the fit into MAP-II;
+it is what keeps a lengthscale from collapsing on a query with few informative pairs.
+Initialisation: the median heuristic for RBF / ARD lengthscales (``initialize``), optional random
+restarts (best final evidence wins).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import partial
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+import numpy as np
+import optax
+
+from .data.batch import ProblemBatch, stack_problems
+from .inference import ep
+from .kernels.attributes import ARD, RBF
+from .kernels.params import constrain, map_params, unconstrain
+from .kernels.xpgp import XPGP
+
+__all__ = [
+    "FitResult",
+    "PreparedBatch",
+    "Trace",
+    "covariances",
+    "default_trainable",
+    "expected_log_prior",
+    "fit_hyperparameters",
+    "initialize",
+    "prepare_batch",
+]
+
+#: (class name, field) of the hyperparameters held fixed by default: the confounded scales.
+FROZEN_BY_DEFAULT = frozenset(
+    {("XPGP", "sigma"), ("RBF", "kappa"), ("ARD", "kappa"), ("RegularizedLaplacian", "beta")}
+)
+
+
+class PreparedBatch(NamedTuple):
+    """A :class:`ProblemBatch` with each relation's graph data prepared for its kernel.
+
+    ``X: (B, n, d)`` or ``None``; ``graphs``: per relation, a pytree with leading axis ``B``.
+    """
+
+    X: jax.Array | None
+    graphs: tuple
+    pairs: jax.Array
+    mask: jax.Array
+    pair_mask: jax.Array
+
+
+def prepare_batch(prior: XPGP, batch: ProblemBatch) -> PreparedBatch:
+    """Host-side, once: each relation kernel's graph data for every query, stacked."""
+    graphs = []
+    for r, kernel in enumerate(prior.relations):
+        per_query = [kernel.prepare(W) for W in batch.relations[r]]
+        graphs.append(jax.tree_util.tree_map(lambda *a: jnp.stack(a), *per_query))
+    X = None if batch.X is None else jnp.asarray(batch.X)
+    return PreparedBatch(
+        X,
+        tuple(graphs),
+        jnp.asarray(batch.pairs),
+        jnp.asarray(batch.mask),
+        jnp.asarray(batch.pair_mask),
+    )
+
+
+def covariances(prior: XPGP, data: PreparedBatch) -> jax.Array:
+    """``K: (B, n, n)`` of every query (padded entities decoupled)."""
+
+    def one(X, graphs, mask):
+        return prior.covariance(X, graphs, mask)
+
+    in_x = None if data.X is None else 0
+    return jax.vmap(one, in_axes=(in_x, 0, 0))(data.X, data.graphs, data.mask)
+
+
+def expected_log_prior(K: jax.Array, mean: jax.Array, cov: jax.Array) -> jax.Array:
+    """``Q = E_q[log N(xi | 0, K + eps I)]`` for ``q = N(mean, cov)`` (Eq. 15-16).
+
+    ``K, cov: (n, n)``. ``eps`` is a fixed absolute nugget (1e-6 in float64, 1e-4 in float32): a
+    GP Gram matrix is often singular (OHSUMED queries hold duplicate documents), and a nugget that
+    does not depend on ``theta`` keeps ``Q``'s dependence on ``theta`` meaningful there, where a
+    jitter relative to ``K``'s scale would reward shrinking or inflating ``K`` for its own sake.
+    """
+    n = K.shape[0]
+    eps = 1e-6 if jnp.finfo(K.dtype).bits == 64 else 1e-4
+    L = jnp.linalg.cholesky(K + eps * jnp.eye(n, dtype=K.dtype))
+    alpha = jsl.solve_triangular(L, mean, lower=True)
+    trace = jnp.trace(jsl.cho_solve((L, True), cov))
+    logdet = 2.0 * jnp.sum(jnp.log(jnp.diag(L)))
+    return -0.5 * (n * jnp.log(2 * jnp.pi) + logdet + alpha @ alpha + trace)
+
+
+def _finite_or_inf(value):
+    """Non-finite objective values become +inf, which a line search rejects."""
+    return jnp.where(jnp.isfinite(value), value, jnp.inf)
+
+
+def default_trainable(prior: XPGP):
+    """A pytree of bools like ``prior``: False for the confounded scales (``FROZEN_BY_DEFAULT``)."""
+    return map_params(
+        prior, lambda owner, name, _c, _v: (type(owner).__name__, name) not in FROZEN_BY_DEFAULT
+    )
+
+
+def _median_distance(X, mask) -> float:
+    X = np.asarray(X)[np.asarray(mask)]
+    rng = np.random.default_rng(0)
+    idx = rng.choice(len(X), size=min(len(X), 2000), replace=False)
+    d = np.sqrt(((X[idx, None, :] - X[None, idx, :]) ** 2).sum(-1))
+    d = d[np.triu_indices(len(idx), 1)]
+    d = d[d > 0]
+    return float(np.median(d)) if d.size else 1.0
+
+
+def initialize(prior: XPGP, batch: ProblemBatch) -> XPGP:
+    """Data-driven start: the median heuristic for the attribute kernel; unit mixing weights.
+
+    RBF: ``rho = 1 / median ||x - x'||`` over the batch's real entities (so ``k = kappa^2 e^-1/2``
+    at the median distance). ARD: each lengthscale is the median ``|x_k - x'_k|`` of its feature
+    (1 where that median is 0, e.g. a feature constant within queries).
+    """
+    n_weights = 1 + len(prior.relations)
+    weights = jnp.ones(n_weights) if prior.weights is None else jnp.asarray(prior.weights)
+    attribute = prior.attribute
+    if batch.X is not None and isinstance(attribute, RBF):
+        attribute = dataclasses.replace(
+            attribute,
+            rho=jnp.asarray(
+                1.0 / _median_distance(batch.X.reshape(-1, batch.X.shape[-1]), batch.mask.ravel())
+            ),
+        )
+    elif batch.X is not None and isinstance(attribute, ARD):
+        X = batch.X.reshape(-1, batch.X.shape[-1])[batch.mask.ravel()]
+        rng = np.random.default_rng(0)
+        a, b = rng.integers(0, len(X), (2, 20000))
+        med = np.median(np.abs(X[a] - X[b]), axis=0)
+        attribute = dataclasses.replace(
+            attribute, lengthscales=jnp.asarray(np.where(med > 0, med, 1.0))
+        )
+    return dataclasses.replace(prior, attribute=attribute, weights=weights)
+
+
+class Trace(NamedTuple):
+    """Per iteration (leading axis ``T``, plus a query axis for per-query fits)."""
+
+    log_evidence: jax.Array  # EP evidence (summed over shared queries) at the iteration's start
+    objective: jax.Array  # EM: Q after the M-step; evidence method: the (MAP) evidence
+    objective_before: jax.Array  # EM: Q before the M-step (same q); evidence method: = objective
+    params: Any  # the prior (constrained) after the iteration
+    ep_iterations: jax.Array  # largest EP sweep count over the queries
+    ep_converged: jax.Array  # every query's EP converged
+
+
+class FitResult(NamedTuple):
+    """The fitted prior, the EP posteriors at it (batched), and the trace."""
+
+    prior: XPGP
+    posteriors: ep.EPPosterior
+    trace: Trace
+
+
+class _Config(NamedTuple):
+    treedef: Any
+    flags: tuple
+    method: str
+    optimizer: str
+    learning_rate: float
+    m_steps: int
+    hyperprior_scale: float | None
+    ep_max_iter: int
+    ep_tol: float | None
+    schedule: str
+
+
+def _combine(free, fixed, cfg: _Config):
+    free, fixed = list(free), list(fixed)
+    leaves = [free.pop(0) if f else fixed.pop(0) for f in cfg.flags]
+    return constrain(jax.tree_util.tree_unflatten(cfg.treedef, leaves))
+
+
+def _log_hyperprior(free, u0, cfg: _Config):
+    if cfg.hyperprior_scale is None:
+        return 0.0
+    return (
+        -0.5
+        * sum(jnp.sum((f - c) ** 2) for f, c in zip(free, u0, strict=True))
+        / (cfg.hyperprior_scale**2)
+    )
+
+
+def _posteriors(prior, data: PreparedBatch, sites, cfg: _Config):
+    K = covariances(prior, data)
+
+    def one(K, pairs, pair_mask, sites):
+        return ep.fit(
+            K,
+            pairs,
+            pair_mask=pair_mask,
+            sites=sites,
+            max_iter=cfg.ep_max_iter,
+            tol=cfg.ep_tol,
+            schedule=cfg.schedule,
+        )
+
+    return jax.vmap(one)(K, data.pairs, data.pair_mask, sites)
+
+
+def _optimizer(cfg: _Config):
+    if cfg.optimizer == "lbfgs":
+        return optax.lbfgs()
+    if cfg.optimizer == "adam":
+        return optax.adam(cfg.learning_rate)
+    raise ValueError(f"optimizer must be 'lbfgs' or 'adam', got {cfg.optimizer!r}")
+
+
+def _minimize(fn, free, cfg: _Config):
+    """``cfg.m_steps`` optimiser steps on ``fn(free)`` (a pure function); returns ``free``."""
+    opt = _optimizer(cfg)
+    value_and_grad = optax.value_and_grad_from_state(fn) if cfg.optimizer == "lbfgs" else None
+
+    def body(_, carry):
+        params, state = carry
+        if cfg.optimizer == "lbfgs":
+            value, grad = value_and_grad(params, state=state)
+            updates, state = opt.update(grad, state, params, value=value, grad=grad, value_fn=fn)
+        else:
+            grad = jax.grad(fn)(params)
+            updates, state = opt.update(grad, state, params)
+        return optax.apply_updates(params, updates), state
+
+    params, _ = jax.lax.fori_loop(0, cfg.m_steps, body, (free, opt.init(free)))
+    return params
+
+
+class _Carry(NamedTuple):
+    free: list
+    sites: ep.Sites
+    opt_state: Any
+
+
+def _e_step(carry: _Carry, fixed, data: PreparedBatch, cfg: _Config):
+    """EP at the current hyperparameters, warm-started from the carried sites."""
+    return _posteriors(_combine(carry.free, fixed, cfg), data, carry.sites, cfg)
+
+
+def _m_step(carry: _Carry, fixed, u0, data: PreparedBatch, post, cfg: _Config):
+    """Maximise ``Q`` (plus the log hyperprior) for the posterior ``post``; returns the carry."""
+
+    def loss(free):
+        K = covariances(_combine(free, fixed, cfg), data)
+        q = jnp.sum(jax.vmap(expected_log_prior)(K, post.mean, post.cov))
+        return _finite_or_inf(-(q + _log_hyperprior(free, u0, cfg)))
+
+    before = -loss(carry.free)
+    free = _minimize(loss, carry.free, cfg)
+    return _Carry(free, post.sites, carry.opt_state), before, -loss(free)
+
+
+def _evidence_step(carry: _Carry, fixed, u0, data: PreparedBatch, cfg: _Config):
+    """One optimiser step on ``-(log Z_EP + log hyperprior)``; EP warm-started inside."""
+
+    def loss(free):
+        post = _posteriors(_combine(free, fixed, cfg), data, carry.sites, cfg)
+        return -(jnp.sum(post.log_evidence) + _log_hyperprior(free, u0, cfg)), post
+
+    (value, post), grad = jax.value_and_grad(loss, has_aux=True)(carry.free)
+    opt = _optimizer(cfg)
+    if cfg.optimizer == "lbfgs":
+        updates, opt_state = opt.update(
+            grad,
+            carry.opt_state,
+            carry.free,
+            value=value,
+            grad=grad,
+            value_fn=lambda f: loss(f)[0],
+        )
+    else:
+        updates, opt_state = opt.update(grad, carry.opt_state, carry.free)
+    free = optax.apply_updates(carry.free, updates)
+    return _Carry(free, post.sites, opt_state), post, -value
+
+
+def _info(post, carry, fixed, before, after, cfg) -> Trace:
+    return Trace(
+        log_evidence=jnp.sum(post.log_evidence),
+        objective=after,
+        objective_before=before,
+        params=_combine(carry.free, fixed, cfg),
+        ep_iterations=jnp.max(post.n_iter),
+        ep_converged=jnp.all(post.converged),
+    )
+
+
+@partial(jax.jit, static_argnames=("cfg",))
+def _jit_e_step(carry, fixed, data, cfg: _Config):
+    return _e_step(carry, fixed, data, cfg)
+
+
+@partial(jax.jit, static_argnames=("cfg",))
+def _jit_m_step(carry, fixed, u0, data, post, cfg: _Config):
+    new, before, after = _m_step(carry, fixed, u0, data, post, cfg)
+    return new, _info(post, new, fixed, before, after, cfg)
+
+
+@partial(jax.jit, static_argnames=("cfg",))
+def _jit_evidence_step(carry, fixed, u0, data, cfg: _Config):
+    new, post, value = _evidence_step(carry, fixed, u0, data, cfg)
+    return new, _info(post, new, fixed, value, value, cfg)
+
+
+def _step(carry, fixed, u0, data, cfg: _Config):
+    """One EM iteration (a jitted E-step, then a jitted M-step) or one evidence step.
+
+    The E- and M-steps are compiled separately: fused into one program (EP's while loop under
+    ``vmap`` beside L-BFGS's line search), XLA's CPU run time was pathological.
+    """
+    if cfg.method == "em":
+        post = _jit_e_step(carry, fixed, data, cfg)
+        return _jit_m_step(carry, fixed, u0, data, post, cfg)
+    return _jit_evidence_step(carry, fixed, u0, data, cfg)
+
+
+@partial(jax.jit, static_argnames=("cfg",))
+def _final(carry, fixed, data, cfg: _Config):
+    prior = _combine(carry.free, fixed, cfg)
+    return prior, _posteriors(prior, data, carry.sites, cfg)
+
+
+def fit_hyperparameters(
+    prior: XPGP,
+    problems,
+    *,
+    method: str = "em",
+    n_iter: int = 20,
+    m_steps: int = 20,
+    optimizer: str | None = None,
+    learning_rate: float = 0.05,
+    hyperprior_scale: float | None = 2.0,
+    trainable=None,
+    init: bool = True,
+    restarts: int = 0,
+    key: jax.Array | None = None,
+    per_query: bool = False,
+    ep_max_iter: int = 200,
+    ep_tol: float | None = None,
+    schedule: str = "parallel",
+    progress: bool = False,
+) -> FitResult:
+    """Fit the prior's hyperparameters to one or many queries.
+
+    Args:
+        prior: the starting :class:`~bayesrank.kernels.xpgp.XPGP` prior (its structure, and its
+            values where ``init`` does not replace them).
+        problems: a :class:`~bayesrank.data.problem.PreferenceProblem`, a list of them, or a
+            :class:`~bayesrank.data.batch.ProblemBatch`.
+        method: ``"em"`` (EM-EP) or ``"evidence"`` (gradient ascent on ``log Z_EP``).
+        n_iter: EM iterations, or evidence-gradient steps.
+        m_steps: optimiser steps per M-step (EM only).
+        optimizer: ``"lbfgs"`` or ``"adam"`` (defaults: L-BFGS for EM, Adam for evidence).
+        learning_rate: Adam's step size.
+        hyperprior_scale: sd of the normal prior on each unconstrained hyperparameter, centred on
+            its initial value (MAP-II); ``None`` for plain maximum likelihood.
+        trainable: pytree of bools like ``prior`` (default :func:`default_trainable`).
+        init: apply :func:`initialize` (median heuristic) first.
+        restarts: extra random starts (unconstrained values perturbed by N(0, 1)), needs ``key``;
+            the start with the highest final objective is returned.
+        per_query: one ``theta`` per query instead of one shared ``theta`` (the queries, padded
+            to one shape, are fitted one after another with the same compiled steps).
+        ep_max_iter, ep_tol, schedule: EP settings for the E-steps.
+        progress: show progress (a tqdm bar if tqdm is installed, else a line per iteration).
+
+    Returns:
+        :class:`FitResult` with the fitted prior, the EP posteriors at it and the :class:`Trace`
+        (per-query fits: every leaf gains a leading query axis).
+    """
+    from .data.problem import PreferenceProblem
+
+    if method not in ("em", "evidence"):
+        raise ValueError(f"method must be 'em' or 'evidence', got {method!r}")
+    if isinstance(problems, PreferenceProblem):
+        problems = [problems]
+    batch = problems if isinstance(problems, ProblemBatch) else stack_problems(list(problems))
+    options = dict(
+        method=method,
+        n_iter=n_iter,
+        m_steps=m_steps,
+        optimizer=optimizer,
+        learning_rate=learning_rate,
+        hyperprior_scale=hyperprior_scale,
+        trainable=trainable,
+        init=init,
+        restarts=restarts,
+        key=key,
+        ep_max_iter=ep_max_iter,
+        ep_tol=ep_tol,
+        schedule=schedule,
+        progress=progress,
+    )
+    if not per_query:
+        return _fit_shared(prior, batch, **options)
+    # One theta per query: the same compiled steps (all queries share the padded shape), looped.
+    fits = []
+    for b in range(batch.pairs.shape[0]):
+        one = jax.tree_util.tree_map(lambda x, b=b: x[b : b + 1], batch)
+        fits.append(_fit_shared(prior, one, **options))
+    return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *fits)
+
+
+def _fit_shared(
+    prior,
+    batch,
+    *,
+    method,
+    n_iter,
+    m_steps,
+    optimizer,
+    learning_rate,
+    hyperprior_scale,
+    trainable,
+    init,
+    restarts,
+    key,
+    ep_max_iter,
+    ep_tol,
+    schedule,
+    progress,
+) -> FitResult:
+    if init:
+        prior = initialize(prior, batch)
+    elif prior.weights is None:
+        prior = dataclasses.replace(prior, weights=jnp.ones(1 + len(prior.relations)))
+    data = prepare_batch(prior, batch)
+    trainable = default_trainable(prior) if trainable is None else trainable
+    leaves, treedef = jax.tree_util.tree_flatten(unconstrain(prior))
+    flags = tuple(bool(f) for f in jax.tree_util.tree_leaves(trainable))
+    if len(flags) != len(leaves):
+        raise ValueError("trainable must have the structure of the prior")
+    dtype = jnp.result_type(float)  # strong types: a weakly typed start would retrace _step
+    free = [jnp.array(x, dtype=dtype) for x, f in zip(leaves, flags, strict=True) if f]
+    fixed = [jnp.array(x, dtype=dtype) for x, f in zip(leaves, flags, strict=True) if not f]
+    cfg = _Config(
+        treedef,
+        flags,
+        method,
+        optimizer or ("lbfgs" if method == "em" else "adam"),
+        float(learning_rate),
+        int(m_steps),
+        hyperprior_scale,
+        int(ep_max_iter),
+        ep_tol,
+        schedule,
+    )
+    _optimizer(cfg)  # validate the name early
+    B, m = data.pairs.shape[:2]
+    sites = ep.Sites(jnp.zeros((B, m), dtype), jnp.zeros((B, m), dtype))
+    starts = [free]
+    if restarts:
+        if key is None:
+            raise ValueError("restarts need an explicit key")
+        for k in jax.random.split(key, restarts):
+            keys = jax.random.split(k, len(free))
+            starts.append(
+                [
+                    x + jax.random.normal(kk, x.shape, x.dtype)
+                    for x, kk in zip(free, keys, strict=True)
+                ]
+            )
+    best = None
+    for start in starts:
+        opt_state = _optimizer(cfg).init(start) if method == "evidence" else None
+        carry = _Carry(start, sites, opt_state)
+        carry, trace = _drive(carry, fixed, start, data, cfg, n_iter, progress)
+        score = float(trace.objective[-1])
+        if best is None or score > best[0]:
+            best = (score, carry, trace)
+    _, carry, trace = best
+    fitted, posteriors = _final(carry, fixed, data, cfg)
+    return FitResult(fitted, posteriors, trace)
+
+
+def _drive(carry, fixed, u0, data, cfg, n_iter, progress):
+    """Run ``n_iter`` jitted iterations from Python (one compilation per configuration)."""
+    iterations = range(n_iter)
+    if progress:
+        try:
+            from tqdm.auto import trange
+
+            iterations = trange(n_iter, desc=f"fit ({cfg.method})")
+        except ImportError:  # tqdm is optional
+            pass
+    infos = []
+    for _ in iterations:
+        carry, info = _step(carry, fixed, u0, data, cfg)
+        infos.append(info)
+        if progress:
+            evidence = float(jnp.sum(info.log_evidence))
+            if hasattr(iterations, "set_postfix"):
+                iterations.set_postfix(log_evidence=evidence)
+            else:
+                print(f"iteration {len(infos)}: log evidence {evidence:.4f}")
+    return carry, jax.tree_util.tree_map(lambda *a: jnp.stack(a), *infos)

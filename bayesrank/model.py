@@ -106,7 +106,7 @@ def prior_weight_scale(prior: XPGP) -> jax.Array:
 
 
 class XPGPModel:
-    """XPGP prior + EP. Hyperparameters stay as given (learning comes from ``bayesrank.learning``).
+    """XPGP prior + EP, optionally with hyperparameter learning (``bayesrank.learning``).
 
     Args:
         prior: the :class:`~bayesrank.kernels.xpgp.XPGP` prior.
@@ -134,8 +134,27 @@ class XPGPModel:
         X = None if problem.X is None else jnp.asarray(problem.X)
         return self.prior.covariance(X, graphs), graphs
 
-    def fit(self, problem: PreferenceProblem, sites: ep.Sites | None = None) -> Posterior:
-        """EP posterior of the problem's entities (``sites``: optional warm start)."""
+    def fit(
+        self,
+        problem: PreferenceProblem,
+        sites: ep.Sites | None = None,
+        *,
+        learn_hyperparameters: bool | str = False,
+        **learning_options,
+    ) -> Posterior:
+        """EP posterior of the problem's entities (``sites``: optional warm start).
+
+        ``learn_hyperparameters``: ``True`` or ``"em"`` (EM-EP), ``"evidence"`` (evidence
+        maximisation), or ``False`` (keep the prior as given). ``learning_options`` go to
+        :func:`bayesrank.learning.fit_hyperparameters`. The fitted prior becomes ``self.prior``
+        and is the posterior's ``prior``.
+        """
+        if learn_hyperparameters:
+            from .learning import fit_hyperparameters
+
+            method = "em" if learn_hyperparameters is True else learn_hyperparameters
+            fitted = fit_hyperparameters(self.prior, [problem], method=method, **learning_options)
+            self.prior = fitted.prior
         K, graphs = self.covariance(problem)
         result = ep.fit(
             K,

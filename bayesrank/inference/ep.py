@@ -98,7 +98,7 @@ class EPState(NamedTuple):
 
     sites: Sites
     mean: jax.Array  # (n,)
-    cov: jax.Array  # (n, n)
+    factor: jax.Array  # (n, n) V with Sigma = V^T V (Sigma itself is formed only when needed)
     root: jax.Array  # (n, n) M with K = M M^T, fixed during the iteration
     n_iter: jax.Array  # sweeps done
     max_change: jax.Array  # largest change of a marginal mean or sd in the last sweep
@@ -165,15 +165,36 @@ class _Posterior(NamedTuple):
     logdet: jax.Array  # log|I + K S|
 
 
-def _from_root(root, pairs, sites, pair_mask) -> _Posterior:
-    """``Sigma = M B^-1 M^T``, ``B = I + M^T S M``: PSD by construction (used in the loop)."""
+class _Factor(NamedTuple):
+    mean: jax.Array
+    factor: jax.Array  # V, Sigma = V^T V
+
+
+def _from_root(root, pairs, sites, pair_mask) -> _Factor:
+    """``Sigma = V^T V``, ``V = L_B^-1 M^T``, ``B = I + M^T S M = L_B L_B^T`` (used in the loop).
+
+    ``S M`` is a scatter of the pair rows ``tau_s (M_i - M_j)`` (O(m n)), so a sweep costs one
+    ``n^3`` product, one Cholesky and one triangular solve; ``Sigma`` is never formed here.
+    """
     n = root.shape[0]
-    S, eta = site_precision(n, pairs, sites, pair_mask)
-    B = jnp.eye(n, dtype=root.dtype) + root.T @ S @ root
+    pairs = jnp.asarray(pairs)
+    i, j = pairs[:, 0], pairs[:, 1]
+    valid = _pair_mask(pairs, pair_mask)
+    tau = jnp.where(valid, sites.tau, 0.0)
+    nu = jnp.where(valid, sites.nu, 0.0)
+    rows = tau[:, None] * (root[i] - root[j])  # (m, n): tau_s a_s^T M
+    SM = jnp.zeros_like(root).at[i].add(rows).at[j].add(-rows)
+    B = jnp.eye(n, dtype=root.dtype) + root.T @ SM
     L_B = jnp.linalg.cholesky(0.5 * (B + B.T))
     V = jsl.solve_triangular(L_B, root.T, lower=True)
-    cov = V.T @ V
-    return _Posterior(cov @ eta, cov, eta, 2.0 * jnp.sum(jnp.log(jnp.diag(L_B))))
+    eta = jnp.zeros(n, root.dtype).at[i].add(nu).at[j].add(-nu)
+    return _Factor(V.T @ (V @ eta), V)
+
+
+def _factor_marginals(mean, V, pairs):
+    """Pair-difference marginals from ``Sigma = V^T V``: ``m_s``, ``v_s = ||V (e_i - e_j)||^2``."""
+    i, j = pairs[:, 0], pairs[:, 1]
+    return mean[i] - mean[j], jnp.sum((V[:, i] - V[:, j]) ** 2, axis=0)
 
 
 def _from_kernel(K, pairs, sites, pair_mask) -> _Posterior:
@@ -248,7 +269,8 @@ def _sequential_sweep(state: EPState, pairs, pair_mask, damping):
         return carry, None
 
     m = pairs.shape[0]
-    init_carry = (*state.sites, state.mean, state.cov, state.n_skipped, state.n_clipped)
+    cov = state.factor.T @ state.factor
+    init_carry = (*state.sites, state.mean, cov, state.n_skipped, state.n_clipped)
     (tau, nu, _, _, skipped, clipped), _ = jax.lax.scan(
         update, init_carry, (jnp.arange(m), pairs, pair_mask)
     )
@@ -256,7 +278,7 @@ def _sequential_sweep(state: EPState, pairs, pair_mask, damping):
 
 
 def _parallel_sweep(state: EPState, pairs, pair_mask, damping):
-    m, v = _marginals(state.mean, state.cov, pairs)
+    m, v = _factor_marginals(state.mean, state.factor, pairs)
     new, skip, clip = _new_sites(m, v, state.sites, damping)
     sites = Sites(
         jnp.where(pair_mask, new.tau, state.sites.tau), jnp.where(pair_mask, new.nu, state.sites.nu)
@@ -284,7 +306,7 @@ def init(K, pairs, sites: Sites | None = None, pair_mask=None) -> EPState:
     post = _from_root(root, pairs, sites, pair_mask)
     zero = jnp.zeros((), dtype=jnp.int32)
     return EPState(
-        sites, post.mean, post.cov, root, zero, jnp.asarray(jnp.inf, K.dtype), zero, zero
+        sites, post.mean, post.factor, root, zero, jnp.asarray(jnp.inf, K.dtype), zero, zero
     )
 
 
@@ -306,13 +328,13 @@ def step(
     else:
         raise ValueError(f"schedule must be 'sequential' or 'parallel', got {schedule!r}")
     post = _from_root(state.root, pairs, sites, pair_mask)
-    sd_old = jnp.sqrt(jnp.diag(state.cov))
-    sd_new = jnp.sqrt(jnp.diag(post.cov))
+    sd_old = jnp.sqrt(jnp.sum(state.factor**2, axis=0))
+    sd_new = jnp.sqrt(jnp.sum(post.factor**2, axis=0))
     change = jnp.maximum(
         jnp.max(jnp.abs(post.mean - state.mean)), jnp.max(jnp.abs(sd_new - sd_old))
     )
     return EPState(
-        sites, post.mean, post.cov, state.root, state.n_iter + 1, change, skipped, clipped
+        sites, post.mean, post.factor, state.root, state.n_iter + 1, change, skipped, clipped
     )
 
 
@@ -437,7 +459,7 @@ def fit(
     )
     return EPPosterior(
         mean=state.mean,
-        cov=state.cov,
+        cov=state.factor.T @ state.factor,
         log_evidence=log_evidence(K, pairs, state.sites, pair_mask),
         sites=state.sites,
         n_iter=state.n_iter,

@@ -28,7 +28,6 @@ input raises ``ValueError`` naming the offending file and line, element, index o
 
 from __future__ import annotations
 
-import gzip
 import math
 import operator
 import os
@@ -40,6 +39,8 @@ from typing import NamedTuple
 import jax
 import networkx as nx
 import numpy as np
+
+from ._io import read_bytes
 
 __all__ = [
     "HETREC_RELATIONS",
@@ -446,19 +447,6 @@ def bipartite_projection_from_pairs(
 # --- files ----------------------------------------------------------------------------------------
 
 
-def _read_bytes(path: Path) -> bytes:
-    """The content of a plain or gzipped file (detected by content)."""
-    if not path.is_file():
-        raise ValueError(f"{path}: no such file")
-    raw = path.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as err:
-            raise ValueError(f"{path}: corrupt gzip data ({err})") from None
-    return raw
-
-
 # --- OHSUMED keyword graph ------------------------------------------------------------------------
 
 #: Documents in the OHSUMED collection (``Meta/collectioninfo.xml``): the ``N`` of the idf.
@@ -535,7 +523,7 @@ def read_ohsumed_meta(path: str | os.PathLike) -> OhsumedMeta:
     """
     path = Path(path)
     try:
-        root = ET.fromstring(_read_bytes(path))
+        root = ET.fromstring(read_bytes(path))
     except ET.ParseError as err:
         raise ValueError(f"{path}: malformed XML ({err})") from None
     qid = _text(root, "id", f"{path}")
@@ -691,7 +679,7 @@ def read_hetrec_memberships(data_dir: str | os.PathLike, relation: str) -> list[
         raise ValueError(f"unknown relation {relation!r}; expected one of {list(HETREC_RELATIONS)}")
     path = _hetrec_file(Path(data_dir), HETREC_RELATIONS[relation])
     pairs = []
-    for lineno, line in enumerate(_read_bytes(path).decode("latin-1").splitlines(), start=1):
+    for lineno, line in enumerate(read_bytes(path).decode("latin-1").splitlines(), start=1):
         fields = line.split("\t")
         if (lineno == 1 and fields[0] == "movieID") or not line.strip():
             continue

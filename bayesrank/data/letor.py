@@ -20,7 +20,6 @@ only job is to find and name the first offending line. Both paths apply the same
 
 from __future__ import annotations
 
-import gzip
 import math
 import os
 import re
@@ -29,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from ._io import read_bytes
 
 __all__ = ["Query", "load_letor", "read_query_file", "read_scores"]
 
@@ -71,14 +72,7 @@ class Query:
 
 
 def _read_text(path: Path) -> str:
-    if not path.is_file():
-        raise ValueError(f"{path}: no such file")
-    raw = path.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as err:
-            raise ValueError(f"{path}: corrupt gzip data ({err})") from None
+    raw = read_bytes(path)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -117,10 +117,12 @@ def expected_log_prior(K: jax.Array, mean: jax.Array, cov: jax.Array) -> jax.Arr
     n = K.shape[0]
     eps = 1e-6 if jnp.finfo(K.dtype).bits == 64 else 1e-4
     L = jnp.linalg.cholesky(K + eps * jnp.eye(n, dtype=K.dtype))
-    alpha = jsl.solve_triangular(L, mean, lower=True)
-    trace = jnp.trace(jsl.cho_solve((L, True), cov))
+    # mu^T K^-1 mu + tr(K^-1 Sigma) = tr(K^-1 (Sigma + mu mu^T)): one chain of LAPACK calls (two
+    # independent batched solves can deadlock jaxlib 0.10's CPU thread pool under vmap).
+    second_moment = cov + jnp.outer(mean, mean)
+    trace = jnp.trace(jsl.cho_solve((L, True), second_moment))
     logdet = 2.0 * jnp.sum(jnp.log(jnp.diag(L)))
-    return -0.5 * (n * jnp.log(2 * jnp.pi) + logdet + alpha @ alpha + trace)
+    return -0.5 * (n * jnp.log(2 * jnp.pi) + logdet + trace)
 
 
 def _finite_or_inf(value):

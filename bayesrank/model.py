@@ -120,7 +120,7 @@ class XPGPModel:
         schedule: str = "parallel",
         max_iter: int = 200,
         tol: float | None = None,
-        damping: float | None = None,
+        damping: float = 1.0,
     ):
         self.prior = prior
         self.schedule = schedule

@@ -241,6 +241,55 @@ def test_evidence_gradient_against_finite_differences_of_reconverged_evidence():
     np.testing.assert_allclose(grad, fd, rtol=1e-5)
 
 
+
+def dense_log_evidence(K, pairs, tau, nu):
+    """Reference ``log Z_EP`` by dense inverses (the textbook formula; differentiable by jax)."""
+    n, m = K.shape[0], len(pairs)
+    A = jnp.zeros((m, n)).at[jnp.arange(m), pairs[:, 0]].set(1.0)
+    A = A.at[jnp.arange(m), pairs[:, 1]].set(-1.0)
+    S = A.T @ (tau[:, None] * A)
+    Sigma = jnp.linalg.inv(jnp.linalg.inv(K) + S)
+    mu = Sigma @ (A.T @ nu)
+    mm, v = A @ mu, jnp.diag(A @ Sigma @ A.T)
+    v_c = 1.0 / (1.0 / v - tau)
+    m_c = v_c * (mm / v - nu)
+    terms = (
+        jax.scipy.stats.norm.logcdf(m_c / jnp.sqrt(1 + v_c))
+        + 0.5 * jnp.log(1 + tau * v_c)
+        - 0.5 * mm**2 / v
+        + 0.5 * m_c**2 / v_c
+    )
+    _, logdet = jnp.linalg.slogdet(jnp.eye(n) + K @ S)
+    return jnp.sum(terms) - 0.5 * logdet + 0.5 * mu @ (A.T @ nu)
+
+
+def test_evidence_and_its_closed_form_gradient_at_arbitrary_sites():
+    """Away from a fixed point too: value and dlogZ/dK against autodiff of dense inverses."""
+    K, pairs = random_problem(11, n=6, m=9)
+    rng = np.random.default_rng(11)
+    sites = ep.Sites(jnp.asarray(rng.uniform(0.05, 0.6, 9)), jnp.asarray(rng.normal(size=9)))
+    mask = np.ones(9, dtype=bool)
+    mask[4] = False  # a padded pair: no site, no term
+    keep = np.flatnonzero(mask)
+    K, pairs = jnp.asarray(K), jnp.asarray(pairs)
+
+    def ours(K):
+        return ep.log_evidence(K, pairs, sites, jnp.asarray(mask))
+
+    def ref(K):
+        return dense_log_evidence(K, pairs[keep], sites.tau[keep], sites.nu[keep])
+
+    np.testing.assert_allclose(ours(K), ref(K), rtol=1e-10)
+    g_ref = jax.grad(ref)(K)
+    np.testing.assert_allclose(jax.grad(ours)(K), 0.5 * (g_ref + g_ref.T), atol=1e-9)
+    # through a kernel's hyperparameter, under jit
+    direction = jnp.asarray(rng.normal(size=(6, 6)))
+    direction = direction @ direction.T
+    d_ours = jax.jit(jax.grad(lambda t: ours(K + t * direction)))(0.0)
+    d_ref = jax.grad(lambda t: ref(K + t * direction))(0.0)
+    np.testing.assert_allclose(d_ours, d_ref, rtol=1e-9)
+
+
 @pytest.mark.parametrize("schedule", ["sequential", "parallel"])
 @pytest.mark.parametrize("scale", [1e-6, 1.0, 1e4])
 def test_hard_cases_converge_without_nan(schedule, scale):
@@ -279,3 +328,28 @@ def test_validate_problem():
         ep.fit(jnp.asarray(K), jnp.asarray(pairs), schedule="random")
     with pytest.raises(ValueError, match="damping"):
         ep.fit(jnp.asarray(K), jnp.asarray(pairs), damping=0.0)
+
+
+def test_adaptive_damping_rescues_an_oscillating_parallel_ep():
+    """Separable pairs under a large RBF scale: undamped parallel EP oscillates forever; the
+    default (damping halved when the marginals' change grows) converges to the sequential
+    schedule's fixed point."""
+    from bayesrank.kernels import RBF
+
+    rng = np.random.default_rng(6)
+    n = int(rng.integers(5, 30))
+    X = rng.normal(size=(n, 2))
+    scale, rho = 10.0 ** rng.uniform(0, 4), 10.0 ** rng.uniform(-2, 1)
+    K = RBF(np.sqrt(scale), rho)(jnp.asarray(X)) + 1e-6 * jnp.eye(n)
+    m = int(rng.integers(n, 10 * n))
+    u = X @ rng.normal(size=2)
+    pairs = np.array([rng.choice(n, 2, replace=False) for _ in range(m)])
+    flip = u[pairs[:, 0]] < u[pairs[:, 1]]
+    pairs[flip] = pairs[flip][:, ::-1]
+    pairs = jnp.asarray(pairs)
+    undamped = ep.fit(K, pairs, max_iter=300, adapt_damping=False)
+    assert not bool(undamped.converged)
+    adaptive = ep.fit(K, pairs, max_iter=300, tol=1e-9)
+    sequential = ep.fit(K, pairs, max_iter=300, tol=1e-9, schedule="sequential")
+    assert bool(adaptive.converged) and bool(sequential.converged)
+    np.testing.assert_allclose(adaptive.mean, sequential.mean, atol=1e-6 * scale**0.5)

@@ -9,6 +9,8 @@ import pytest
 
 from bayesrank.baselines import RankBoost, rankboost
 
+needs_x64 = pytest.mark.skipif(not jax.config.jax_enable_x64, reason="float64 references")
+
 SMOOTHING = 1e-12
 fit = jax.jit(rankboost.fit, static_argnames=("n_rounds", "complements"))
 
@@ -55,6 +57,7 @@ def numpy_rankboost(X, pairs, thresholds, T, complements):
     return rounds
 
 
+@needs_x64
 @pytest.mark.parametrize("complements", [True, False])
 def test_reproduces_numpy_pseudocode_round_by_round(complements):
     X, pairs, thresholds = problem(0)
@@ -69,6 +72,7 @@ def test_reproduces_numpy_pseudocode_round_by_round(complements):
     np.testing.assert_allclose(info.eps_plus + info.eps_minus + info.eps_zero, 1.0, rtol=1e-12)
 
 
+@needs_x64
 def test_exponential_loss_decreases_every_round():
     X, pairs, thresholds = problem(1, n=40, n_pairs=120)
     T = 40
@@ -83,6 +87,7 @@ def test_exponential_loss_decreases_every_round():
     np.testing.assert_allclose(np.cumprod(info.Z), losses[1:], rtol=1e-10)  # loss = prod Z_t
 
 
+@needs_x64
 def test_jit_vmap_loop_agree_with_padding():
     queries = [problem(s, n=n, n_pairs=m) for s, n, m in [(2, 12, 20), (3, 20, 35), (4, 9, 0)]]
     n_pad, m_pad = 24, 40
@@ -105,6 +110,7 @@ def test_jit_vmap_loop_agree_with_padding():
     assert np.all(np.asarray(batched.alphas[2]) == 0)  # a query without pairs learns nothing
 
 
+@needs_x64
 def test_smooth_scores_tend_to_hard_scores_and_are_differentiable():
     X, pairs, thresholds = problem(5)
     model, _ = fit(X, pairs, thresholds, n_rounds=10)
@@ -120,6 +126,7 @@ def test_smooth_scores_tend_to_hard_scores_and_are_differentiable():
     np.testing.assert_allclose(g[2, int(model.features[0])], fd, rtol=1e-6)
 
 
+@needs_x64
 def test_estimator_matches_functional_core():
     X, _, _ = problem(6)
     rng = np.random.default_rng(6)

@@ -10,6 +10,8 @@ from scipy.optimize import minimize
 
 from bayesrank.baselines import RankSVM, ranksvm
 
+needs_x64 = pytest.mark.skipif(not jax.config.jax_enable_x64, reason="float64 references")
+
 C = 0.7
 STATIC = ("loss", "tol", "max_iter", "smoothing")
 fit_linear = jax.jit(ranksvm.fit_linear, static_argnames=STATIC)
@@ -56,6 +58,7 @@ def scipy_hinge_dual(A, C):
     return A.T @ res.x
 
 
+@needs_x64
 def test_squared_hinge_matches_scipy_on_pairwise_differences():
     X, _, _, pairs = problem()
     A = X[pairs[:, 0]] - X[pairs[:, 1]]
@@ -68,6 +71,7 @@ def test_squared_hinge_matches_scipy_on_pairwise_differences():
     np.testing.assert_allclose(float(sol.info.objective), primal(w, A, C, "squared_hinge"))
 
 
+@needs_x64
 def test_kkt_conditions_squared_hinge_and_hinge():
     X, _, _, pairs = problem(1)
     A = X[pairs[:, 0]] - X[pairs[:, 1]]
@@ -89,6 +93,7 @@ def test_kkt_conditions_squared_hinge_and_hinge():
     )
 
 
+@needs_x64
 def test_hinge_objective_matches_scipy_dual_qp():
     X, _, _, pairs = problem(2)
     A = X[pairs[:, 0]] - X[pairs[:, 1]]
@@ -101,6 +106,7 @@ def test_hinge_objective_matches_scipy_dual_qp():
     assert ref <= ours + 1e-6 * abs(ours)  # and the reference is a real optimum
 
 
+@needs_x64
 def test_linear_svc_on_the_pairwise_transform():
     """The bench-extra peer: scikit-learn's LinearSVC (squared hinge, no intercept) on the seed
     tutorial's balanced pairwise transform. Skipped where scikit-learn is absent (CI: the scipy
@@ -116,6 +122,7 @@ def test_linear_svc_on_the_pairwise_transform():
     assert primal(w, A, C, "squared_hinge") <= ref + 1e-9
 
 
+@needs_x64
 def test_kernel_ranksvm_linear_kernel_gives_linear_solution_and_rbf_matches_scipy():
     X, _, _, pairs = problem(4)
     for loss in ("squared_hinge", "hinge"):
@@ -143,6 +150,7 @@ def test_kernel_ranksvm_linear_kernel_gives_linear_solution_and_rbf_matches_scip
     np.testing.assert_allclose(K @ np.asarray(sol.beta), K @ ref.x, atol=1e-4)
 
 
+@needs_x64
 def test_gradients_in_C_and_X_match_finite_differences():
     X, _, _, pairs = problem(5)
     score = lambda X, C: jnp.sum(jnp.sin(X @ fit_linear(X, pairs, C).w))  # noqa: E731
@@ -166,6 +174,7 @@ def test_gradients_in_C_and_X_match_finite_differences():
     np.testing.assert_allclose(jax.jit(jax.grad(kscore))(0.2), fd, rtol=1e-5)
 
 
+@needs_x64
 def test_jit_vmap_loop_agree_with_padding_and_no_retrace():
     X, y, qid, _ = problem(6, n_queries=2, per_query=8)
     per_query = []
@@ -197,6 +206,7 @@ def test_jit_vmap_loop_agree_with_padding_and_no_retrace():
     assert len(traces) == n
 
 
+@needs_x64
 def test_estimator_fit_predict_and_single_document_query():
     X, y, qid, pairs = problem(7)
     X = np.vstack([X, np.ones((1, X.shape[1]))])  # a query with one document: no pairs
@@ -237,3 +247,12 @@ def test_bad_settings():
         RankSVM().predict(X)
     with pytest.raises(ValueError, match="has 4 features"):
         RankSVM().fit(X, y, qid).predict(X[:, :4])
+
+
+def test_float32_converges_to_the_float64_solution():
+    """float32 (its default tol 1e-4) against the float64 solve (or the scipy reference)."""
+    X, _, _, pairs = problem(9)
+    sol = fit_linear(X.astype(np.float32), pairs, C)
+    assert sol.w.dtype == np.float32 and bool(sol.info.converged)
+    A = X[pairs[:, 0]] - X[pairs[:, 1]]
+    np.testing.assert_allclose(sol.w, scipy_squared_hinge(A, C), rtol=1e-3, atol=1e-4)

@@ -106,7 +106,7 @@ def _loss_terms(r, loss, h):
     if loss == "squared_hinge":
         rp = jnp.maximum(r, 0.0)
         return rp**2, 2.0 * rp, 2.0 * (r > 0).astype(r.dtype)
-    if h == 0.0:  # the plain hinge (objective reporting only)
+    if h is None:  # the plain hinge (objective reporting only)
         return jnp.maximum(r, 0.0), (r > 0).astype(r.dtype), jnp.zeros_like(r)
     band = jnp.abs(r) <= h
     value = jnp.where(r > h, r, jnp.where(band, (r + h) ** 2 / (4 * h), 0.0))
@@ -150,7 +150,7 @@ def linear_objective(w, X, pairs, C, pair_mask=None, loss="squared_hinge"):
     X = jnp.asarray(X)
     mask = _pair_mask(pairs, pair_mask, X.dtype)
     r = 1.0 - _differences(X, pairs) @ w
-    value, _, _ = _loss_terms(r, loss, 0.0)
+    value, _, _ = _loss_terms(r, loss, None)
     return 0.5 * w @ w + C * jnp.sum(mask * value)
 
 
@@ -161,7 +161,7 @@ def kernel_objective(beta, K, pairs, C, pair_mask=None, loss="squared_hinge"):
     mask = _pair_mask(pairs, pair_mask, K.dtype)
     f = K @ beta
     r = 1.0 - (f[pairs[:, 0]] - f[pairs[:, 1]])
-    value, _, _ = _loss_terms(r, loss, 0.0)
+    value, _, _ = _loss_terms(r, loss, None)
     return 0.5 * beta @ f + C * jnp.sum(mask * value)
 
 
@@ -172,7 +172,7 @@ def dual_variables(margins, C, loss="squared_hinge"):
     subgradient choice ``C [margin_p < 1]`` (margins exactly at 1 are ambiguous).
     """
     _check_loss(loss)
-    _, d1, _ = _loss_terms(1.0 - jnp.asarray(margins), loss, 0.0)
+    _, d1, _ = _loss_terms(1.0 - jnp.asarray(margins), loss, None)
     return C * d1
 
 
@@ -280,12 +280,13 @@ def fit_linear(
     C = jnp.asarray(C, dtype)
     mask = _pair_mask(pairs, pair_mask, dtype)
     tol = default_tol(dtype) if tol is None else tol
-    hs = _hinge_schedule(smoothing) if loss == "hinge" else (0.0,)
+    hs = _hinge_schedule(smoothing) if loss == "hinge" else (1.0,)  # h unused: squared hinge
     w = jnp.zeros(X.shape[1], dtype) if w0 is None else jnp.asarray(w0, dtype)
 
     Xs, Cs, ms = jax.lax.stop_gradient((X, C, mask))
-    n_iter = jnp.zeros((), jnp.int32)
-    for h in hs:
+
+    def stage(carry, h):  # one Newton solve per Huber width (a single one for the squared hinge)
+        w, n_iter = carry
         A, value_fn, grad_hess = _linear_parts(Xs, pairs, Cs, ms, loss, h)
         _, d1_0, _ = _loss_terms(jnp.ones(A.shape[0], dtype), loss, h)
         threshold = tol * jnp.maximum(1.0, jnp.linalg.norm(Cs * (A.T @ (ms * d1_0))))
@@ -299,8 +300,11 @@ def fit_linear(
             return jnp.linalg.norm(grad_hess(w)[0])
 
         state = _newton(w, value_fn, direction, stop, threshold, max_iter, dtype)
-        w = state.x
-        n_iter = n_iter + state.it
+        return (state.x, n_iter + state.it), (state.grad_norm, state.converged)
+
+    (w, n_iter), (grad_norm, converged) = jax.lax.scan(
+        stage, (w, jnp.zeros((), jnp.int32)), jnp.asarray(hs, dtype)
+    )
 
     # Implicit differentiation: one Newton step on the live inputs at the (stopped) solution.
     w = jax.lax.stop_gradient(w)
@@ -309,9 +313,9 @@ def fit_linear(
     w = w - jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), g)
     info = SolverInfo(
         objective=jax.lax.stop_gradient(linear_objective(w, Xs, pairs, Cs, ms, loss)),
-        grad_norm=state.grad_norm,
+        grad_norm=grad_norm[-1],
         n_iter=n_iter,
-        converged=state.converged,
+        converged=converged[-1],
     )
     return LinearSolution(w, info)
 
@@ -385,12 +389,13 @@ def fit_kernel(
     C = jnp.asarray(C, dtype)
     mask = _pair_mask(pairs, pair_mask, dtype)
     tol = default_tol(dtype) if tol is None else tol
-    hs = _hinge_schedule(smoothing) if loss == "hinge" else (0.0,)
+    hs = _hinge_schedule(smoothing) if loss == "hinge" else (1.0,)  # h unused: squared hinge
     beta = jnp.zeros(K.shape[0], dtype) if beta0 is None else jnp.asarray(beta0, dtype)
 
     Ks, Cs, ms = jax.lax.stop_gradient((K, C, mask))
-    n_iter = jnp.zeros((), jnp.int32)
-    for h in hs:
+
+    def stage(carry, h):
+        beta, n_iter = carry
         value_fn, grad_f, system = _kernel_parts(Ks, pairs, Cs, ms, loss, h)
         _, d1_0, _ = _loss_terms(jnp.ones(pairs.shape[0], dtype), loss, h)
         threshold = tol * jnp.maximum(1.0, jnp.linalg.norm(grad_f(d1_0)))
@@ -404,8 +409,11 @@ def fit_kernel(
             return jnp.linalg.norm(system(beta)[0])
 
         state = _newton(beta, value_fn, direction, stop, threshold, max_iter, dtype)
-        beta = state.x
-        n_iter = n_iter + state.it
+        return (state.x, n_iter + state.it), (state.grad_norm, state.converged)
+
+    (beta, n_iter), (grad_norm, converged) = jax.lax.scan(
+        stage, (beta, jnp.zeros((), jnp.int32)), jnp.asarray(hs, dtype)
+    )
 
     beta = jax.lax.stop_gradient(beta)
     _, _, system = _kernel_parts(K, pairs, C, mask, loss, hs[-1])
@@ -413,9 +421,9 @@ def fit_kernel(
     beta = beta - jnp.linalg.solve(M, F)
     info = SolverInfo(
         objective=jax.lax.stop_gradient(kernel_objective(beta, Ks, pairs, Cs, ms, loss)),
-        grad_norm=state.grad_norm,
+        grad_norm=grad_norm[-1],
         n_iter=n_iter,
-        converged=state.converged,
+        converged=converged[-1],
     )
     return KernelSolution(beta, info)
 

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from bayesrank.baselines import RankBoost, rankboost
+from bayesrank.data.letor import load_letor
+from bayesrank.data.pairs import pairs_from_grades
 
 needs_x64 = pytest.mark.skipif(not jax.config.jax_enable_x64, reason="float64 references")
 
@@ -37,14 +39,15 @@ def numpy_rankboost(X, pairs, thresholds, T, complements):
         candidates += [(-1, k, t) for k in range(X.shape[1]) for t in thresholds[k]]
     rounds = []
     for _ in range(T):
-        best, best_value = None, np.inf
+        values, us = [], []
         for sign, k, t in candidates:
             h = (X[:, k] > t) if sign > 0 else (X[:, k] <= t)
             u = h[pairs[:, 0]].astype(float) - h[pairs[:, 1]]
-            value = -np.sum(D * u)  # eps- - eps+
-            if value < best_value:  # strict: the first of equal candidates wins
-                best, best_value = (sign, k, t, u), value
-        sign, k, t, u = best
+            values.append(-np.sum(D * u))  # eps- - eps+
+            us.append(u)
+        # the smallest; values within 1e-12 of it (equal up to rounding) go to the first
+        first = next(c for c, v in enumerate(values) if v <= min(values) + 1e-12)
+        (sign, k, t), u = candidates[first], us[first]
         eps_plus, eps_minus = D[u > 0].sum(), D[u < 0].sum()
         eps_zero = D[u == 0].sum()
         alpha = 0.5 * np.log((eps_plus + SMOOTHING) / (eps_minus + SMOOTHING))
@@ -157,3 +160,21 @@ def test_bad_input():
         RankBoost(n_rounds=0).fit(X, y, qid)
     with pytest.raises(ValueError, match="not fitted"):
         RankBoost().predict(X)
+
+
+@needs_x64
+@pytest.mark.shared_data
+@pytest.mark.slow
+@pytest.mark.parametrize("complements", [True, False])
+def test_reproduces_numpy_pseudocode_on_ohsumed_queries(shared_data, complements):
+    """Real data: tied feature values, constant features, thresholds equal to data values."""
+    path = shared_data / "OHSUMED" / "QueryLevelNorm" / "Fold1" / "vali.txt.gz"
+    for q in load_letor(path)[:2]:
+        pairs = pairs_from_grades(q.grades)
+        th = rankboost.candidate_thresholds(q.X, 10)
+        model, _ = fit(q.X, pairs, th, n_rounds=8, complements=complements)
+        ref = numpy_rankboost(q.X, pairs, th, 8, complements)
+        for t, (k, theta, sign, alpha) in enumerate(ref):
+            got = (int(model.features[t]), float(model.thresholds[t]), int(model.signs[t]))
+            assert got == (k, theta, sign), f"query {q.qid}, round {t}"
+            np.testing.assert_allclose(float(model.alphas[t]), alpha, rtol=1e-9)

@@ -9,6 +9,8 @@ import pytest
 from scipy.optimize import minimize
 
 from bayesrank.baselines import RankSVM, ranksvm
+from bayesrank.data.letor import load_letor
+from bayesrank.data.pairs import pairs_from_grades
 
 needs_x64 = pytest.mark.skipif(not jax.config.jax_enable_x64, reason="float64 references")
 
@@ -256,3 +258,16 @@ def test_float32_converges_to_the_float64_solution():
     assert sol.w.dtype == np.float32 and bool(sol.info.converged)
     A = X[pairs[:, 0]] - X[pairs[:, 1]]
     np.testing.assert_allclose(sol.w, scipy_squared_hinge(A, C), rtol=1e-3, atol=1e-4)
+
+
+@needs_x64
+@pytest.mark.shared_data
+@pytest.mark.slow
+def test_matches_scipy_on_an_ohsumed_query(shared_data):
+    q = load_letor(shared_data / "OHSUMED" / "QueryLevelNorm" / "Fold1" / "vali.txt.gz")[0]
+    pairs = pairs_from_grades(q.grades)
+    A = q.X[pairs[:, 0]] - q.X[pairs[:, 1]]
+    sol = fit_linear(q.X, pairs, 1e-2)
+    assert bool(sol.info.converged)
+    ref = primal(scipy_squared_hinge(A, 1e-2), A, 1e-2, "squared_hinge")
+    assert primal(np.asarray(sol.w), A, 1e-2, "squared_hinge") <= ref * (1 + 1e-10)

@@ -17,9 +17,11 @@ single feature ``k`` and a candidate threshold ``theta`` from ``thresholds[k]`` 
 :func:`candidate_thresholds`), and by default also the complements ``[x_k <= theta]``. Without
 them the class is not closed under negation: the argmin of ``eps- - eps+`` only finds positive
 edges, and boosting stalls (``alpha = 0``) once none is left; with them the rule picks the largest
-``|r|``, as Freund et al. do. Ties go to the first candidate in the order (``[x > theta]`` before
-complements, then feature, then threshold). ``alpha_t`` uses ``(eps+ + s) / (eps- + s)`` with
-``s = smoothing`` (default ``1e-12``): a weak ranker without errors gets a large finite weight.
+``|r|``, as Freund et al. do. Ties (edges within :data:`TIE` ``= 1e-12`` of the best: equal up to
+rounding, as when two features split the documents alike) go to the first candidate in the order
+``[x > theta]`` before complements, then feature, then threshold. ``alpha_t`` uses
+``(eps+ + s) / (eps- + s)`` with ``s = smoothing`` (default ``1e-12``): a weak ranker without
+errors gets a large finite weight.
 
 RankBoost minimises the exponential ranking loss ``sum_p D_1(p) exp(-(f(x_w) - f(x_l))) =
 prod_t Z_t``; :class:`RankBoostInfo` records it per round.
@@ -119,6 +121,10 @@ def candidate_thresholds(X, n_thresholds: int | None = 10, method: str = "unifor
     return out
 
 
+#: Edges (in [-1, 1]: ``D`` sums to 1) closer than this to the best count as tied.
+TIE = 1e-12
+
+
 def _pair_mask(pairs, pair_mask, dtype):
     if pair_mask is None:
         return jnp.ones(pairs.shape[0], dtype)
@@ -176,7 +182,8 @@ def fit(
         r = jnp.take_along_axis(suffix, start, axis=1).reshape(-1)  # (d K,), [x_k > theta]
         if complements:  # [x_k <= theta] = 1 - [x_k > theta]: edge -r (sum_i pi_i = 0)
             r = jnp.concatenate([r, -r])
-        best = jnp.argmax(r)
+        # ties (edges within TIE of the best, i.e. equal up to rounding) go to the first candidate
+        best = jnp.argmax(r >= jnp.max(r) - TIE)
         sign = jnp.where(best < d * K, 1, -1)
         best = best % (d * K)
         k, theta = best // K, thresholds.reshape(-1)[best]

@@ -178,3 +178,17 @@ def test_reproduces_numpy_pseudocode_on_ohsumed_queries(shared_data, complements
             got = (int(model.features[t]), float(model.thresholds[t]), int(model.signs[t]))
             assert got == (k, theta, sign), f"query {q.qid}, round {t}"
             np.testing.assert_allclose(float(model.alphas[t]), alpha, rtol=1e-9)
+
+
+def test_second_call_with_same_shapes_does_not_retrace():
+    X, pairs, thresholds = problem(8, n=10, n_pairs=12)
+    traces = []
+
+    def f(X, P, th):
+        traces.append(1)
+        return rankboost.fit(X, P, th, 5)[0].alphas
+
+    jitted = jax.jit(f)
+    jitted(X, pairs, thresholds)
+    jitted(X + 1.0, pairs[::-1], thresholds * 2)
+    assert len(traces) == 1

@@ -6,6 +6,7 @@ evaluation. The public API is re-exported here; submodules hold the rest.
 """
 
 from . import metrics, ordering, predict
+from .baselines import RankBoost, RankSVM
 from .data.letor import Query, load_letor
 from .data.pairs import pairs_from_grades, sample_pairs, split_pairs, validate_pairs
 from .data.problem import PreferenceProblem
@@ -37,6 +38,8 @@ __all__ = [
     "Posterior",
     "PreferenceProblem",
     "Query",
+    "RankBoost",
+    "RankSVM",
     "RegularizedLaplacian",
     "XPGPModel",
     "ep",

@@ -1,0 +1,11 @@
+"""Baselines as jitted, differentiable JAX functions with scikit-learn-style estimators.
+
+``ranksvm``: RankSVM (Joachims 2002), linear and kernel, primal Newton (squared hinge or hinge).
+``rankboost``: RankBoost (Freund et al. 2003) with threshold weak rankers, one ``lax.scan``.
+"""
+
+from . import rankboost, ranksvm
+from .rankboost import RankBoost
+from .ranksvm import RankSVM
+
+__all__ = ["RankBoost", "RankSVM", "rankboost", "ranksvm"]

@@ -1,0 +1,222 @@
+"""Fit time of bayesrank's RankSVM and RankBoost on one OHSUMED fold against today's peers.
+
+One training set (OHSUMED QueryLevelNorm Fold1 ``train``: 63 queries, 9,219 documents, all
+367,663 within-query pairs), every method in this one process, one after the other:
+
+* ``bayesrank-ranksvm``: ``ranksvm.fit_linear`` (squared hinge, primal Newton, default
+  ``tol``), jitted, float64; the input is the documents and the pair indices.
+* ``sklearn-linearsvc``: scikit-learn's ``LinearSVC(loss="squared_hinge", fit_intercept=False)``
+  (liblinear) on the explicit pairwise transform (the seed tutorial's construction, balanced
+  classes by flipping every other pair): the same objective ``1/2 ||w||^2 + C sum sqhinge``.
+  Building the transform is timed separately (``sklearn-transform``) and not included in ``fit``.
+  Both objectives are printed, so the comparison is at equal (or stated) accuracy.
+* ``bayesrank-ranksvm-hinge``: the hinge objective (Huber continuation), for reference.
+* ``bayesrank-rankboost``: ``rankboost.fit``, ``T`` rounds, 10 thresholds per feature.
+* ``xgboost-pairwise``: ``XGBRanker(objective="rank:pairwise")``, ``--trees`` trees of depth 6.
+* ``lightgbm-lambdarank``: ``LGBMRanker(objective="lambdarank")``, ``--trees`` trees.
+
+bayesrank: "compile" = first call minus the best later call; ``best``/``median`` over
+``--repeats`` steady-state calls (``block_until_ready``). Peers: ``--repeats`` calls after one
+untimed warm-up on a small slice. ``ratio`` = method best / ``bayesrank-ranksvm`` best (>1: slower
+than ours). Output: a table on stdout and ``benchmarks/out/bench_baselines.json`` with the
+settings, versions and machine.
+
+Usage::
+
+    python benchmarks/bench_baselines.py [--data-dir ../shared/data] [--C 1e-4] [--rounds 300]
+        [--trees 100] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bayesrank.baselines import rankboost, ranksvm  # noqa: E402
+from bayesrank.baselines._data import pairs_within_queries  # noqa: E402
+from bayesrank.data.letor import load_letor  # noqa: E402
+
+
+def timed(fn, repeats):
+    times, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return out, times
+
+
+def cpu_model():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data-dir", default=os.environ.get("BAYESRANK_SHARED_DATA", "../shared/data"))
+    p.add_argument("--fold", type=int, default=1)
+    p.add_argument("--C", type=float, default=1e-4)
+    p.add_argument("--rounds", type=int, default=300)
+    p.add_argument("--trees", type=int, default=100)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--out", default="benchmarks/out/bench_baselines.json")
+    args = p.parse_args(argv)
+
+    path = Path(args.data_dir) / "OHSUMED" / "QueryLevelNorm" / f"Fold{args.fold}" / "train.txt.gz"
+    queries = load_letor(path)
+    X = np.concatenate([q.X for q in queries])
+    y = np.concatenate([q.grades for q in queries])
+    qid = np.concatenate([[q.qid] * q.n_docs for q in queries])
+    groups = [q.n_docs for q in queries]
+    pairs = pairs_within_queries(y, qid)
+    Xj, Pj = jnp.asarray(X), jnp.asarray(pairs)
+    print(f"{path}: {len(queries)} queries, {X.shape[0]} documents, {len(pairs)} pairs", flush=True)
+    rows = []
+
+    def record(method, times, compile_s=None, **extra):
+        row = {
+            "method": method,
+            "compile_s": compile_s,
+            "best_s": min(times),
+            "median_s": statistics.median(times),
+            "runs": len(times),
+            **extra,
+        }
+        rows.append(row)
+        print(
+            f"{method:24s} best {row['best_s']:8.3f} s  median {row['median_s']:8.3f} s"
+            + (f"  compile {compile_s:6.2f} s" if compile_s is not None else "")
+            + "".join(f"  {k} {v}" for k, v in extra.items()),
+            flush=True,
+        )
+
+    def bayes(method, fn, **extra_fn):
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(fn())
+        first = time.perf_counter() - t0
+        out, times = timed(lambda: jax.block_until_ready(fn()), args.repeats)
+        extra = {k: f(out) for k, f in extra_fn.items()}
+        record(method, times, compile_s=first - min(times), **extra)
+        return out
+
+    A = X[pairs[:, 0]] - X[pairs[:, 1]]
+
+    def objective(w):
+        return float(0.5 * w @ w + args.C * np.sum(np.maximum(0.0, 1.0 - A @ w) ** 2))
+
+    fit_svm = jax.jit(ranksvm.fit_linear, static_argnames=("loss",))
+    sol = bayes(
+        "bayesrank-ranksvm",
+        lambda: fit_svm(Xj, Pj, args.C),
+        objective=lambda s: round(objective(np.asarray(s.w)), 6),
+        newton_iters=lambda s: int(s.info.n_iter),
+    )
+    bayes(
+        "bayesrank-ranksvm-hinge",
+        lambda: fit_svm(Xj, Pj, args.C, loss="hinge"),
+        newton_iters=lambda s: int(s.info.n_iter),
+    )
+    fit_rb = jax.jit(rankboost.fit, static_argnames=("n_rounds",))
+    th = jnp.asarray(rankboost.candidate_thresholds(X, 10))
+    bayes("bayesrank-rankboost", lambda: fit_rb(Xj, Pj, th, n_rounds=args.rounds))
+
+    versions = {
+        "python": platform.python_version(),
+        "jax": jax.__version__,
+        "numpy": np.__version__,
+    }
+    try:
+        import sklearn
+        from sklearn.svm import LinearSVC
+
+        versions["scikit-learn"] = sklearn.__version__
+
+        def transform():
+            flip = np.where(np.arange(len(pairs)) % 2 == 0, 1.0, -1.0)
+            return (X[pairs[:, 0]] - X[pairs[:, 1]]) * flip[:, None], flip
+
+        (Ap, yp), times = timed(transform, args.repeats)
+        record("sklearn-transform", times)
+        LinearSVC(C=args.C, fit_intercept=False).fit(Ap[:2000], yp[:2000])  # warm-up
+        clf = LinearSVC(C=args.C, loss="squared_hinge", fit_intercept=False, max_iter=100000)
+        _, times = timed(lambda: clf.fit(Ap, yp), args.repeats)
+        record(
+            "sklearn-linearsvc",
+            times,
+            objective=round(objective(clf.coef_.ravel()), 6),
+            max_abs_w_diff=float(np.max(np.abs(clf.coef_.ravel() - np.asarray(sol.w)))),
+        )
+    except ImportError:
+        print("scikit-learn not installed: LinearSVC skipped")
+    try:
+        import xgboost as xgb
+
+        versions["xgboost"] = xgb.__version__
+        kw = dict(objective="rank:pairwise", max_depth=6, learning_rate=0.1, n_jobs=2)
+        xgb.XGBRanker(n_estimators=2, tree_method="hist", **kw).fit(X[:500], y[:500], group=[500])
+        model = xgb.XGBRanker(n_estimators=args.trees, tree_method="hist", random_state=0, **kw)
+        _, times = timed(lambda: model.fit(X, y, group=groups), args.repeats)
+        record("xgboost-pairwise", times)
+    except ImportError:
+        print("xgboost not installed: skipped")
+    try:
+        import lightgbm as lgb
+
+        versions["lightgbm"] = lgb.__version__
+        kw = dict(objective="lambdarank", learning_rate=0.05, n_jobs=2, verbose=-1)
+        lgb.LGBMRanker(n_estimators=2, **kw).fit(X[:500], y[:500], group=[500])
+        model = lgb.LGBMRanker(n_estimators=args.trees, random_state=0, **kw)
+        _, times = timed(lambda: model.fit(X, y, group=groups), args.repeats)
+        record("lightgbm-lambdarank", times)
+    except ImportError:
+        print("lightgbm not installed: skipped")
+
+    base = next(r["best_s"] for r in rows if r["method"] == "bayesrank-ranksvm")
+    for r in rows:
+        r["ratio"] = r["best_s"] / base
+    print(f"\n{'method':24s} {'compile s':>9s} {'best s':>8s} {'median s':>8s} {'ratio':>7s}")
+    for r in rows:
+        c = f"{r['compile_s']:.2f}" if r["compile_s"] is not None else "-"
+        print(
+            f"{r['method']:24s} {c:>9s} {r['best_s']:8.3f} {r['median_s']:8.3f} {r['ratio']:7.2f}"
+        )
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "settings": vars(args),
+        "data": {
+            "path": str(path),
+            "queries": len(queries),
+            "docs": int(X.shape[0]),
+            "pairs": len(pairs),
+        },
+        "versions": versions,
+        "machine": {"cpu": cpu_model(), "cpus": os.cpu_count(), "platform": platform.platform()},
+        "rows": rows,
+    }
+    out.write_text(json.dumps(payload, indent=1))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -72,6 +72,7 @@ __all__ = [
     "sample",
     "sample_batch",
     "sample_hyperparameters",
+    "sample_problem",
     "whitened_model",
     "xpgp_model",
 ]
@@ -480,6 +481,18 @@ def sample(
         key, jnp.asarray(K), jnp.asarray(pairs), jnp.asarray(pair_mask), settings
     )
     return _summarise(samples, trace)
+
+
+def sample_problem(key, prior, problem, **options) -> NUTSPosterior:
+    """:func:`sample` on a :class:`~bayesrank.data.problem.PreferenceProblem` under an XPGP prior.
+
+    ``K = prior.covariance(problem.X, prior.prepare(problem.relations))`` at the prior's fixed
+    hyperparameters (the ``K`` that :meth:`bayesrank.model.XPGPModel.fit` gives EP);
+    ``options`` as in :func:`sample`.
+    """
+    graphs = prior.prepare(problem.relations)
+    X = None if problem.X is None else jnp.asarray(problem.X)
+    return sample(key, prior.covariance(X, graphs), problem.pairs, **options)
 
 
 @partial(jax.jit, static_argnames=("settings",))

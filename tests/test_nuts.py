@@ -199,15 +199,19 @@ def test_batched_equals_loop_with_same_keys():
     settings = dict(num_warmup=60, num_samples=40, num_chains=2)
     key = jax.random.key(7)
     batched = nuts.sample_batch(key, K, batch.pairs, pair_mask=batch.pair_mask, **settings)
+    mapped = nuts.sample_batch(
+        key, K, batch.pairs, pair_mask=batch.pair_mask, method="map", **settings
+    )
     keys = jax.random.split(key, len(problems))
     for b in range(len(problems)):
         single = nuts.sample(
             keys[b], K[b], batch.pairs[b], pair_mask=batch.pair_mask[b], **settings
         )
-        np.testing.assert_allclose(batched[b].samples, single.samples, rtol=1e-9, atol=1e-12)
-        np.testing.assert_array_equal(
-            batched[b].diagnostics.divergences, single.diagnostics.divergences
-        )
+        for other in (batched[b], mapped[b]):
+            np.testing.assert_allclose(other.samples, single.samples, rtol=1e-9, atol=1e-12)
+            np.testing.assert_array_equal(
+                other.diagnostics.divergences, single.diagnostics.divergences
+            )
 
 
 def test_fully_bayesian_without_data_returns_the_hyperprior():
@@ -263,6 +267,8 @@ def test_bad_input_names_the_culprit(kwargs, match):
 def test_batch_shapes_are_checked():
     with pytest.raises(ValueError, match="pairs must be"):
         nuts.sample_batch(jax.random.key(0), np.stack([np.eye(2)] * 2), np.zeros((3, 1, 2), int))
+    with pytest.raises(ValueError, match="method"):
+        nuts.sample_batch(jax.random.key(0), np.eye(2)[None], np.array([[[0, 1]]]), method="pmap")
     with pytest.raises(ValueError, match="not an entity index"):
         nuts.NUTSPosterior(jnp.zeros((1, 2, 2)), jnp.zeros(2), jnp.eye(2), {}, None).predict_pairs(
             np.array([[0, 2]])

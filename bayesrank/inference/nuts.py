@@ -495,12 +495,16 @@ def sample_problem(key, prior, problem, **options) -> NUTSPosterior:
     return sample(key, prior.covariance(X, graphs), problem.pairs, **options)
 
 
-@partial(jax.jit, static_argnames=("settings",))
-def _sample_batch(key, K, pairs, pair_mask, settings):
+@partial(jax.jit, static_argnames=("settings", "method"))
+def _sample_batch(key, K, pairs, pair_mask, settings, method):
     keys = jax.random.split(key, K.shape[0])
-    return jax.vmap(lambda k, K_, p, pm: _sample_fixed(k, K_, p, pm, settings))(
-        keys, K, pairs, pair_mask
-    )
+
+    def one(args):
+        return _sample_fixed(*args, settings)
+
+    if method == "vmap":
+        return jax.vmap(one)((keys, K, pairs, pair_mask))
+    return jax.lax.map(one, (keys, K, pairs, pair_mask))
 
 
 def sample_batch(
@@ -515,6 +519,7 @@ def sample_batch(
     target_accept_prob: float = 0.8,
     max_tree_depth: int = 10,
     dense_mass: bool = False,
+    method: str = "vmap",
 ) -> list[NUTSPosterior]:
     """NUTS for ``B`` padded queries in one compiled call (``vmap`` of :func:`sample`'s core).
 
@@ -522,6 +527,10 @@ def sample_batch(
         K: ``(B, n, n)`` prior covariances with padded entities decoupled
             (:func:`bayesrank.learning.covariances` of a padded batch does that).
         pairs: ``(B, m, 2)``; pair_mask: ``(B, m)`` bool (``ProblemBatch.pair_mask``).
+        method: ``"vmap"`` (all queries' chains advance in lock step: the form for accelerators;
+            each NUTS iteration waits for the longest trajectory in the batch) or ``"map"``
+            (``lax.map``: queries one after another inside the same compiled call; on a CPU this
+            wastes no work, see ``benchmarks/README.md``).
         Other arguments as in :func:`sample`.
 
     Query ``b`` uses the key ``jax.random.split(key, B)[b]`` and gets the same draws as
@@ -531,6 +540,8 @@ def sample_batch(
     """
     _check_counts(num_warmup, num_samples, num_chains)
     K, pairs, pair_mask = _check_problem(K, pairs, pair_mask, batched=True)
+    if method not in ("vmap", "map"):
+        raise ValueError(f"method must be 'vmap' or 'map', got {method!r}")
     settings = NUTSSettings(
         int(num_warmup),
         int(num_samples),
@@ -540,7 +551,7 @@ def sample_batch(
         bool(dense_mass),
     )
     samples, trace = _sample_batch(
-        key, jnp.asarray(K), jnp.asarray(pairs), jnp.asarray(pair_mask), settings
+        key, jnp.asarray(K), jnp.asarray(pairs), jnp.asarray(pair_mask), settings, method
     )
     return [
         _summarise(samples[b], jax.tree_util.tree_map(lambda a, b=b: a[b], trace))

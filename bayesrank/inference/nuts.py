@@ -128,7 +128,7 @@ def _hyper_spec(prior, trainable) -> tuple[_HyperSpec, list]:
         )
     names = tuple(
         jax.tree_util.keystr(path).lstrip(".")
-        if isinstance(flag, bool | np.bool_) and bool(flag)
+        if np.ndim(flag) == 0 and np.asarray(flag).dtype == bool and bool(flag)
         else None
         for (path, _), flag in zip(leaves_with_path, flags, strict=True)
     )

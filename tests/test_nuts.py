@@ -11,7 +11,7 @@ References share no code with ``bayesrank.inference.nuts``:
   over the 10 pairs of this problem, measured with 2e6 samples when the test was written);
 - a fully Bayesian run without informative pairs must return the hyperprior;
 - the batched sampler against a Python loop of single-query calls with the same keys.
-Sample sizes are small (the file takes about a minute on 2 cores, mostly compilation), and
+Sample sizes are small (the file takes 60-90 s on 2 quiet cores, mostly compilation), and
 the tolerances scale with the effective sample size, not by hand.
 """
 

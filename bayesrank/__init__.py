@@ -10,7 +10,7 @@ from .baselines import RankBoost, RankSVM
 from .data.letor import Query, load_letor
 from .data.pairs import pairs_from_grades, sample_pairs, split_pairs, validate_pairs
 from .data.problem import PreferenceProblem
-from .inference import ep
+from .inference import ep, nuts
 from .kernels import (
     ARD,
     RBF,
@@ -45,6 +45,7 @@ __all__ = [
     "ep",
     "load_letor",
     "metrics",
+    "nuts",
     "ordering",
     "pairs_from_grades",
     "predict",

@@ -283,7 +283,9 @@ def _m_step(carry: _Carry, fixed, u0, data: PreparedBatch, post, cfg: _Config):
 
     def loss(free):
         K = covariances(_combine(free, fixed, cfg), data)
-        q = jnp.sum(jax.vmap(expected_log_prior)(K, post.mean, post.cov))
+        # lax.map, not vmap: unbatched LAPACK calls (a batched Cholesky and solves beside their
+        # gradients can deadlock jaxlib 0.10's CPU thread pool; docs/model.md).
+        q = jnp.sum(jax.lax.map(lambda a: expected_log_prior(*a), (K, post.mean, post.cov)))
         return _finite_or_inf(-(q + _log_hyperprior(free, u0, cfg)))
 
     before = -loss(carry.free)

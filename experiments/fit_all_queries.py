@@ -43,7 +43,7 @@ import numpy as np  # noqa: E402
 
 from bayesrank.data.batch import stack_problems  # noqa: E402
 from bayesrank.data.letor import load_letor  # noqa: E402
-from bayesrank.data.pairs import pairs_from_grades, sample_pairs  # noqa: E402
+from bayesrank.data.pairs import pairs_from_grades  # noqa: E402
 from bayesrank.data.problem import PreferenceProblem  # noqa: E402
 from bayesrank.kernels import RBF, XPGP, Independent  # noqa: E402
 from bayesrank.learning import fit_hyperparameters  # noqa: E402
@@ -61,15 +61,14 @@ def load_collection(data_dir: Path, name: str):
 
 def problems_for(queries, seed: int):
     """One problem per query with pairs: 100-200 random known pairs (all, if fewer)."""
-    key = jax.random.key(seed)
+    rng = np.random.default_rng(seed)
     problems, qids = [], []
     for q in queries:
         pairs = pairs_from_grades(q.grades)
         if len(pairs) == 0:
             continue
-        key, k1, k2 = jax.random.split(key, 3)
-        size = int(jax.random.randint(k1, (), 100, 201))
-        known = np.asarray(sample_pairs(k2, pairs, min(size, len(pairs))))
+        size = min(int(rng.integers(100, 201)), len(pairs))
+        known = pairs[np.sort(rng.choice(len(pairs), size, replace=False))]
         problems.append(PreferenceProblem.create(known, X=q.X))
         qids.append(q.qid)
     return problems, qids

@@ -28,7 +28,10 @@ Peers (``pip install -e .[bench]``, then ``torch==2.13.0`` CPU build, ``botorch`
 Problems: ``X ~ N(0, I_5)``; utility ``u = sin(2 X w1) + cos(X w2)`` (random projections);
 ``m`` distinct unordered entity pairs drawn uniformly; the winner has the larger ``u + noise``
 (difference noise N(0, 1)). All from ``numpy.random.default_rng(seed)``. bayesrank uses
-``K = RBF(1, 1/sqrt(5))(X)`` (no jitter) against BoTorch and ``K = I`` against choix.
+``K = RBF(1, 1/sqrt(5))(X)`` (no jitter) against BoTorch and ``K = I`` against choix, given as its
+diagonal ``(n,)`` (EP's diagonal-prior path: ``B = I + R S R`` is built in O(m) and a sweep is a
+Cholesky and a triangular inverse, no ``n^3`` product); ``bayesrank-ep[I-dense]`` passes the same
+``K`` as a dense ``(n, n)`` matrix, for reference.
 
 Each (method, size) runs in its own subprocess (this script with ``--worker``) so that its peak
 resident memory (``ru_maxrss``) is its own; "idle" workers import the same libraries and build the
@@ -69,7 +72,11 @@ OUT = Path(__file__).resolve().parent / "out" / "bench_ep.json"
 
 # name -> (library family, description); the family selects the idle (import) baseline.
 METHODS = {
-    "bayesrank-ep[I]": ("jax", "bayesrank EP, parallel (default), K = I/alpha"),
+    "bayesrank-ep[I]": ("jax", "bayesrank EP, parallel (default), diagonal K = I/alpha as (n,)"),
+    "bayesrank-ep[I-dense]": (
+        "jax",
+        "bayesrank EP, parallel, K = I/alpha as a dense (n, n) (ref.)",
+    ),
     "choix-ep[I]": ("choix", "choix.ep_pairwise probit, prior I/alpha"),
     "bayesrank-ep-seq[I]": ("jax", "bayesrank EP, sequential schedule, K = I/alpha (ref.)"),
     "bayesrank-ep[RBF]": ("jax", "bayesrank EP, parallel (default), RBF K, fixed hyp."),
@@ -80,6 +87,7 @@ METHODS = {
 BASELINE = {
     "choix-ep[I]": "bayesrank-ep[I]",
     "bayesrank-ep-seq[I]": "bayesrank-ep[I]",
+    "bayesrank-ep[I-dense]": "bayesrank-ep[I]",
     "botorch-construct[RBF]": "bayesrank-ep[RBF]",
     "botorch-fit[RBF]": "bayesrank-ep[RBF]",
 }
@@ -141,7 +149,9 @@ def worker_bayesrank(n, m, kernel, schedule, repeats, budget, save):
     from bayesrank.kernels import RBF
 
     X, pairs = make_problem(n, m)
-    if kernel == "I":
+    if kernel == "I":  # a diagonal prior, given as its diagonal (EP's sparse-B path)
+        K = jnp.ones(n, dtype=jnp.float64) / ALPHA
+    elif kernel == "I-dense":
         K = jnp.eye(n, dtype=jnp.float64) / ALPHA
     else:
         K = RBF(KAPPA, RHO)(jnp.asarray(X))
@@ -361,6 +371,8 @@ def run_worker(args) -> None:
         result = worker_agreement(n, m)
     elif method == "bayesrank-ep[I]":
         result = worker_bayesrank(n, m, "I", "parallel", **kw)
+    elif method == "bayesrank-ep[I-dense]":
+        result = worker_bayesrank(n, m, "I-dense", "parallel", **kw)
     elif method == "bayesrank-ep-seq[I]":
         result = worker_bayesrank(n, m, "I", "sequential", **kw)
     elif method == "bayesrank-ep[RBF]":
@@ -576,8 +588,9 @@ def report(records, agreement, summary, info, args) -> None:
             print(f"{'':13}note: {r['note']}")
     print(
         "\nratio = peer best / bayesrank best (steady state); ratio1st = peer best / bayesrank "
-        "first call (compile + run).\nPeers: choix-ep[I] and bayesrank-ep-seq[I] vs "
-        "bayesrank-ep[I]; botorch-* vs bayesrank-ep[RBF]. 'iters' = EP sweeps (bayesrank,\nchoix) "
+        "first call (compile + run).\nPeers: choix-ep[I], bayesrank-ep[I-dense] and "
+        "bayesrank-ep-seq[I] vs bayesrank-ep[I]; botorch-* vs bayesrank-ep[RBF].\n'iters' = EP "
+        "sweeps (bayesrank, choix) "
         "or Laplace solves in the fit (botorch-fit). botorch-construct = MAP/Laplace at fixed "
         "hyperparameters;\nbotorch-fit = hyperparameter optimisation, for reference only. "
         "'-idle MB' subtracts an import-only process."

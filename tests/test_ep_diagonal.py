@@ -1,0 +1,152 @@
+"""EP's diagonal-prior path (``K`` given as its diagonal ``(n,)``) and its linear algebra.
+
+References share no code with the path under test:
+- the blocked triangular inverse and the triangular Gram product against NumPy's dense inverse
+  and product;
+- one pair: EP is exact, so the difference's posterior and ``log Z`` equal 1-D quadrature;
+- small problems: the naive dense NumPy EP of ``test_ep.py`` (imported, not re-implemented);
+- larger problems (``n > 128``, where the blocked inverse is used): the dense-``K`` path, whose
+  own references are in ``test_ep.py`` (it shares the site update with the diagonal path, not
+  the factorisation, the triangular inverse, the marginals or the Gram product);
+- the evidence gradient against central finite differences of the re-converged evidence.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from quadrature import probit_tilted_moments
+from test_ep import naive_ep
+
+from bayesrank.inference import ep
+
+pytestmark = pytest.mark.skipif(not jax.config.jax_enable_x64, reason="float64 references")
+
+
+def random_pairs(rng, n, m):
+    """``m`` distinct unordered pairs of ``n`` entities, random orientation."""
+    iu, ju = np.triu_indices(n, 1)
+    sel = rng.choice(iu.size, size=m, replace=False)
+    flip = rng.random(m) < 0.5
+    a, b = iu[sel], ju[sel]
+    return np.where(flip[:, None], np.stack([b, a], 1), np.stack([a, b], 1))
+
+
+@pytest.mark.parametrize("n", [5, 128, 129, 300, 1000, 1023])
+def test_blocked_triangular_inverse_against_numpy(n):
+    rng = np.random.default_rng(n)
+    A = rng.standard_normal((n, n))
+    L = np.linalg.cholesky(A @ A.T / n + np.eye(n))
+    got = np.asarray(jax.jit(ep._tril_inverse_t)(jnp.asarray(L)))
+    np.testing.assert_allclose(got, np.linalg.inv(L).T, atol=1e-12)
+    assert np.all(np.tril(got, -1) == 0.0)
+
+
+@pytest.mark.parametrize("n", [100, 300, 517])
+def test_triangular_gram_against_dense_product(n):
+    U = np.triu(np.random.default_rng(n).standard_normal((n, n)))
+    got = np.asarray(ep._gram(jnp.asarray(U), upper=True))
+    np.testing.assert_allclose(got, U @ U.T, atol=1e-11)
+
+
+@pytest.mark.parametrize("q", [64, 300])
+def test_triangular_products_against_dense(q):
+    rng = np.random.default_rng(q)
+    T = np.triu(rng.standard_normal((2, q, q)))
+    X = rng.standard_normal((2, 7, q))
+    Y = rng.standard_normal((2, q, 5))
+    np.testing.assert_allclose(ep._times_upper(X, T, min_size=32), X @ T, atol=1e-11)
+    np.testing.assert_allclose(ep._upper_times(T, Y, min_size=32), T @ Y, atol=1e-11)
+
+
+@pytest.mark.parametrize("schedule", ["sequential", "parallel"])
+@pytest.mark.parametrize(("d", "pair"), [((1.3, 0.8), (0, 1)), ((25.0, 0.02), (1, 0))])
+def test_one_pair_against_quadrature(d, pair, schedule):
+    v0 = d[0] + d[1]
+    m1, var, Z = probit_tilted_moments(v0)
+    post = ep.fit(jnp.asarray(d), jnp.array([pair]), schedule=schedule, tol=1e-12, max_iter=500)
+    assert bool(post.converged)
+    i, j = pair
+    np.testing.assert_allclose(post.mean[i] - post.mean[j], m1, rtol=1e-8, atol=1e-10)
+    dv = post.cov[i, i] + post.cov[j, j] - 2 * post.cov[i, j]
+    np.testing.assert_allclose(dv, var, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(post.log_evidence, np.log(Z), atol=1e-8)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_small_problems_against_naive_ep(seed):
+    rng = np.random.default_rng(seed)
+    n, m = 5, 7
+    d = rng.uniform(0.2, 3.0, n)
+    pairs = random_pairs(rng, n, m)
+    mu_ref, Sigma_ref = naive_ep(np.diag(d), pairs, sweeps=200)
+    post = ep.fit(jnp.asarray(d), jnp.asarray(pairs), tol=1e-11, max_iter=2000)
+    assert bool(post.converged)
+    np.testing.assert_allclose(post.mean, mu_ref, atol=1e-7)
+    np.testing.assert_allclose(post.cov, Sigma_ref, atol=1e-7)
+
+
+@pytest.mark.parametrize(("n", "m"), [(300, 600)])
+def test_large_problems_match_the_dense_path(n, m):
+    rng = np.random.default_rng(n)
+    d = rng.uniform(0.5, 4.0, n)
+    pairs = jnp.asarray(random_pairs(rng, n, m))
+    kw = {"tol": 1e-11, "max_iter": 500}
+    diag = ep.fit(jnp.asarray(d), pairs, **kw)
+    dense = ep.fit(jnp.diag(jnp.asarray(d)), pairs, **kw)
+    assert bool(diag.converged) and bool(dense.converged)
+    np.testing.assert_allclose(diag.mean, dense.mean, atol=1e-9)
+    np.testing.assert_allclose(diag.cov, dense.cov, atol=1e-9)
+    np.testing.assert_allclose(diag.log_evidence, dense.log_evidence, rtol=1e-11)
+    g_diag = jax.grad(lambda d: ep.fit(d, pairs, **kw).log_evidence)(jnp.asarray(d))
+    g_dense = jax.grad(lambda K: ep.fit(K, pairs, **kw).log_evidence)(jnp.diag(jnp.asarray(d)))
+    np.testing.assert_allclose(g_diag, jnp.diag(g_dense), atol=1e-9)
+
+
+def test_evidence_gradient_against_finite_differences():
+    rng = np.random.default_rng(7)
+    n = 6
+    d = rng.uniform(0.5, 2.0, n)
+    pairs = jnp.asarray(random_pairs(rng, n, 9))
+
+    @jax.jit
+    def evidence(d):
+        return ep.fit(d, pairs, tol=1e-13, max_iter=2000).log_evidence
+
+    grad = np.asarray(jax.grad(evidence)(jnp.asarray(d)))
+    h = 1e-5
+    for k in range(n):
+        e = np.zeros(n)
+        e[k] = h
+        fd = (evidence(jnp.asarray(d + e)) - evidence(jnp.asarray(d - e))) / (2 * h)
+        np.testing.assert_allclose(grad[k], fd, rtol=1e-6, atol=1e-8)
+
+
+def test_vmap_with_padding_matches_a_loop():
+    """A batch of diagonal priors with padded pairs: vmap equals unpadded fits one by one."""
+    rng = np.random.default_rng(3)
+    n, m_max = 200, 400
+    ds, pairs, masks, refs = [], [], [], []
+    for m in (400, 90):
+        d = rng.uniform(0.5, 2.0, n)
+        p = random_pairs(rng, n, m)
+        refs.append(ep.fit(jnp.asarray(d), jnp.asarray(p)))
+        ds.append(d)
+        pairs.append(np.concatenate([p, np.zeros((m_max - m, 2), int)]))
+        masks.append(np.arange(m_max) < m)
+    batched = jax.jit(jax.vmap(lambda d, p, k: ep.fit(d, p, pair_mask=k)))(
+        jnp.asarray(np.stack(ds)), jnp.asarray(np.stack(pairs)), jnp.asarray(np.stack(masks))
+    )
+    for b, ref in enumerate(refs):
+        assert bool(batched.converged[b])
+        np.testing.assert_allclose(batched.mean[b], ref.mean, atol=1e-9)
+        np.testing.assert_allclose(batched.cov[b], ref.cov, atol=1e-9)
+        np.testing.assert_allclose(batched.log_evidence[b], ref.log_evidence, rtol=1e-10)
+
+
+def test_validate_problem_names_a_bad_diagonal_entry():
+    with pytest.raises(ValueError, match=r"K\[2\] = -1.0"):
+        ep.validate_problem(np.array([1.0, 2.0, -1.0]), [[0, 1]])
+    with pytest.raises(ValueError, match=r"K\[0\] = nan"):
+        ep.validate_problem(np.array([np.nan, 2.0]), [[0, 1]])
+    ep.validate_problem(np.array([1.0, 0.0]), [[0, 1]])

@@ -151,6 +151,32 @@ def test_per_query_fits_match_single_query_fits(sample_problems):
     np.testing.assert_allclose(joint.trace.log_evidence[1], single.trace.log_evidence, rtol=1e-6)
 
 
+def test_size_buckets_give_the_unbucketed_fit():
+    """Evidence maximisation bucketed by query size equals one padded batch (up to round-off)."""
+    problems = [
+        p
+        for n, seed in ((12, 1), (40, 2), (75, 3), (20, 4))
+        for p in synthetic_problems(seed, n_queries=1, n=n, m=3 * n)[0]
+    ]
+    prior = XPGP(RBF(), (RegularizedLaplacian(),), entity=Independent(0.1))
+    kw = {"method": "evidence", "n_iter": 3}
+    bucketed = fit_hyperparameters(prior, problems, bucket=32, **kw)
+    padded = fit_hyperparameters(prior, problems, bucket=None, **kw)
+    np.testing.assert_allclose(bucketed.trace.log_evidence, padded.trace.log_evidence, rtol=1e-9)
+    np.testing.assert_allclose(bucketed.prior.weights, padded.prior.weights, rtol=1e-8)
+    np.testing.assert_allclose(bucketed.prior.attribute.rho, padded.prior.attribute.rho, rtol=1e-8)
+    np.testing.assert_allclose(bucketed.posteriors.log_evidence, padded.posteriors.log_evidence)
+    for b, p in enumerate(problems):  # merged back in the problems' order, real entries only
+        n, m = p.n, len(p.pairs)
+        np.testing.assert_allclose(bucketed.posteriors.mean[b, :n], padded.posteriors.mean[b, :n])
+        np.testing.assert_allclose(
+            bucketed.posteriors.cov[b, :n, :n], padded.posteriors.cov[b, :n, :n], atol=1e-10
+        )
+        np.testing.assert_allclose(
+            bucketed.posteriors.sites.tau[b, :m], padded.posteriors.sites.tau[b, :m], atol=1e-10
+        )
+
+
 def test_model_fit_learns(sample_problems):
     model = XPGPModel(XPGP(RBF(), (RegularizedLaplacian(),)))
     posterior = model.fit(sample_problems[0], learn_hyperparameters="evidence", n_iter=5)

@@ -533,16 +533,16 @@ def _merge_posteriors(posts, groups, n: int, m: int) -> ep.EPPosterior:
     cov = np.zeros((B, n, n), host[0].cov.dtype)
     tau = np.zeros((B, m), host[0].sites.tau.dtype)
     nu = np.zeros_like(tau)
-    scalars = {f: [None] * B for f in ep.EPPosterior._fields if f not in ("mean", "cov", "sites")}
+    names = [f for f in ep.EPPosterior._fields if f not in ("mean", "cov", "sites")]
+    rest = {f: np.zeros(B, getattr(host[0], f).dtype) for f in names}
     for (idx, _), p in zip(groups, host, strict=True):
         nb, mb = p.mean.shape[1], p.sites.tau.shape[1]
         mean[idx, :nb] = p.mean
         cov[idx, :nb, :nb] = p.cov
         tau[idx, :mb], nu[idx, :mb] = p.sites.tau, p.sites.nu
-        for f, values in scalars.items():
-            for k, b in enumerate(idx):
-                values[b] = getattr(p, f)[k]
-    rest = {f: jnp.asarray(np.stack(v)) for f, v in scalars.items()}
+        for f in names:
+            rest[f][idx] = getattr(p, f)
+    rest = {f: jnp.asarray(v) for f, v in rest.items()}
     sites = ep.Sites(jnp.asarray(tau), jnp.asarray(nu))
     return ep.EPPosterior(mean=jnp.asarray(mean), cov=jnp.asarray(cov), sites=sites, **rest)
 

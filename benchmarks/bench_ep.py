@@ -77,9 +77,11 @@ METHODS = {
         "jax",
         "bayesrank EP, parallel, K = I/alpha as a dense (n, n) (ref.)",
     ),
+    "bayesrank-ep[I-mixed]": ("jax", "bayesrank EP as bayesrank-ep[I], precision='mixed'"),
     "choix-ep[I]": ("choix", "choix.ep_pairwise probit, prior I/alpha"),
     "bayesrank-ep-seq[I]": ("jax", "bayesrank EP, sequential schedule, K = I/alpha (ref.)"),
     "bayesrank-ep[RBF]": ("jax", "bayesrank EP, parallel (default), RBF K, fixed hyp."),
+    "bayesrank-ep[RBF-mixed]": ("jax", "bayesrank EP as bayesrank-ep[RBF], precision='mixed'"),
     "botorch-construct[RBF]": ("torch", "BoTorch PairwiseGP(): Laplace at fixed hyp."),
     "botorch-fit[RBF]": ("torch", "BoTorch fit_gpytorch_mll: hyp. optimisation (ref.)"),
 }
@@ -91,6 +93,8 @@ BASELINE = {
     "botorch-construct[RBF]": "bayesrank-ep[RBF]",
     "botorch-fit[RBF]": "bayesrank-ep[RBF]",
 }
+# bayesrank method -> the peer whose time is divided by its time on its own row
+VERSUS = {"bayesrank-ep[I-mixed]": "choix-ep[I]", "bayesrank-ep[RBF-mixed]": "botorch-fit[RBF]"}
 
 
 def make_problem(n: int, m: int, seed: int = SEED):
@@ -141,7 +145,7 @@ def _jax_setup():
     return jax
 
 
-def worker_bayesrank(n, m, kernel, schedule, repeats, budget, save):
+def worker_bayesrank(n, m, kernel, schedule, repeats, budget, save, precision="full"):
     jax = _jax_setup()
     import jax.numpy as jnp
 
@@ -157,7 +161,8 @@ def worker_bayesrank(n, m, kernel, schedule, repeats, budget, save):
         K = RBF(KAPPA, RHO)(jnp.asarray(X))
     pairs = jnp.asarray(pairs)
     K = jax.block_until_ready(K)
-    fit = jax.jit(lambda K, p: ep.fit(K, p, max_iter=MAX_ITER, tol=TOL, schedule=schedule))
+    kw = {"max_iter": MAX_ITER, "tol": TOL, "schedule": schedule, "precision": precision}
+    fit = jax.jit(lambda K, p: ep.fit(K, p, **kw))
 
     def call():
         return jax.block_until_ready(fit(K, pairs))
@@ -373,6 +378,10 @@ def run_worker(args) -> None:
         result = worker_bayesrank(n, m, "I", "parallel", **kw)
     elif method == "bayesrank-ep[I-dense]":
         result = worker_bayesrank(n, m, "I-dense", "parallel", **kw)
+    elif method == "bayesrank-ep[I-mixed]":
+        result = worker_bayesrank(n, m, "I", "parallel", precision="mixed", **kw)
+    elif method == "bayesrank-ep[RBF-mixed]":
+        result = worker_bayesrank(n, m, "RBF", "parallel", precision="mixed", **kw)
     elif method == "bayesrank-ep-seq[I]":
         result = worker_bayesrank(n, m, "I", "sequential", **kw)
     elif method == "bayesrank-ep[RBF]":
@@ -472,6 +481,7 @@ def main_driver(args) -> None:
                     )
                 else:
                     save = mth in ("bayesrank-ep[I]", "choix-ep[I]", "bayesrank-ep[RBF]")
+                    save = save or mth == "bayesrank-ep[I-mixed]"
                     save = save or mth == "botorch-construct[RBF]"
                     timeout = 3 * args.max_single + 120
                     rec.update(spawn(mth, n, m, args, tmp, save=save, timeout=timeout))
@@ -533,6 +543,11 @@ def compare(n, m, by):
     if ours is not None and theirs is not None:
         out["choix_max_abs_mean_diff"] = float(np.abs(ours["mean"] - theirs["mean"]).max())
         out["choix_max_abs_cov_diff"] = float(np.abs(ours["cov"] - theirs["cov"]).max())
+    mixed = load("bayesrank-ep[I-mixed]")
+    if mixed is not None and theirs is not None:
+        out["choix_mixed_max_abs_mean_diff"] = float(np.abs(mixed["mean"] - theirs["mean"]).max())
+    if mixed is not None and ours is not None:
+        out["mixed_full_max_abs_mean_diff"] = float(np.abs(mixed["mean"] - ours["mean"]).max())
     ours, laplace = load("bayesrank-ep[RBF]"), load("botorch-construct[RBF]")
     if ours is not None and laplace is not None:
         a, b = ours["mean"], laplace["mean"]
@@ -549,6 +564,10 @@ def summarise(records):
         if base and "best_s" in r and "best_s" in base:
             r["ratio_steady"] = r["best_s"] / base["best_s"]
             r["ratio_vs_first_call"] = r["best_s"] / base["first_call_s"]
+        peer = index.get((r["n"], r["m"], VERSUS.get(r["method"])))
+        if peer and "best_s" in r and "best_s" in peer:
+            r["ratio_steady"] = peer["best_s"] / r["best_s"]
+            r["ratio_vs_first_call"] = peer["best_s"] / r["first_call_s"]
     goal = {}
     n, m = 1000, 2000
     choix_r = index.get((n, m, "choix-ep[I]"), {}).get("ratio_steady")
@@ -559,6 +578,13 @@ def summarise(records):
     if fit_r is not None:
         goal["botorch_fit_over_bayesrank"] = fit_r
         goal["botorch_fit_goal_10x_met"] = fit_r >= 10
+    for mixed, key in (
+        ("bayesrank-ep[I-mixed]", "choix"),
+        ("bayesrank-ep[RBF-mixed]", "botorch_fit"),
+    ):
+        r = index.get((n, m, mixed), {}).get("ratio_steady")
+        if r is not None:
+            goal[f"{key}_over_bayesrank_mixed"] = r
     return {"goal_n1000_m2000": goal}
 
 
@@ -589,7 +615,8 @@ def report(records, agreement, summary, info, args) -> None:
     print(
         "\nratio = peer best / bayesrank best (steady state); ratio1st = peer best / bayesrank "
         "first call (compile + run).\nPeers: choix-ep[I], bayesrank-ep[I-dense] and "
-        "bayesrank-ep-seq[I] vs bayesrank-ep[I]; botorch-* vs bayesrank-ep[RBF].\n'iters' = EP "
+        "bayesrank-ep-seq[I] vs bayesrank-ep[I]; botorch-* vs bayesrank-ep[RBF];\n"
+        "on the *-mixed rows: choix-ep[I] or botorch-fit[RBF] / that row.\n'iters' = EP "
         "sweeps (bayesrank, choix) "
         "or Laplace solves in the fit (botorch-fit). botorch-construct = MAP/Laplace at fixed "
         "hyperparameters;\nbotorch-fit = hyperparameter optimisation, for reference only. "
@@ -606,6 +633,9 @@ def report(records, agreement, summary, info, args) -> None:
                 f"choix vs bayesrank (K=I): max|dmean| {a['choix_max_abs_mean_diff']:.2e}, "
                 f"max|dcov| {a['choix_max_abs_cov_diff']:.2e}"
             )
+        if "choix_mixed_max_abs_mean_diff" in a:
+            parts.append(f"[mixed: vs choix {a['choix_mixed_max_abs_mean_diff']:.2e}")
+            parts.append(f"vs full {a.get('mixed_full_max_abs_mean_diff', float('nan')):.2e}]")
         tight = a.get("tight")
         if isinstance(tight, dict):
             parts.append(
@@ -630,6 +660,10 @@ def report(records, agreement, summary, info, args) -> None:
         if "botorch_fit_over_bayesrank" in goal:
             met = "MET" if goal["botorch_fit_goal_10x_met"] else "NOT met"
             print(f"  BoTorch fit / bayesrank = {goal['botorch_fit_over_bayesrank']:.2f}x -> {met}")
+        for key, name in (("choix", "choix"), ("botorch_fit", "BoTorch fit")):
+            r = goal.get(f"{key}_over_bayesrank_mixed")
+            if r is not None:
+                print(f"  {name} / bayesrank (precision='mixed') = {r:.2f}x")
 
 
 def main() -> None:

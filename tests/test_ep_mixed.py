@@ -52,8 +52,11 @@ def test_mixed_reaches_the_float64_fixed_point(prior):
     default = ep.fit(K, pairs, precision="mixed")
     assert bool(default.converged)
     assert default.mean.dtype == jnp.float64 and default.cov.dtype == jnp.float64
-    np.testing.assert_allclose(default.mean, ref.mean, atol=1e-6)
-    np.testing.assert_allclose(default.cov, ref.cov, atol=1e-6)
+    # tol bounds the last sweep's change, not the distance to the fixed point: with the
+    # contraction rate r of these problems (< 0.5) that distance is below tol r / (1 - r) plus
+    # round-off; 5 tol leaves room for a slower rate where float32 is coarser (a GPU's TF32)
+    np.testing.assert_allclose(default.mean, ref.mean, atol=5e-6)
+    np.testing.assert_allclose(default.cov, ref.cov, atol=5e-6)
     np.testing.assert_allclose(default.log_evidence, ref.log_evidence, rtol=1e-8)
     if prior == "diagonal":
         return

@@ -647,8 +647,9 @@ def run(
     root, K = jax.lax.optimization_barrier((root, K))
     low = jnp.float32
     sites_low = None if sites is None else _cast(sites, low)
-    state = init(K.astype(low), pairs, sites_low, pair_mask, damping=damping)
-    state = jax.lax.while_loop(low_cond, body, state)
+    with jax.default_matmul_precision("float32"):  # not TF32 (a GPU's default for float32)
+        state = init(K.astype(low), pairs, sites_low, pair_mask, damping=damping)
+        state = jax.lax.while_loop(low_cond, body, state)
     finite = jnp.all(jnp.isfinite(state.mean)) & jnp.all(jnp.isfinite(state.factor))
     state = jax.lax.cond(  # float32 overflowed (a huge kernel scale): start over in float64
         finite,

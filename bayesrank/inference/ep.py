@@ -219,16 +219,40 @@ def prior_root(K: jax.Array) -> jax.Array:
     so it serves wherever it succeeds; a Gram matrix that is singular in floating point (duplicate
     documents, float32) makes it return NaN, and then the clipped eigendecomposition is used.
 
-    Under ``vmap`` both branches run. The fallback's input depends on the Cholesky's outcome
-    (the identity where it succeeded), so the two batched LAPACK calls run one after the other:
-    run concurrently, they can deadlock jaxlib 0.10's CPU thread pool (``docs/model.md``).
+    Under ``vmap`` the fallback runs only if some matrix of the batch needs it (a plain
+    ``lax.cond`` with a batched predicate would run ``eigh`` on every matrix, every time: 10x the
+    Cholesky's cost). Its input depends on the Cholesky's outcome, so the two batched LAPACK
+    calls run one after the other: run concurrently, they can deadlock jaxlib 0.10's CPU thread
+    pool (``docs/model.md``).
     """
     if K.ndim == 1:
         return jnp.sqrt(jnp.clip(K, 0.0, None))
+    return _cholesky_or_eigh_root(K)
+
+
+def _root_with_fallback(K, L, ok):
+    """``L`` where ``ok``, else the clipped ``eigh`` root of ``K`` (``ok: (...)``, batched)."""
+    select = ok[..., None, None]
+    fallback = jnp.where(select, jnp.eye(K.shape[-1], dtype=K.dtype), K)
+    root = jnp.vectorize(psd_root, signature="(n,n)->(n,n)")(fallback)
+    return jnp.where(select, L, root)
+
+
+@jax.custom_batching.custom_vmap
+def _cholesky_or_eigh_root(K):
     L = jax.lax.linalg.cholesky(K, symmetrize_input=False)
     ok = jnp.all(jnp.isfinite(L))
-    fallback = jnp.where(ok, jnp.eye(K.shape[0], dtype=K.dtype), K)
-    return jax.lax.cond(ok, lambda _: L, psd_root, fallback)
+    return jax.lax.cond(ok, lambda: L, lambda: _root_with_fallback(K, L, ok))
+
+
+@_cholesky_or_eigh_root.def_vmap
+def _cholesky_or_eigh_root_vmap(axis_size, in_batched, K):
+    del axis_size
+    if not in_batched[0]:
+        return _cholesky_or_eigh_root(K), False
+    L = jax.lax.linalg.cholesky(K, symmetrize_input=False)
+    ok = jnp.all(jnp.isfinite(L), axis=(-2, -1))
+    return jax.lax.cond(jnp.all(ok), lambda: L, lambda: _root_with_fallback(K, L, ok)), True
 
 
 class _Factor(NamedTuple):

@@ -86,6 +86,8 @@ def test_model_fit_predict_rank_components():
     ref = ep.fit(K, jnp.asarray(pairs), tol=1e-10)
     np.testing.assert_allclose(post.mean, ref.mean, atol=1e-12)
     assert bool(post.result.converged)
+    mixed = XPGPModel(prior, tol=1e-10, precision="mixed").fit(problem)
+    np.testing.assert_allclose(mixed.mean, ref.mean, atol=1e-9)
     order = post.rank()
     assert list(order) == list(np.argsort(-np.asarray(post.mean), kind="stable"))
     pred = post.predict_pairs(pairs)

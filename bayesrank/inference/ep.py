@@ -238,21 +238,23 @@ def _root_with_fallback(K, L, ok):
     return jnp.where(select, L, root)
 
 
+def _cholesky_root(K):
+    """The Cholesky factors of ``K: (..., n, n)``, with the ``eigh`` fallback for those that
+    fail; the fallback runs only if one does (one ``lax.cond`` on the whole batch)."""
+    L = jax.lax.linalg.cholesky(K, symmetrize_input=False)
+    ok = jnp.all(jnp.isfinite(L), axis=(-2, -1))
+    return jax.lax.cond(jnp.all(ok), lambda: L, lambda: _root_with_fallback(K, L, ok))
+
+
 @jax.custom_batching.custom_vmap
 def _cholesky_or_eigh_root(K):
-    L = jax.lax.linalg.cholesky(K, symmetrize_input=False)
-    ok = jnp.all(jnp.isfinite(L))
-    return jax.lax.cond(ok, lambda: L, lambda: _root_with_fallback(K, L, ok))
+    return _cholesky_root(K)
 
 
 @_cholesky_or_eigh_root.def_vmap
 def _cholesky_or_eigh_root_vmap(axis_size, in_batched, K):
     del axis_size
-    if not in_batched[0]:
-        return _cholesky_or_eigh_root(K), False
-    L = jax.lax.linalg.cholesky(K, symmetrize_input=False)
-    ok = jnp.all(jnp.isfinite(L), axis=(-2, -1))
-    return jax.lax.cond(jnp.all(ok), lambda: L, lambda: _root_with_fallback(K, L, ok)), True
+    return _cholesky_root(K), in_batched[0]
 
 
 class _Factor(NamedTuple):

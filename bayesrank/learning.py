@@ -42,6 +42,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import numpy as np
 import optax
+from jax.flatten_util import ravel_pytree
 
 from .data.batch import ProblemBatch, stack_problems
 from .inference import ep
@@ -207,6 +208,7 @@ class _Config(NamedTuple):
     ep_tol: float | None
     schedule: str
     ep_step_tol: float | None  # EP's tol inside evidence steps (None: ep.default_tol)
+    tol: float  # BFGS: stop when a step gains and the model predicts less than this (nats)
 
 
 def _combine(free, fixed, cfg: _Config):
@@ -261,7 +263,11 @@ def _optimizer(cfg: _Config):
         return optax.lbfgs()
     if cfg.optimizer == "adam":
         return optax.adam(cfg.learning_rate)
-    raise ValueError(f"optimizer must be 'lbfgs' or 'adam', got {cfg.optimizer!r}")
+    if cfg.optimizer == "bfgs" and cfg.method == "evidence":
+        return None  # host-driven (_drive_bfgs)
+    raise ValueError(
+        f"optimizer must be 'lbfgs', 'adam' or (method='evidence') 'bfgs', got {cfg.optimizer!r}"
+    )
 
 
 def _minimize(fn, free, cfg: _Config):
@@ -397,14 +403,50 @@ def _bucketed_evidence_step(carry, fixed, u0, data, cfg: _Config):
     Each bucket's call finishes before the next starts (their batched LAPACK calls must not
     overlap on jaxlib 0.10's CPU runtime); values and gradients are summed.
     """
-    value, grad, posts = 0.0, None, []
     tol = _tol(cfg.ep_step_tol, carry.free)
-    for d, s in zip(data, carry.sites, strict=True):
-        v, g, p = jax.block_until_ready(_jit_bucket_evidence(carry.free, fixed, d, s, tol, cfg))
+    value, grad, posts = _evaluate(carry.free, fixed, data, carry.sites, tol, cfg)
+    return _jit_adam_update(carry, fixed, u0, value, grad, posts, cfg)
+
+
+@partial(jax.jit, static_argnames=("cfg",))
+def _jit_bucket_fisher(free, fixed, data: PreparedBatch, post: ep.EPPosterior, cfg: _Config):
+    """``F: (p, p)``, the Fisher information of the flattened ``free`` summed over a bucket.
+
+    Per query, in the Gaussian part of ``Z_EP`` with the sites fixed (pseudo-observations
+    ``mu_tilde ~ N(0, K + S^-1)``): ``F_jk = 1/2 tr(W dK_j W dK_k)``, ``W = (K + S^-1)^-1``
+    (:func:`~bayesrank.inference.ep.pseudo_data_precision`), ``dK_j = dK / dtheta_j`` by forward
+    mode. Costs ``p`` products of ``n x n`` matrices per query.
+    """
+    flat, unravel = ravel_pytree(free)
+
+    def K_of(x):
+        return covariances(_combine(unravel(x), fixed, cfg), data)
+
+    K, dK = jax.linearize(K_of, flat)
+    dK = jax.vmap(dK, in_axes=0, out_axes=-1)(jnp.eye(flat.size, dtype=flat.dtype))  # (B,n,n,p)
+
+    def weight(K, cov, pairs, pair_mask, sites):
+        active = ep.informative_pairs(K, pairs, pair_mask)
+        return ep.pseudo_data_precision(cov, pairs, sites, active)
+
+    W = jax.vmap(weight)(K, post.cov, data.pairs, data.pair_mask, post.sites)
+    WdK = jnp.einsum("bxy,byzp->bxzp", W, dK)
+    return 0.5 * jnp.einsum("bxzp,bzxq->pq", WdK, WdK)
+
+
+def _evaluate(free, fixed, data, sites, tol, cfg: _Config):
+    """``(-log Z_EP, its gradient, posteriors)`` summed over the size buckets (no hyperprior).
+
+    One compiled call per bucket; each finishes before the next starts (batched LAPACK calls
+    must not overlap on jaxlib 0.10's CPU runtime, ``docs/model.md``).
+    """
+    value, grad, posts = 0.0, None, []
+    for d, s in zip(data, sites, strict=True):
+        v, g, p = jax.block_until_ready(_jit_bucket_evidence(free, fixed, d, s, tol, cfg))
         value = value + v
         grad = g if grad is None else jax.tree_util.tree_map(jnp.add, grad, g)
         posts.append(p)
-    return _jit_adam_update(carry, fixed, u0, value, grad, tuple(posts), cfg)
+    return value, grad, tuple(posts)
 
 
 def _tol(tol, free):
@@ -452,6 +494,7 @@ def fit_hyperparameters(
     ep_max_iter: int = 200,
     ep_tol: float | None = None,
     ep_step_tol: float | None = 1e-4,
+    tol: float = 1e-2,
     schedule: str = "parallel",
     progress: bool = False,
 ) -> FitResult:
@@ -463,9 +506,13 @@ def fit_hyperparameters(
         problems: a :class:`~bayesrank.data.problem.PreferenceProblem`, a list of them, or a
             :class:`~bayesrank.data.batch.ProblemBatch`.
         method: ``"em"`` (EM-EP) or ``"evidence"`` (gradient ascent on ``log Z_EP``).
-        n_iter: EM iterations, or evidence-gradient steps.
+        n_iter: EM iterations, or evidence-maximisation steps (with ``"bfgs"``, at most that
+            many: it stops when converged, see ``tol``).
         m_steps: optimiser steps per M-step (EM only).
-        optimizer: ``"lbfgs"`` or ``"adam"`` (defaults: L-BFGS for EM, Adam for evidence).
+        optimizer: ``"lbfgs"`` or ``"adam"``, or for evidence maximisation ``"bfgs"``
+            (defaults: L-BFGS for EM's M-steps; BFGS for evidence maximisation: quasi-Newton
+            steps from the Fisher information with a backtracking line search, driven from
+            Python, a few warm-started EP runs per step; see :func:`_drive_bfgs`).
         learning_rate: Adam's step size.
         hyperprior_scale: sd of the normal prior on each unconstrained hyperparameter, centred on
             its initial value (MAP-II); ``None`` for plain maximum likelihood.
@@ -486,6 +533,8 @@ def fit_hyperparameters(
             the sites' and its gradient's first order: on OHSUMED 1e-4 moved ``theta``'s path
             by ~1e-7 and needed about half the sweeps of 1e-6. The final posteriors use
             ``ep_tol``.
+        tol: ``"bfgs"`` stops when a step gained less than ``tol`` nats of (MAP) evidence and
+            the quasi-Newton model predicts less than ``tol`` more.
         progress: show progress (a tqdm bar if tqdm is installed, else a line per iteration).
 
     Returns:
@@ -504,8 +553,8 @@ def fit_hyperparameters(
     else:
         problems = list(problems)
         batch = stack_problems(problems)
-        adam = (optimizer or ("lbfgs" if method == "em" else "adam")) == "adam"
-        if bucket is not None and not per_query and method == "evidence" and adam:
+        host_driven = optimizer in (None, "adam", "bfgs")  # evidence steps bucket by bucket
+        if bucket is not None and not per_query and method == "evidence" and host_driven:
             groups = size_buckets(problems, bucket)
     options = dict(
         method=method,
@@ -521,6 +570,7 @@ def fit_hyperparameters(
         ep_max_iter=ep_max_iter,
         ep_tol=ep_tol,
         ep_step_tol=ep_step_tol,
+        tol=tol,
         schedule=schedule,
         progress=progress,
     )
@@ -588,6 +638,7 @@ def _fit_shared(
     ep_max_iter,
     ep_tol,
     ep_step_tol,
+    tol,
     schedule,
     progress,
 ) -> FitResult:
@@ -611,7 +662,7 @@ def _fit_shared(
         treedef,
         flags,
         method,
-        optimizer or ("lbfgs" if method == "em" else "adam"),
+        optimizer or ("lbfgs" if method == "em" else "bfgs"),
         float(learning_rate),
         int(m_steps),
         hyperprior_scale,
@@ -619,6 +670,7 @@ def _fit_shared(
         ep_tol,
         schedule,
         step_tol,
+        float(tol),
     )
     _optimizer(cfg)  # validate the name early
     sites = tuple(
@@ -639,17 +691,18 @@ def _fit_shared(
             )
     best = None
     for start in starts:
-        opt_state = _optimizer(cfg).init(start) if method == "evidence" else None
+        opt = _optimizer(cfg) if method == "evidence" else None
+        opt_state = None if opt is None else opt.init(start)
         carry = _Carry(start, sites, opt_state)
         carry, trace = _drive(carry, fixed, start, data, cfg, n_iter, progress)
         score = float(trace.objective[-1])
         if best is None or score > best[0]:
             best = (score, carry, trace)
     _, carry, trace = best
-    if len(data) == 1:
+    if len(data) == 1 and cfg.optimizer != "bfgs":
         fitted, posterior = _final(carry.free, fixed, data[0], carry.sites[0], cfg)
         posteriors = [posterior]
-    else:  # size buckets: the steps' compiled programs at EP's final tolerance, one by one
+    else:  # the steps' compiled programs (one per size bucket) at EP's final tolerance
         tol = _tol(cfg.ep_tol, carry.free)
         posteriors = [
             jax.block_until_ready(_jit_bucket_evidence(carry.free, fixed, d, s, tol, cfg))[2]
@@ -662,24 +715,141 @@ def _fit_shared(
     return FitResult(fitted, _merge_posteriors(posteriors, groups, n, m), trace)
 
 
-def _drive(carry, fixed, u0, data, cfg, n_iter, progress):
-    """Run ``n_iter`` jitted iterations from Python (one compilation per configuration)."""
-    iterations = range(n_iter)
+def _iterations(n_iter, cfg, progress):
+    """``range(n_iter)``, or a tqdm bar over it when ``progress`` (and tqdm) is there."""
     if progress:
         try:
             from tqdm.auto import trange
 
-            iterations = trange(n_iter, desc=f"fit ({cfg.method})")
+            return trange(n_iter, desc=f"fit ({cfg.method}, {cfg.optimizer})")
         except ImportError:  # tqdm is optional
             pass
+    return range(n_iter)
+
+
+def _report(iterations, info, k):
+    evidence = float(jnp.sum(info.log_evidence))
+    if hasattr(iterations, "set_postfix"):
+        iterations.set_postfix(log_evidence=evidence)
+    else:
+        print(f"iteration {k}: log evidence {evidence:.4f}")
+
+
+def _drive(carry, fixed, u0, data, cfg, n_iter, progress):
+    """Run ``n_iter`` jitted iterations from Python (one compilation per configuration)."""
+    if cfg.optimizer == "bfgs":
+        return _drive_bfgs(carry, fixed, u0, data, cfg, n_iter, progress)
+    iterations = _iterations(n_iter, cfg, progress)
     infos = []
     for _ in iterations:
         carry, info = _step(carry, fixed, u0, data, cfg)
         infos.append(info)
         if progress:
-            evidence = float(jnp.sum(info.log_evidence))
-            if hasattr(iterations, "set_postfix"):
-                iterations.set_postfix(log_evidence=evidence)
-            else:
-                print(f"iteration {len(infos)}: log evidence {evidence:.4f}")
+            _report(iterations, info, len(infos))
     return carry, jax.tree_util.tree_map(lambda *a: jnp.stack(a), *infos)
+
+
+#: Armijo constant and the most step halvings of the BFGS line search; the longest step in any
+#: unconstrained coordinate (a log scale: a factor e^2 = 7.4).
+ARMIJO, MAX_HALVINGS, MAX_STEP = 1e-4, 30, 2.0
+
+
+def _drive_bfgs(carry, fixed, u0, data, cfg, n_iter, progress):
+    """BFGS ascent on ``log Z_EP + log hyperprior``, from Python, at most ``n_iter`` steps.
+
+    - The first inverse Hessian is the inverse of the Fisher information (plus the hyperprior's
+      precision; :func:`_jit_bucket_fisher`), so the first step is a Fisher-scoring step;
+      each accepted step then updates it by BFGS (skipped when the curvature ``s^T y`` is not
+      positive).
+    - Line search: the full step first, halved until the Armijo condition holds. Every trial
+      point runs EP warm-started from the current point's sites.
+    - Stops when a step gains less than ``cfg.tol`` nats and the quasi-Newton model predicts
+      less than that to come (``g^T H g / 2``), or when no step along the direction gains.
+
+    The objective and its gradient come from the compiled per-bucket programs (``_evaluate``);
+    only ``p``-vectors and ``p x p`` matrices live on the host.
+    """
+    flat, unravel = ravel_pytree(carry.free)
+    dtype = flat.dtype
+    center = np.asarray(ravel_pytree(u0)[0], np.float64)
+    precision = 0.0 if cfg.hyperprior_scale is None else cfg.hyperprior_scale**-2
+    tol = _tol(cfg.ep_step_tol, carry.free)
+
+    def free_of(x):
+        return unravel(jnp.asarray(x, dtype))
+
+    def objective(x, sites):
+        """``(f, grad f, -log Z_EP, posteriors)``, ``f`` = log evidence + log hyperprior."""
+        value, grad, posts = _evaluate(free_of(x), fixed, data, sites, tol, cfg)
+        dev = x - center
+        f = -float(value) - 0.5 * precision * float(dev @ dev)
+        g = -np.asarray(ravel_pytree(grad)[0], np.float64) - precision * dev
+        return f, g, float(value), posts
+
+    x = np.asarray(flat, np.float64)
+    f, g, value, posts = objective(x, carry.sites)
+    if not (np.isfinite(f) and np.all(np.isfinite(g))):
+        raise ValueError(
+            f"the EP evidence or its gradient at the initial hyperparameters is not finite "
+            f"(log evidence {-value}); check the prior's values and the data"
+        )
+    F = sum(
+        np.asarray(_jit_bucket_fisher(free_of(x), fixed, d, p, cfg), np.float64)
+        for d, p in zip(data, posts, strict=True)
+    )
+    F = 0.5 * (F + F.T) + precision * np.eye(x.size)
+    ridge = 1e-10 * max(1.0, float(np.max(np.abs(np.diag(F))))) if np.all(np.isfinite(F)) else 0
+    try:
+        H = np.linalg.inv(F + ridge * np.eye(x.size))
+        if not np.all(np.isfinite(H)) or np.any(np.linalg.eigvalsh(H) <= 0):
+            raise np.linalg.LinAlgError
+    except np.linalg.LinAlgError:
+        H = np.eye(x.size)
+
+    iterations = _iterations(n_iter, cfg, progress)
+    infos = []
+    for _ in iterations:
+        direction = H @ g
+        longest = float(np.max(np.abs(direction)))
+        if longest > MAX_STEP:  # a factor e^MAX_STEP on a scale at most (an unreliable model)
+            direction = direction * (MAX_STEP / longest)
+        slope = float(g @ direction)
+        step, accepted = 1.0, False
+        for _ in range(MAX_HALVINGS):
+            x_new = x + step * direction
+            f_new, g_new, value_new, posts_new = objective(x_new, tuple(p.sites for p in posts))
+            if np.isfinite(f_new) and f_new >= f + ARMIJO * step * slope:
+                accepted = np.all(np.isfinite(g_new))
+                break
+            step *= 0.5
+        before = f
+        if accepted:
+            s, y = x_new - x, g - g_new  # y: the change in the gradient of -f
+            sy = float(s @ y)
+            if sy > 1e-12 * float(np.sqrt((s @ s) * (y @ y))):
+                if not infos:  # scale the Fisher start to the curvature seen (Nocedal-Wright 6.20)
+                    H = H * (sy / float(y @ H @ y))
+                V = np.eye(x.size) - np.outer(s, y) / sy
+                H = V @ H @ V.T + np.outer(s, s) / sy
+            x, f, g, value, posts = x_new, f_new, g_new, value_new, posts_new
+        info = _bfgs_info(posts, -value, free_of(x), fixed, before, f, cfg)
+        infos.append(info)
+        if progress:
+            _report(iterations, info, len(infos))
+        if not accepted or (f - before < cfg.tol and 0.5 * float(g @ H @ g) < cfg.tol):
+            break
+    sites = tuple(p.sites for p in posts)
+    trace = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *infos)
+    return _Carry(free_of(x), sites, None), trace
+
+
+def _bfgs_info(posts, log_evidence, free, fixed, before, after, cfg) -> Trace:
+    dtype = jax.tree_util.tree_leaves(free)[0].dtype
+    return Trace(
+        log_evidence=jnp.asarray(log_evidence, dtype),
+        objective=jnp.asarray(after, dtype),
+        objective_before=jnp.asarray(before, dtype),
+        params=_combine(free, fixed, cfg),
+        ep_iterations=jnp.asarray(max(int(jnp.max(p.n_iter)) for p in posts), jnp.int32),
+        ep_converged=jnp.asarray(all(bool(jnp.all(p.converged)) for p in posts)),
+    )

@@ -83,6 +83,7 @@ __all__ = [
     "log_evidence",
     "posterior_from_sites",
     "psd_root",
+    "pseudo_data_precision",
     "run",
     "site_natural_parameters",
     "site_precision",
@@ -733,6 +734,21 @@ def _evidence_fwd(K, cov, logdet, pairs, sites, active, valid):
     return _evidence(K, cov, logdet, pairs, sites, active, valid), residuals
 
 
+def pseudo_data_precision(cov, pairs, sites: Sites, pair_mask=None) -> jax.Array:
+    """``W = (K + S^-1)^-1 = S - S Sigma S: (n, n)`` from ``Sigma = cov = (K^-1 + S)^-1``.
+
+    The precision of the sites' pseudo-observations ``mu_tilde = S^-1 eta ~ N(0, K + S^-1)``
+    (the Gaussian part of ``Z_EP``); ``S - S Sigma S`` also holds where ``S`` is singular.
+    ``log Z_EP``'s gradient with respect to ``K`` contains ``-W / 2``, and the Fisher
+    information of the hyperparameters in that Gaussian is ``1/2 tr(W dK_j W dK_k)``
+    (``learning``). ``S`` is applied sparsely: O(m n). ``pair_mask``: pairs whose site counts.
+    """
+    tau = jnp.where(_pair_mask(pairs, pair_mask), sites.tau, 0.0)
+    S_cov = _apply_site_precision(cov, pairs, tau)  # S Sigma
+    eye = jnp.eye(cov.shape[0], dtype=cov.dtype)
+    return _apply_site_precision(eye - S_cov.T, pairs, tau)  # S (I - Sigma S) = S P
+
+
 def _evidence_bwd(res, ct):
     """``d log Z_EP / dK`` with the sites fixed, for any sites (not only at a fixed point).
 
@@ -758,7 +774,7 @@ def _evidence_bwd(res, ct):
     i, j = pairs[:, 0], pairs[:, 1]
     ZP = _to_entities(h[:, None] * (Pt.T[i] - Pt.T[j]), pairs, n)  # A^T H A P
     W = Pt @ ZP
-    SP = _apply_site_precision(Pt.T, pairs, tau)  # S P
+    SP = _apply_site_precision(Pt.T, pairs, tau)  # S P = pseudo_data_precision
     grad = W + 0.5 * (jnp.outer(u, b) + jnp.outer(b, u)) - 0.5 * SP + 0.5 * jnp.outer(b, b)
     grad = 0.5 * (grad + grad.T)
     return ct * grad, None, None, None, None, None, None

@@ -1,0 +1,147 @@
+"""Evidence maximisation by BFGS: its Fisher start, its optimum, its trace and stopping rule.
+
+References: the Fisher information against NumPy (``W`` from an eigendecomposition of ``S``,
+``dK`` by central finite differences of a NumPy RBF kernel); the optimum against scipy's
+Nelder-Mead (derivative-free) on the re-converged EP evidence.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import optimize
+
+from bayesrank.data.batch import stack_problems
+from bayesrank.data.problem import PreferenceProblem
+from bayesrank.inference import ep
+from bayesrank.kernels import RBF, XPGP, Independent
+from bayesrank.learning import _Config, _jit_bucket_fisher, fit_hyperparameters, prepare_batch
+
+pytestmark = pytest.mark.skipif(not jax.config.jax_enable_x64, reason="float64 references")
+
+
+def problems(seed, n_queries=2, n=25, m=60):
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n_queries):
+        X = rng.normal(size=(n, 3))
+        utility = np.sin(2 * X[:, 0]) + X[:, 1] + 0.8 * rng.normal(size=n)  # an entity effect
+        i = rng.integers(0, n, m)
+        j = (i + rng.integers(1, n, m)) % n
+        win = rng.uniform(size=m) < 1 / (1 + np.exp(-2 * (utility[i] - utility[j])))
+        out.append(PreferenceProblem.create(np.where(win[:, None], np.c_[i, j], np.c_[j, i]), X=X))
+    return out
+
+
+def numpy_covariance(X, w, rho, s):
+    """``K = w^2 exp(-rho^2 |x - x'|^2 / 2) + s^2 I`` (``2 sigma^2 = 1``)."""
+    d2 = ((X[:, None] - X[None]) ** 2).sum(-1)
+    return w**2 * np.exp(-0.5 * rho**2 * d2) + s**2 * np.eye(len(X))
+
+
+def test_fisher_information_against_numpy():
+    """``F_jk = 1/2 tr(W dK_j W dK_k)`` over queries, ``W = (K + S^-1)^-1``, log coordinates."""
+    probs = problems(0)
+    w, rho, s = 1.3, 0.8, 0.4
+    prior = XPGP(RBF(1.0, rho), (), jnp.array([w]), entity=Independent(s))
+    batch = stack_problems(probs)
+    data = prepare_batch(prior, batch)
+    K = jax.vmap(lambda X: prior.covariance(X))(data.X)
+    post = jax.vmap(lambda K, p: ep.fit(K, p, tol=1e-10))(K, data.pairs)
+
+    # the learner's flattened parameters: w, rho, s (sigma and kappa are frozen)
+    from bayesrank.kernels.params import unconstrain
+
+    leaves, treedef = jax.tree_util.tree_flatten(unconstrain(prior))
+    names = ["kappa", "rho", "weights", "sigma", "s"]  # the leaves' order, checked below
+    assert len(leaves) == len(names)
+    flags = tuple(name not in ("kappa", "sigma") for name in names)
+    cfg = _Config(treedef, flags, "evidence", "bfgs", 0.05, 1, None, 100, None, "parallel", 1e-4, 1)
+    free = [x for x, f in zip(leaves, flags, strict=True) if f]
+    fixed = [x for x, f in zip(leaves, flags, strict=True) if not f]
+    got = np.asarray(_jit_bucket_fisher(free, fixed, data, post, cfg))
+
+    # NumPy: unconstrained u = (log rho, log w, log s) (rho's lower bound 1e-6 is kept)
+    u0 = np.array([np.log(rho - 1e-6), np.log(w), np.log(s)])
+
+    def K_np(X, u):
+        return numpy_covariance(X, np.exp(u[1]), 1e-6 + np.exp(u[0]), np.exp(u[2]))
+
+    want = np.zeros((3, 3))
+    for b, p in enumerate(probs):
+        X = np.asarray(p.X)
+        h = 1e-6
+        dK = [
+            (K_np(X, u0 + h * e) - K_np(X, u0 - h * e)) / (2 * h) for e in np.eye(3)
+        ]  # central differences
+        tau = np.asarray(post.sites.tau[b])
+        A = np.zeros((len(p.pairs), p.n))
+        A[np.arange(len(p.pairs)), p.pairs[:, 0]] = 1
+        A[np.arange(len(p.pairs)), p.pairs[:, 1]] = -1
+        S = A.T @ np.diag(tau) @ A
+        evals, evecs = np.linalg.eigh(S)
+        R = evecs @ np.diag(np.sqrt(np.clip(evals, 0, None))) @ evecs.T  # S^1/2
+        Kb = K_np(X, u0)
+        W = R @ np.linalg.solve(np.eye(p.n) + R @ Kb @ R, R)
+        for j in range(3):
+            for k in range(3):
+                want[j, k] += 0.5 * np.trace(W @ dK[j] @ W @ dK[k])
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
+
+
+def test_bfgs_reaches_the_optimum_of_an_independent_optimiser():
+    """BFGS's fitted ``theta`` maximises the converged EP evidence: Nelder-Mead agrees."""
+    probs = problems(1)
+    start = XPGP(RBF(1.0, 1.0), (), jnp.ones(1), entity=Independent(0.3))
+    fit = fit_hyperparameters(
+        start,
+        probs,
+        method="evidence",
+        init=False,
+        hyperprior_scale=None,
+        tol=1e-8,
+        n_iter=100,
+        ep_step_tol=1e-9,
+        ep_tol=1e-10,
+    )
+    trace = fit.trace
+    assert len(trace.objective) < 100  # stopped by its rule, not the cap
+    before, after = np.asarray(trace.objective_before), np.asarray(trace.objective)
+    assert np.all(after >= before)  # the line search only accepts gains
+    np.testing.assert_allclose(after, np.asarray(trace.log_evidence))  # no hyperprior
+
+    Xs = [jnp.asarray(p.X) for p in probs]
+    pairs = [jnp.asarray(p.pairs) for p in probs]
+    evidence = jax.jit(lambda K, p: ep.fit(K, p, tol=1e-10, max_iter=500).log_evidence)
+
+    def negative(u):  # u = log (w, rho - 1e-6, s)
+        w, rho, s = np.exp(u[0]), 1e-6 + np.exp(u[1]), np.exp(u[2])
+        return -sum(
+            float(evidence(jnp.asarray(numpy_covariance(np.asarray(X), w, rho, s)), p))
+            for X, p in zip(Xs, pairs, strict=True)
+        )
+
+    got = fit.prior
+    w, rho, s = float(got.weights[0]), float(got.attribute.rho), float(got.entity.scale)
+    u_fit = np.log([w, rho - 1e-6, s])
+    ref = optimize.minimize(
+        negative,
+        np.zeros(3) + np.log([1.0, 1.0, 0.3]),
+        method="Nelder-Mead",
+        options={"xatol": 1e-7, "fatol": 1e-10, "maxiter": 4000},
+    )
+    assert ref.success
+    assert -negative(u_fit) == pytest.approx(-ref.fun, abs=1e-6)
+    assert float(trace.objective[-1]) == pytest.approx(-ref.fun, abs=1e-6)
+    np.testing.assert_allclose(u_fit, ref.x, atol=1e-5)
+
+
+def test_bfgs_stops_early():
+    """A loose ``tol`` stops sooner, a tight one later, both before the cap; size buckets
+    against one padded batch: ``test_learning.py::test_size_buckets_give_the_unbucketed_fit``."""
+    probs = problems(2, n=12) + problems(3, n=40)
+    prior = XPGP(RBF(), (), entity=Independent(0.1))
+    loose = fit_hyperparameters(prior, probs, method="evidence", tol=1.0, n_iter=50)
+    tight = fit_hyperparameters(prior, probs, method="evidence", tol=1e-6, n_iter=50)
+    assert len(loose.trace.objective) < len(tight.trace.objective) < 50
+    assert float(tight.trace.objective[-1]) >= float(loose.trace.objective[-1])

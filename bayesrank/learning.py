@@ -438,13 +438,15 @@ def _evaluate(free, fixed, data, sites, tol, cfg: _Config):
     """``(-log Z_EP, its gradient, posteriors)`` summed over the size buckets (no hyperprior).
 
     One compiled call per bucket; each finishes before the next starts (batched LAPACK calls
-    must not overlap on jaxlib 0.10's CPU runtime, ``docs/model.md``).
+    must not overlap on jaxlib 0.10's CPU runtime, ``docs/model.md``). The value (a float) and
+    the gradient (a list of NumPy arrays like ``free``) are summed on the host.
     """
     value, grad, posts = 0.0, None, []
     for d, s in zip(data, sites, strict=True):
         v, g, p = jax.block_until_ready(_jit_bucket_evidence(free, fixed, d, s, tol, cfg))
-        value = value + v
-        grad = g if grad is None else jax.tree_util.tree_map(jnp.add, grad, g)
+        g = [np.asarray(leaf) for leaf in g]
+        value += float(v)
+        grad = g if grad is None else [a + b for a, b in zip(grad, g, strict=True)]
         posts.append(p)
     return value, grad, tuple(posts)
 
@@ -771,20 +773,23 @@ def _drive_bfgs(carry, fixed, u0, data, cfg, n_iter, progress):
     """
     flat, unravel = ravel_pytree(carry.free)
     dtype = flat.dtype
+    shapes = [np.shape(leaf) for leaf in carry.free]
+    splits = np.cumsum([int(np.prod(shape)) for shape in shapes])[:-1]
     center = np.asarray(ravel_pytree(u0)[0], np.float64)
     precision = 0.0 if cfg.hyperprior_scale is None else cfg.hyperprior_scale**-2
     tol = _tol(cfg.ep_step_tol, carry.free)
 
-    def free_of(x):
-        return unravel(jnp.asarray(x, dtype))
+    def free_of(x):  # NumPy on the host: no eager JAX dispatches between the compiled calls
+        parts = np.split(x, splits)
+        return [c.astype(dtype).reshape(shape) for c, shape in zip(parts, shapes, strict=True)]
 
     def objective(x, sites):
         """``(f, grad f, -log Z_EP, posteriors)``, ``f`` = log evidence + log hyperprior."""
         value, grad, posts = _evaluate(free_of(x), fixed, data, sites, tol, cfg)
         dev = x - center
-        f = -float(value) - 0.5 * precision * float(dev @ dev)
-        g = -np.asarray(ravel_pytree(grad)[0], np.float64) - precision * dev
-        return f, g, float(value), posts
+        f = -value - 0.5 * precision * float(dev @ dev)
+        g = -np.concatenate([leaf.ravel() for leaf in grad]).astype(np.float64) - precision * dev
+        return f, g, value, posts
 
     x = np.asarray(flat, np.float64)
     f, g, value, posts = objective(x, carry.sites)
@@ -832,24 +837,30 @@ def _drive_bfgs(carry, fixed, u0, data, cfg, n_iter, progress):
                 V = np.eye(x.size) - np.outer(s, y) / sy
                 H = V @ H @ V.T + np.outer(s, s) / sy
             x, f, g, value, posts = x_new, f_new, g_new, value_new, posts_new
-        info = _bfgs_info(posts, -value, free_of(x), fixed, before, f, cfg)
-        infos.append(info)
+        infos.append(
+            (
+                x,
+                -value,
+                before,
+                f,
+                max(int(np.max(p.n_iter)) for p in posts),
+                all(bool(np.all(p.converged)) for p in posts),
+            )
+        )
         if progress:
-            _report(iterations, info, len(infos))
+            _report(iterations, Trace(-value, f, before, None, None, None), len(infos))
         if not accepted or (f - before < cfg.tol and 0.5 * float(g @ H @ g) < cfg.tol):
             break
-    sites = tuple(p.sites for p in posts)
-    trace = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *infos)
-    return _Carry(free_of(x), sites, None), trace
-
-
-def _bfgs_info(posts, log_evidence, free, fixed, before, after, cfg) -> Trace:
-    dtype = jax.tree_util.tree_leaves(free)[0].dtype
-    return Trace(
-        log_evidence=jnp.asarray(log_evidence, dtype),
+    columns = (np.asarray(c) for c in zip(*infos, strict=True))
+    xs, evidence, before, after, sweeps, converged = columns
+    params = jax.vmap(lambda v: _combine(unravel(v), fixed, cfg))(jnp.asarray(xs, dtype))
+    trace = Trace(
+        log_evidence=jnp.asarray(evidence, dtype),
         objective=jnp.asarray(after, dtype),
         objective_before=jnp.asarray(before, dtype),
-        params=_combine(free, fixed, cfg),
-        ep_iterations=jnp.asarray(max(int(jnp.max(p.n_iter)) for p in posts), jnp.int32),
-        ep_converged=jnp.asarray(all(bool(jnp.all(p.converged)) for p in posts)),
+        params=params,
+        ep_iterations=jnp.asarray(sweeps, jnp.int32),
+        ep_converged=jnp.asarray(converged),
     )
+    free = unravel(jnp.asarray(x, dtype))
+    return _Carry(free, tuple(p.sites for p in posts), None), trace

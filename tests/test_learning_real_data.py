@@ -65,7 +65,8 @@ def collection(request, shared_data):
 
 
 def test_one_shared_theta_for_every_query(collection):
-    fit = fit_hyperparameters(PRIOR, collection, method="evidence", n_iter=4)
+    # three BFGS steps: the first already takes the scales far up (the regime that strains EP)
+    fit = fit_hyperparameters(PRIOR, collection, method="evidence", n_iter=3)
     check_fit(fit, collection, [float(fit.prior.attribute.rho)] * len(collection))
     evidence = np.asarray(fit.trace.log_evidence)
     assert evidence[-1] > evidence[0]

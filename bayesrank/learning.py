@@ -48,7 +48,7 @@ from .data.batch import ProblemBatch, stack_problems
 from .inference import ep
 from .kernels.attributes import ARD, RBF
 from .kernels.params import constrain, map_params, unconstrain
-from .kernels.xpgp import XPGP
+from .kernels.xpgp import XPGP, mask_covariance
 
 __all__ = [
     "FitResult",
@@ -61,6 +61,7 @@ __all__ = [
     "initialize",
     "prepare_batch",
     "size_buckets",
+    "touched_entities",
 ]
 
 #: (class name, field) of the hyperparameters held fixed by default: the confounded scales.
@@ -73,6 +74,10 @@ class PreparedBatch(NamedTuple):
     """A :class:`ProblemBatch` with each relation's graph data prepared for its kernel.
 
     ``X: (B, n, d)`` or ``None``; ``graphs``: per relation, a pytree with leading axis ``B``.
+
+    Restricted to the entities that pairs touch (:func:`prepare_batch`), ``entities: (B, t)``
+    holds their indices among the ``n``, ``entity_mask: (B, t)`` marks the real ones, and
+    ``pairs`` index into ``entities``; :func:`covariances` then gives ``K[entities, entities]``.
     """
 
     X: jax.Array | None
@@ -80,32 +85,81 @@ class PreparedBatch(NamedTuple):
     pairs: jax.Array
     mask: jax.Array
     pair_mask: jax.Array
+    entities: jax.Array | None = None
+    entity_mask: jax.Array | None = None
 
 
-def prepare_batch(prior: XPGP, batch: ProblemBatch) -> PreparedBatch:
-    """Host-side, once: each relation kernel's graph data for every query, stacked."""
+def touched_entities(batch: ProblemBatch, size: int | None = None):
+    """The entities each query's real pairs touch, and the pairs renumbered among them.
+
+    Returns ``(entities: (B, t), entity_mask: (B, t), pairs: (B, m, 2))``: ``entities[b, k]``
+    is the ``k``-th touched entity of query ``b`` (ascending; padded slots 0, masked), and
+    ``pairs[b, s]`` the positions of pair ``s``'s entities in that list (padded pairs ``(0, 1)``).
+    ``t`` is ``size``, or the largest touched count (at least 2).
+    """
+    pairs, valid = np.asarray(batch.pairs), np.asarray(batch.pair_mask)
+    touched = [np.unique(p[v]) for p, v in zip(pairs, valid, strict=True)]
+    largest = max(2, max(len(t) for t in touched))
+    size = largest if size is None else size
+    if size < largest:
+        raise ValueError(f"size={size} is smaller than the most entities touched ({largest})")
+    entities = np.zeros((len(touched), size), np.int64)
+    entity_mask = np.zeros((len(touched), size), bool)
+    renumbered = np.tile(np.array([0, 1], np.int64), (*pairs.shape[:2], 1))
+    for b, t in enumerate(touched):
+        entities[b, : len(t)], entity_mask[b, : len(t)] = t, True
+        renumbered[b, valid[b]] = np.searchsorted(t, pairs[b, valid[b]])
+    return entities, entity_mask, renumbered
+
+
+def prepare_batch(prior: XPGP, batch: ProblemBatch, restrict: int | bool = False) -> PreparedBatch:
+    """Host-side, once: each relation kernel's graph data for every query, stacked.
+
+    ``restrict`` (True, or a size ``t``: :func:`touched_entities`): keep only the entities that
+    pairs touch. EP and its evidence depend on ``K`` only through those rows and columns (the
+    others' posterior is their prior given the touched ones), so inference on them gives the
+    same evidence and gradient at ``t^3`` instead of ``n^3`` cost: on OHSUMED, 100-200 pairs
+    touch a median 113 of 147 documents. Without relations, ``X`` is restricted directly;
+    graph kernels need the whole graph, so ``K`` is computed whole and then restricted.
+    """
     graphs = []
     for r, kernel in enumerate(prior.relations):
         per_query = [kernel.prepare(W) for W in batch.relations[r]]
         graphs.append(jax.tree_util.tree_map(lambda *a: jnp.stack(a), *per_query))
-    X = None if batch.X is None else jnp.asarray(batch.X)
+    X, mask, pairs = batch.X, batch.mask, batch.pairs
+    entities = entity_mask = None
+    if restrict is not False:
+        size = None if restrict is True else int(restrict)
+        entities, entity_mask, pairs = touched_entities(batch, size)
+        if not prior.relations:  # restrict X itself: K is computed at the smaller size
+            X = None if X is None else np.take_along_axis(X, entities[..., None], axis=1)
+            mask, entities, entity_mask = entity_mask, None, None
     return PreparedBatch(
-        X,
+        None if X is None else jnp.asarray(X),
         tuple(graphs),
-        jnp.asarray(batch.pairs),
-        jnp.asarray(batch.mask),
+        jnp.asarray(pairs),
+        jnp.asarray(mask),
         jnp.asarray(batch.pair_mask),
+        None if entities is None else jnp.asarray(entities),
+        None if entity_mask is None else jnp.asarray(entity_mask),
     )
 
 
 def covariances(prior: XPGP, data: PreparedBatch) -> jax.Array:
-    """``K: (B, n, n)`` of every query (padded entities decoupled)."""
+    """``K: (B, n, n)`` of every query (padded entities decoupled); ``(B, t, t)`` restricted."""
 
     def one(X, graphs, mask):
         return prior.covariance(X, graphs, mask)
 
     in_x = None if data.X is None else 0
-    return jax.vmap(one, in_axes=(in_x, 0, 0))(data.X, data.graphs, data.mask)
+    K = jax.vmap(one, in_axes=(in_x, 0, 0))(data.X, data.graphs, data.mask)
+    if data.entities is None:
+        return K
+
+    def restrict(K, entities, entity_mask):
+        return mask_covariance(K[entities[:, None], entities[None, :]], entity_mask)
+
+    return jax.vmap(restrict)(K, data.entities, data.entity_mask)
 
 
 def expected_log_prior(K: jax.Array, mean: jax.Array, cov: jax.Array) -> jax.Array:
@@ -576,7 +630,14 @@ def fit_hyperparameters(
         batch = stack_problems(problems)
         host_driven = optimizer in (None, "adam", "bfgs")  # evidence steps bucket by bucket
         if bucket is not None and not per_query and method == "evidence" and host_driven:
-            groups = size_buckets(problems, bucket)
+            groups = size_buckets(problems, bucket, touched=True)
+    # Evidence maximisation runs EP on the entities that pairs touch (prepare_batch), at one
+    # size for all queries of a batch (per-query fits share their compiled programs); where
+    # pairs touch every entity, as on most dense problems, nothing is restricted.
+    restrict = False
+    if method == "evidence" and groups is None:
+        size = touched_entities(batch)[0].shape[1]
+        restrict = size if size < batch.mask.shape[1] else False
     options = dict(
         method=method,
         n_iter=n_iter,
@@ -596,12 +657,12 @@ def fit_hyperparameters(
         progress=progress,
     )
     if not per_query:
-        return _fit_shared(prior, batch, groups, **options)
+        return _fit_shared(prior, batch, groups, restrict, **options)
     # One theta per query: the same compiled steps (all queries share the padded shape), looped.
     fits = []
     for b in range(batch.pairs.shape[0]):
         one = jax.tree_util.tree_map(lambda x, b=b: x[b : b + 1], batch)
-        fits.append(_fit_shared(prior, one, None, **options))
+        fits.append(_fit_shared(prior, one, None, restrict, **options))
     # BFGS stops when converged: a shorter trace repeats its last (converged) entry
     longest = max(len(f.trace.objective) for f in fits)
     fits = [f._replace(trace=_extend(f.trace, longest)) for f in fits]
@@ -616,23 +677,35 @@ def _extend(trace: Trace, length: int) -> Trace:
     )
 
 
-def size_buckets(problems, multiple: int = 64) -> list[tuple[np.ndarray, ProblemBatch]]:
-    """Group problems by size rounded up to ``multiple``: ``[(indices, padded batch), ...]``."""
+def size_buckets(
+    problems, multiple: int = 64, touched: bool = False
+) -> list[tuple[np.ndarray, ProblemBatch, int]]:
+    """Group problems by size rounded up to ``multiple``: ``[(indices, padded batch, size)]``.
+
+    The size is the number of entities, or with ``touched`` the number that pairs touch (the
+    size EP runs at after :func:`prepare_batch`'s restriction; the batch is then padded to its
+    largest problem).
+    """
     if multiple < 1:
         raise ValueError(f"bucket must be a positive integer, got {multiple}")
+    counts = [len(np.unique(p.pairs)) if touched else p.n for p in problems]
     groups: dict[int, list[int]] = {}
-    largest = max(2, max(p.n for p in problems))
-    for k, p in enumerate(problems):
-        groups.setdefault(min(largest, max(2, multiple * -(-p.n // multiple))), []).append(k)
+    largest = max(2, max(counts))
+    for k, c in enumerate(counts):
+        groups.setdefault(min(largest, max(2, multiple * -(-c // multiple))), []).append(k)
     return [
-        (np.asarray(idx), stack_problems([problems[k] for k in idx], n_pad=size))
+        (
+            np.asarray(idx),
+            stack_problems([problems[k] for k in idx], n_pad=None if touched else size),
+            size,
+        )
         for size, idx in sorted(groups.items())
     ]
 
 
 def _merge_posteriors(posts, groups, n: int, m: int) -> ep.EPPosterior:
     """Per-bucket posteriors back into one batch in the problems' order, padded to ``(n, m)``."""
-    B = sum(len(idx) for idx, _ in groups)
+    B = sum(len(idx) for idx, *_ in groups)
     host = [jax.tree_util.tree_map(np.asarray, p) for p in posts]
     mean = np.zeros((B, n), host[0].mean.dtype)
     cov = np.zeros((B, n, n), host[0].cov.dtype)
@@ -640,7 +713,7 @@ def _merge_posteriors(posts, groups, n: int, m: int) -> ep.EPPosterior:
     nu = np.zeros_like(tau)
     names = [f for f in ep.EPPosterior._fields if f not in ("mean", "cov", "sites")]
     rest = {f: np.zeros(B, getattr(host[0], f).dtype) for f in names}
-    for (idx, _), p in zip(groups, host, strict=True):
+    for (idx, *_), p in zip(groups, host, strict=True):
         nb, mb = p.mean.shape[1], p.sites.tau.shape[1]
         mean[idx, :nb] = p.mean
         cov[idx, :nb, :nb] = p.cov
@@ -656,6 +729,7 @@ def _fit_shared(
     prior,
     batch,
     groups,
+    restrict,
     *,
     method,
     n_iter,
@@ -678,8 +752,11 @@ def _fit_shared(
         prior = initialize(prior, batch)
     elif prior.weights is None:
         prior = dataclasses.replace(prior, weights=jnp.ones(1 + len(prior.relations)))
-    parts = [(np.arange(batch.pairs.shape[0]), batch)] if groups is None else groups
-    data = tuple(prepare_batch(prior, b) for _, b in parts)
+    if groups is None:
+        data = (prepare_batch(prior, batch, restrict),)
+    else:  # buckets by touched size: each restricted to its size
+        data = tuple(prepare_batch(prior, b, size) for _, b, size in groups)
+        restrict = True
     trainable = default_trainable(prior) if trainable is None else trainable
     leaves, treedef = jax.tree_util.tree_flatten(unconstrain(prior))
     flags = tuple(bool(f) for f in jax.tree_util.tree_leaves(trainable))
@@ -742,9 +819,22 @@ def _fit_shared(
         ]
         fitted = _combine(carry.free, fixed, cfg)
     if groups is None:
-        return FitResult(fitted, posteriors[0], trace)
-    n, m = batch.mask.shape[1], batch.pairs.shape[1]
-    return FitResult(fitted, _merge_posteriors(posteriors, groups, n, m), trace)
+        posterior = posteriors[0]
+    else:
+        n, m = batch.mask.shape[1], batch.pairs.shape[1]
+        posterior = _merge_posteriors(posteriors, groups, n, m)
+    if restrict is not False:  # every entity's moments, from the sites (no EP sweep)
+        whole = prepare_batch(prior, batch)
+        mean, cov = _jit_moments(carry.free, fixed, whole, posterior.sites, cfg)
+        posterior = posterior._replace(mean=mean, cov=cov)
+    return FitResult(fitted, posterior, trace)
+
+
+@partial(jax.jit, static_argnames=("cfg",))
+def _jit_moments(free, fixed, data: PreparedBatch, sites, cfg: _Config):
+    """Every query's posterior ``(mean: (B, n), cov: (B, n, n))`` given its sites."""
+    K = covariances(_combine(free, fixed, cfg), data)
+    return jax.vmap(ep.posterior_moments)(K, data.pairs, sites, data.pair_mask)
 
 
 def _iterations(n_iter, cfg, progress):

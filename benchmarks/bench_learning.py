@@ -18,10 +18,13 @@ its own posterior over the entities' utilities. bayesrank runs under ``jit`` in 
 compile time reported apart (first call minus the best later call); torch in float64 with 2
 threads. Each method and size runs in its own process.
 
+``--device gpu`` runs both sides on the first GPU: bayesrank on JAX's default (GPU) backend,
+BoTorch with its tensors on ``cuda``. The default, ``cpu``, hides GPUs from JAX.
+
 Usage::
 
     python benchmarks/bench_learning.py [--sizes 150x200,300x600,1000x2000] [--held-out 1000]
-        [--repeats 3] [--methods bayesrank-em,bayesrank-evidence,botorch-fit]
+        [--repeats 3] [--methods bayesrank-em,bayesrank-evidence,botorch-fit] [--device cpu|gpu]
 """
 
 from __future__ import annotations
@@ -65,7 +68,11 @@ def held_out_loglik(mean, cov, pairs, noise_var):
     return float(np.mean(log_phi(dmu / np.sqrt(noise_var + dvar))))
 
 
-def worker_bayesrank(n, m, held_out, method, repeats):
+def worker_bayesrank(n, m, held_out, method, repeats, device):
+    import os
+
+    if device == "cpu":
+        os.environ["JAX_PLATFORMS"] = "cpu"
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -102,22 +109,24 @@ def worker_bayesrank(n, m, held_out, method, repeats):
             "lengthscales": np.asarray(fitted.attribute.lengthscales).ravel().tolist(),
         },
         "versions": {"jax": jax.__version__},
+        "device": str(jax.devices()[0].device_kind),
     }
 
 
-def worker_botorch(n, m, held_out, repeats):
+def worker_botorch(n, m, held_out, repeats, device):
     import warnings
 
     import torch
 
     torch.set_num_threads(2)
+    dev = torch.device("cuda" if device == "gpu" else "cpu")
     import botorch
     from botorch.fit import fit_gpytorch_mll
     from botorch.models.pairwise_gp import PairwiseGP, PairwiseLaplaceMarginalLogLikelihood
 
     X, known, test = split_problem(n, m, held_out)
-    Xt = torch.tensor(X, dtype=torch.float64)
-    comp = torch.tensor(known, dtype=torch.long)
+    Xt = torch.tensor(X, dtype=torch.float64, device=dev)
+    comp = torch.tensor(known, dtype=torch.long, device=dev)
 
     def call(Xt, comp):
         np.random.seed(SEED)  # noqa: NPY002 (PairwiseGP perturbs its fsolve start with it)
@@ -129,17 +138,20 @@ def worker_botorch(n, m, held_out, repeats):
         return model
 
     Xw, pw, _ = split_problem(20, 30, 0)
-    call(torch.tensor(Xw, dtype=torch.float64), torch.tensor(pw))  # warm-up (first-use costs)
+    warm = torch.tensor(Xw, dtype=torch.float64, device=dev), torch.tensor(pw, device=dev)
+    call(*warm)  # warm-up (first-use costs)
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         model = call(Xt, comp)
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
         times.append(time.perf_counter() - start)
     model.eval()
     with torch.no_grad():
         post = model.posterior(Xt)
-        mean = post.mean.squeeze(-1).numpy()
-        cov = post.covariance_matrix.numpy()
+        mean = post.mean.squeeze(-1).cpu().numpy()
+        cov = post.covariance_matrix.cpu().numpy()
     return {
         "first_call_s": times[0],
         "times_s": times,
@@ -147,20 +159,23 @@ def worker_botorch(n, m, held_out, repeats):
         "held_out_loglik": held_out_loglik(mean, cov, test, 2.0),
         "fitted": {
             "outputscale": float(model.covar_module.outputscale),
-            "lengthscales": model.covar_module.base_kernel.lengthscale.detach().numpy()
+            "lengthscales": model.covar_module.base_kernel.lengthscale.detach()
+            .cpu()
+            .numpy()
             .ravel()
             .tolist(),
         },
         "versions": {"torch": torch.__version__, "botorch": botorch.__version__},
+        "device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
     }
 
 
 def run_worker(args):
     if args.worker == "botorch-fit":
-        out = worker_botorch(args.n, args.m, args.held_out, args.repeats)
+        out = worker_botorch(args.n, args.m, args.held_out, args.repeats, args.device)
     else:
         method = args.worker.split("-", 1)[1]
-        out = worker_bayesrank(args.n, args.m, args.held_out, method, args.repeats)
+        out = worker_bayesrank(args.n, args.m, args.held_out, method, args.repeats, args.device)
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     Path(args.result).write_text(json.dumps(out))
 
@@ -169,7 +184,7 @@ def spawn(method, n, m, args, tmp):
     result = tmp / f"{method}-{n}-{m}.json"
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", method, "--n", str(n)]
     cmd += ["--m", str(m), "--held-out", str(args.held_out), "--repeats", str(args.repeats)]
-    cmd += ["--result", str(result)]
+    cmd += ["--result", str(result), "--device", args.device]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0 or not result.exists():
         return {"error": (proc.stderr or proc.stdout)[-2000:]}
@@ -181,6 +196,7 @@ def main_driver(args):
     methods = [mth for mth in METHODS if not args.methods or mth in args.methods.split(",")]
     info = machine_info()
     print(f"machine: {info['cpu']}, {info['cores']} cores; held-out pairs {args.held_out}")
+    print(f"device: {args.device}")
     records = []
     with tempfile.TemporaryDirectory() as tmpdir:
         for n, m in sizes:
@@ -215,15 +231,22 @@ def main_driver(args):
             f"{'-' if dll is None else f'{dll:+.4f}':>12}"
         )
     print("\nBoTorch/us = BoTorch's best fit time / ours (steady state); ll = mean held-out log P.")
-    OUT.parent.mkdir(parents=True, exist_ok=True)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": info,
-        "settings": {"d": D, "seed": SEED, "held_out": args.held_out, "repeats": args.repeats},
+        "settings": {
+            "d": D,
+            "seed": SEED,
+            "held_out": args.held_out,
+            "repeats": args.repeats,
+            "device": args.device,
+        },
         "results": records,
     }
-    OUT.write_text(json.dumps(payload, indent=2))
-    print(f"wrote {OUT}")
+    out.write_text(json.dumps(payload, indent=2))
+    print(f"wrote {out}")
 
 
 def main():
@@ -232,6 +255,8 @@ def main():
     p.add_argument("--held-out", type=int, default=1000, help="held-out pairs per problem")
     p.add_argument("--repeats", type=int, default=2, help="timed fits after the first")
     p.add_argument("--methods", default="", help="comma-separated subset of: " + ",".join(METHODS))
+    p.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="where both sides run")
+    p.add_argument("--out", default=str(OUT), help="JSON results file")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
     p.add_argument("--m", type=int, help=argparse.SUPPRESS)

@@ -82,6 +82,7 @@ __all__ = [
     "init",
     "log_evidence",
     "posterior_from_sites",
+    "posterior_moments",
     "psd_root",
     "pseudo_data_precision",
     "run",
@@ -433,6 +434,20 @@ def _from_kernel(K, pairs, sites, pair_mask):
 def posterior_from_sites(K, pairs, sites: Sites, pair_mask=None):
     """``(mean: (n,), cov: (n, n))`` of ``N(0, K) prod_s site_s`` (differentiable in ``K``)."""
     return _from_kernel(_dense(jnp.asarray(K)), jnp.asarray(pairs), sites, pair_mask)
+
+
+def posterior_moments(K, pairs, sites: Sites, pair_mask=None):
+    """``(mean: (n,), cov: (n, n))`` of ``N(0, K) prod_s site_s`` through ``K``'s root.
+
+    As the EP loop computes them (:func:`prior_root`, ``B = I + M^T S M``): for reading a
+    posterior off given sites, e.g. at entities that EP left out. Not for differentiation
+    (:func:`posterior_from_sites` is).
+    """
+    K = jnp.asarray(K)
+    pairs = jnp.asarray(pairs)
+    active = informative_pairs(K, pairs, pair_mask)
+    post = _from_root(prior_root(K), pairs, sites, active)
+    return post.mean, _gram(post.factor, upper=jnp.ndim(K) == 1)
 
 
 def _cavity(m, v, sites: Sites):

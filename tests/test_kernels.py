@@ -364,3 +364,39 @@ def test_constrain_round_trip_and_bounds():
         np.testing.assert_allclose(b.forward(b.inverse(v)), v, rtol=1e-7)
     assert 0.1 <= float(b.forward(-50.0)) and float(b.forward(50.0)) <= 10.0  # closed in floats
     assert Positive(2.0).forward(-100.0) > 2.0 - 1e-12
+
+
+@pytest.mark.parametrize("lengthscales", [0.7, np.array([0.5, 1.3, 2.0])], ids=["scalar", "ard"])
+def test_weighted_sq_distances_gradient_against_finite_differences(lengthscales):
+    """The matrix-product derivative of ``sum_k w_k (X1_ak - X2_bk)^2`` (through an ARD
+    kernel), reverse and forward mode, against central differences, for the lengthscales and
+    both point sets; a duplicate point's distance is exactly zero."""
+    rng = np.random.default_rng(5)
+    X1, X2 = rng.normal(size=(7, 3)), rng.normal(size=(4, 3))
+    X2[1] = X1[2]  # a duplicate point: distance exactly 0, kernel exactly kappa^2
+    G = rng.normal(size=(7, 4))
+    kernel = ARD(1.3, jnp.asarray(lengthscales))
+    assert float(kernel(X1, X2)[2, 1]) == pytest.approx(1.3**2, rel=0, abs=0)
+
+    def f(ell, A, B):
+        return jnp.sum(G * ARD(1.3, ell)(A, B))
+
+    grads = jax.grad(f, argnums=(0, 1, 2))(jnp.asarray(lengthscales), X1, X2)
+    forward = jax.jacfwd(f, argnums=(0, 1, 2))(jnp.asarray(lengthscales), X1, X2)
+    for a, b in zip(grads, forward, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    h = 1e-6
+    for arg, analytic in zip((lengthscales, X1, X2), grads, strict=True):
+        base = np.array(arg, dtype=float)
+        numeric = np.zeros_like(base)
+        for idx in np.ndindex(base.shape):
+            up, down = base.copy(), base.copy()
+            up[idx] += h
+            down[idx] -= h
+            args = [jnp.asarray(lengthscales), X1, X2]
+            k = [a is arg for a in (lengthscales, X1, X2)].index(True)
+            args[k] = up
+            fu = float(f(*args))
+            args[k] = down
+            numeric[idx] = (fu - float(f(*args))) / (2 * h)
+        np.testing.assert_allclose(analytic, numeric, rtol=1e-6, atol=1e-8)

@@ -18,12 +18,64 @@ not attributes.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 from .base import Kernel
 from .params import Positive, param, pytree_dataclass
 
-__all__ = ["ARD", "RBF", "Independent", "Linear"]
+__all__ = ["ARD", "RBF", "Independent", "Linear", "weighted_sq_distances"]
+
+
+@jax.custom_jvp
+def weighted_sq_distances(X1: jax.Array, X2: jax.Array, w: jax.Array) -> jax.Array:
+    """``D[a, b] = sum_k w_k (X1[a, k] - X2[b, k])^2``: ``(n1, n2)``; ``w: (d,)`` or a scalar.
+
+    Computed from the differences (exact: duplicate points are at distance 0, which EP's test
+    for uninformative pairs relies on). The derivative is written with matrix products,
+
+        dD = (X1^2 dw) 1^T + 1 (X2^2 dw)^T - 2 X1 diag(dw) X2^T
+             + 2 [(X1 * dX1) w] 1^T - 2 dX1 diag(w) X2^T + 2 1 [(X2 * dX2) w]^T
+             - 2 X1 diag(w) dX2^T,
+
+    so forward and reverse mode (its transpose) cost ``O(n1 n2 d)`` in products instead of
+    passes over ``(n1, n2, d)`` arrays (5x less time for the ARD kernel's gradient at
+    ``n = 1000``, ``d = 5``). Round-off in the derivative's cancellations is harmless.
+    """
+    return jnp.sum(w * (X1[:, None, :] - X2[None, :, :]) ** 2, axis=-1)
+
+
+def _is_zero(tangent) -> bool:
+    return isinstance(tangent, jax.custom_derivatives.SymbolicZero)
+
+
+def _sq_distances_jvp(primals, tangents):
+    X1, X2, w = primals
+    dX1, dX2, dw = tangents
+    w_d = jnp.broadcast_to(w, X1.shape[-1:])
+    out = weighted_sq_distances(X1, X2, w)
+    terms = []
+    if not _is_zero(dw):
+        dw = jnp.broadcast_to(dw, X1.shape[-1:])
+        terms.append((X1**2 @ dw)[:, None] + (X2**2 @ dw)[None, :] - 2.0 * (X1 * dw) @ X2.T)
+    if not _is_zero(dX1):
+        terms.append(2.0 * ((X1 * dX1) @ w_d)[:, None] - 2.0 * (dX1 * w_d) @ X2.T)
+    if not _is_zero(dX2):
+        terms.append(2.0 * ((X2 * dX2) @ w_d)[None, :] - 2.0 * (X1 * w_d) @ dX2.T)
+    return out, sum(terms) if terms else jnp.zeros_like(out)
+
+
+weighted_sq_distances.defjvp(_sq_distances_jvp, symbolic_zeros=True)
+
+
+def _pairs_of(X1, X2):
+    """``(X1, X2)`` as floating-point arrays (``X2`` defaults to ``X1``)."""
+    X1 = jnp.asarray(X1)
+    X2 = X1 if X2 is None else jnp.asarray(X2)
+    dtype = jnp.result_type(X1, X2)
+    if not jnp.issubdtype(dtype, jnp.floating):
+        dtype = jnp.result_type(float)
+    return X1.astype(dtype), X2.astype(dtype)
 
 
 @pytree_dataclass
@@ -35,6 +87,10 @@ class RBF(Kernel):
 
     def evaluate(self, x, y):
         return self.kappa**2 * jnp.exp(-0.5 * self.rho**2 * jnp.sum((x - y) ** 2))
+
+    def __call__(self, X1, X2=None):
+        X1, X2 = _pairs_of(X1, X2)
+        return self.kappa**2 * jnp.exp(-0.5 * weighted_sq_distances(X1, X2, self.rho**2))
 
 
 @pytree_dataclass
@@ -50,6 +106,11 @@ class ARD(Kernel):
 
     def evaluate(self, x, y):
         return self.kappa**2 * jnp.exp(-0.5 * jnp.sum(((x - y) / self.lengthscales) ** 2))
+
+    def __call__(self, X1, X2=None):
+        X1, X2 = _pairs_of(X1, X2)
+        w = jnp.broadcast_to(self.lengthscales**-2, X1.shape[-1:])
+        return self.kappa**2 * jnp.exp(-0.5 * weighted_sq_distances(X1, X2, w))
 
 
 @pytree_dataclass

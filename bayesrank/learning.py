@@ -601,11 +601,14 @@ def fit_hyperparameters(
         per_query: one ``theta`` per query instead of one shared ``theta`` (the queries, padded
             to one shape, are fitted one after another with the same compiled steps; a BFGS
             trace that stopped early repeats its last entry up to the longest one).
-        bucket: evidence maximisation with Adam and a shared ``theta``, from a list of problems:
-            queries are padded to their size rounded up to a multiple of ``bucket`` and each size
-            group runs as its own compiled ``vmap`` (EP costs ``n^3``: padding every query to the
-            largest wastes most of the work when sizes vary, 6x on OHSUMED). ``None`` pads all
-            to one shape (as EM and L-BFGS always do).
+        bucket: evidence maximisation (BFGS or Adam) with a shared ``theta``, from a list of
+            problems: queries are padded to their size rounded up to a multiple of ``bucket``
+            and each size group runs as its own compiled ``vmap`` (EP costs ``n^3``: padding
+            every query to the largest wastes most of the work when sizes vary, 6x on
+            OHSUMED). The size is the number of entities that pairs touch: evidence
+            maximisation runs EP on those alone (:func:`prepare_batch`), and the posteriors of
+            the others follow from the sites. ``None`` pads all to one shape (as EM and L-BFGS
+            always do).
         ep_max_iter, ep_tol, schedule: EP settings for the E-steps and the final posteriors.
         ep_step_tol: EP's tolerance inside evidence-maximisation steps (``None``: ``ep_tol``),
             and at least that fraction of a query's largest prior sd (at large kernel scales

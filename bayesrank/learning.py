@@ -575,6 +575,7 @@ def fit_hyperparameters(
     tol: float = 1e-2,
     schedule: str = "parallel",
     progress: bool = False,
+    coarse: int | None = None,
 ) -> FitResult:
     """Fit the prior's hyperparameters to one or many queries.
 
@@ -621,6 +622,12 @@ def fit_hyperparameters(
         tol: ``"bfgs"`` stops when a step gained less than ``tol`` nats of (MAP) evidence and
             the quasi-Newton model predicts less than ``tol`` more.
         progress: show progress (a tqdm bar if tqdm is installed, else a line per iteration).
+        coarse: evidence maximisation of a shared ``theta`` from problems (not a batch): first
+            fit on at most ``coarse`` random entities of each query and the pairs among them,
+            from the same start and hyperprior (stopping at ``10 * tol``), then start the full
+            fit from there. The full fit's hyperprior stays centred on the initial values, so it
+            maximises the same objective; it needs fewer steps (at ``n = 1000``, ``m = 2000``,
+            ``coarse=500``: 3 BFGS steps instead of 8). The trace is the full fit's.
 
     Returns:
         :class:`FitResult` with the fitted prior, the EP posteriors at it and the :class:`Trace`
@@ -666,6 +673,16 @@ def fit_hyperparameters(
         schedule=schedule,
         progress=progress,
     )
+    if coarse is not None:
+        if method != "evidence" or per_query or isinstance(problems, ProblemBatch):
+            raise ValueError("coarse needs method='evidence', a shared theta and problems")
+        center = initialize(prior, batch) if init else _with_weights(prior)
+        subsets = _subsample(problems, coarse)
+        if subsets:  # at least one query keeps a pair
+            first = {**options, "init": False, "restarts": 0, "tol": 10 * tol, "progress": False}
+            prior = fit_hyperparameters(center, subsets, bucket=bucket, **first).prior
+            options["init"] = False
+            return _fit_shared(prior, batch, groups, restrict, center=center, **options)
     if not per_query:
         return _fit_shared(prior, batch, groups, restrict, **options)
     # One theta per query: the same compiled steps (all queries share the padded shape), looped.
@@ -677,6 +694,42 @@ def fit_hyperparameters(
     longest = max(len(f.trace.objective) for f in fits)
     fits = [f._replace(trace=_extend(f.trace, longest)) for f in fits]
     return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *fits)
+
+
+def _with_weights(prior: XPGP) -> XPGP:
+    """``prior`` with unit mixing weights where it has none."""
+    if prior.weights is not None:
+        return prior
+    return dataclasses.replace(prior, weights=jnp.ones(1 + len(prior.relations)))
+
+
+def _subsample(problems, size: int) -> list:
+    """Each problem on at most ``size`` random entities and the pairs among them (renumbered);
+    problems left without pairs are dropped. Seeded: the same subsets every call."""
+    from .data.problem import PreferenceProblem
+
+    if size < 2:
+        raise ValueError(f"coarse must be at least 2 entities, got {size}")
+    rng = np.random.default_rng(0)
+    out = []
+    for p in problems:
+        if p.n <= size:
+            out.append(p)
+            continue
+        keep = np.sort(rng.choice(p.n, size, replace=False))
+        position = np.full(p.n, -1)
+        position[keep] = np.arange(size)
+        inside = (position[p.pairs[:, 0]] >= 0) & (position[p.pairs[:, 1]] >= 0)
+        if inside.any():
+            out.append(
+                PreferenceProblem.create(
+                    position[p.pairs[inside]],
+                    X=None if p.X is None else p.X[keep],
+                    relations=[W[np.ix_(keep, keep)] for W in p.relations],
+                    n=size,
+                )
+            )
+    return out
 
 
 def _extend(trace: Trace, length: int) -> Trace:
@@ -741,6 +794,7 @@ def _fit_shared(
     groups,
     restrict,
     *,
+    center=None,
     method,
     n_iter,
     m_steps,
@@ -758,10 +812,7 @@ def _fit_shared(
     schedule,
     progress,
 ) -> FitResult:
-    if init:
-        prior = initialize(prior, batch)
-    elif prior.weights is None:
-        prior = dataclasses.replace(prior, weights=jnp.ones(1 + len(prior.relations)))
+    prior = initialize(prior, batch) if init else _with_weights(prior)
     if groups is None:
         data = (prepare_batch(prior, batch, restrict),)
     else:  # buckets by touched size: each restricted to its size
@@ -792,6 +843,10 @@ def _fit_shared(
         float(tol),
     )
     _optimizer(cfg)  # validate the name early
+    centre = None  # the hyperprior's centre: each start's own values, or those of ``center``
+    if center is not None:
+        leaves_c = jax.tree_util.tree_leaves(unconstrain(center))
+        centre = [jnp.array(x, dtype=dtype) for x, f in zip(leaves_c, flags, strict=True) if f]
     sites = tuple(
         ep.Sites(jnp.zeros(d.pairs.shape[:2], dtype), jnp.zeros(d.pairs.shape[:2], dtype))
         for d in data
@@ -813,7 +868,8 @@ def _fit_shared(
         opt = _optimizer(cfg) if method == "evidence" else None
         opt_state = None if opt is None else opt.init(start)
         carry = _Carry(start, sites, opt_state)
-        carry, trace = _drive(carry, fixed, start, data, cfg, n_iter, progress)
+        u0 = start if centre is None else centre
+        carry, trace = _drive(carry, fixed, u0, data, cfg, n_iter, progress)
         score = float(trace.objective[-1])
         if best is None or score > best[0]:
             best = (score, carry, trace)

@@ -8,6 +8,8 @@ and predicts the held-out pairs:
 - ``bayesrank-em``: ``fit_hyperparameters(XPGP(ARD()), problem, method="em")`` with its defaults
   (median-heuristic start, MAP-II hyperprior, L-BFGS M-steps);
 - ``bayesrank-evidence``: the same with ``method="evidence"``;
+- ``bayesrank-evidence-coarse``: the same with ``coarse=n // 2`` (a first fit on half the
+  entities starts the full fit; the same objective);
 - ``botorch-fit``: ``PairwiseGP(X, comparisons)`` (its default ``ScaleKernel(RBF-ARD)`` with its
   priors) and ``fit_gpytorch_mll(PairwiseLaplaceMarginalLogLikelihood)``.
 
@@ -45,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_ep import SEED, D, machine_info, make_problem
 
 OUT = Path(__file__).resolve().parent / "out" / "bench_learning.json"
-METHODS = ("bayesrank-em", "bayesrank-evidence", "botorch-fit")
+METHODS = ("bayesrank-em", "bayesrank-evidence", "bayesrank-evidence-coarse", "botorch-fit")
 
 
 def split_problem(n, m, held_out):
@@ -85,8 +87,12 @@ def worker_bayesrank(n, m, held_out, method, repeats, device):
     problem = PreferenceProblem.create(known, X=X)
     prior = XPGP(ARD(1.0, jnp.ones(D)), ())
 
+    coarse = None
+    if method == "evidence-coarse":
+        method, coarse = "evidence", n // 2
+
     def call():
-        fit = fit_hyperparameters(prior, problem, method=method)
+        fit = fit_hyperparameters(prior, problem, method=method, coarse=coarse)
         return jax.block_until_ready(fit)
 
     times = []

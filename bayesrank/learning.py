@@ -766,26 +766,23 @@ def size_buckets(
     ]
 
 
-def _merge_posteriors(posts, groups, n: int, m: int) -> ep.EPPosterior:
-    """Per-bucket posteriors back into one batch in the problems' order, padded to ``(n, m)``."""
+def _merge_sites(posts, groups, m: int) -> ep.EPPosterior:
+    """Per-bucket posteriors' sites and diagnostics back into one batch in the problems' order,
+    sites padded to ``m``; ``mean`` and ``cov`` are left ``None`` (buckets are restricted to
+    touched entities: every entity's moments come from the merged sites, :func:`_jit_moments`)."""
     B = sum(len(idx) for idx, *_ in groups)
-    host = [jax.tree_util.tree_map(np.asarray, p) for p in posts]
-    mean = np.zeros((B, n), host[0].mean.dtype)
-    cov = np.zeros((B, n, n), host[0].cov.dtype)
-    tau = np.zeros((B, m), host[0].sites.tau.dtype)
-    nu = np.zeros_like(tau)
+    dtype = posts[0].sites.tau.dtype
+    tau, nu = np.zeros((B, m), dtype), np.zeros((B, m), dtype)
     names = [f for f in ep.EPPosterior._fields if f not in ("mean", "cov", "sites")]
-    rest = {f: np.zeros(B, getattr(host[0], f).dtype) for f in names}
-    for (idx, *_), p in zip(groups, host, strict=True):
-        nb, mb = p.mean.shape[1], p.sites.tau.shape[1]
-        mean[idx, :nb] = p.mean
-        cov[idx, :nb, :nb] = p.cov
-        tau[idx, :mb], nu[idx, :mb] = p.sites.tau, p.sites.nu
+    rest = {f: np.zeros(B, getattr(posts[0], f).dtype) for f in names}
+    for (idx, *_), p in zip(groups, posts, strict=True):
+        mb = p.sites.tau.shape[1]
+        tau[idx, :mb], nu[idx, :mb] = np.asarray(p.sites.tau), np.asarray(p.sites.nu)
         for f in names:
-            rest[f][idx] = getattr(p, f)
+            rest[f][idx] = np.asarray(getattr(p, f))
     rest = {f: jnp.asarray(v) for f, v in rest.items()}
     sites = ep.Sites(jnp.asarray(tau), jnp.asarray(nu))
-    return ep.EPPosterior(mean=jnp.asarray(mean), cov=jnp.asarray(cov), sites=sites, **rest)
+    return ep.EPPosterior(mean=None, cov=None, sites=sites, **rest)
 
 
 def _fit_shared(
@@ -887,8 +884,7 @@ def _fit_shared(
     if groups is None:
         posterior = posteriors[0]
     else:
-        n, m = batch.mask.shape[1], batch.pairs.shape[1]
-        posterior = _merge_posteriors(posteriors, groups, n, m)
+        posterior = _merge_sites(posteriors, groups, batch.pairs.shape[1])
     if restrict is not False:  # every entity's moments, from the sites (no EP sweep)
         whole = prepare_batch(prior, batch)
         mean, cov = _jit_moments(carry.free, fixed, whole, posterior.sites, cfg)

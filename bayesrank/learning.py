@@ -639,22 +639,9 @@ def fit_hyperparameters(
         raise ValueError(f"method must be 'em' or 'evidence', got {method!r}")
     if isinstance(problems, PreferenceProblem):
         problems = [problems]
-    groups = None
-    if isinstance(problems, ProblemBatch):
-        batch = problems
-    else:
+    if not isinstance(problems, ProblemBatch):
         problems = list(problems)
-        batch = stack_problems(problems)
-        host_driven = optimizer in (None, "adam", "bfgs")  # evidence steps bucket by bucket
-        if bucket is not None and not per_query and method == "evidence" and host_driven:
-            groups = size_buckets(problems, bucket, touched=True)
-    # Evidence maximisation runs EP on the entities that pairs touch (prepare_batch), at one
-    # size for all queries of a batch (per-query fits share their compiled programs); where
-    # pairs touch every entity, as on most dense problems, nothing is restricted.
-    restrict = False
-    if method == "evidence" and groups is None:
-        size = touched_entities(batch)[0].shape[1]
-        restrict = size if size < batch.mask.shape[1] else False
+    batch, groups, restrict = _layout(problems, method, optimizer, per_query, bucket)
     options = dict(
         method=method,
         n_iter=n_iter,
@@ -677,12 +664,19 @@ def fit_hyperparameters(
         if method != "evidence" or per_query or isinstance(problems, ProblemBatch):
             raise ValueError("coarse needs method='evidence', a shared theta and problems")
         center = initialize(prior, batch) if init else _with_weights(prior)
-        subsets = _subsample(problems, coarse)
+        subsets, origins = _subsample(problems, coarse)
         if subsets:  # at least one query keeps a pair
             first = {**options, "init": False, "restarts": 0, "tol": 10 * tol, "progress": False}
-            prior = fit_hyperparameters(center, subsets, bucket=bucket, **first).prior
+            layout = _layout(subsets, method, optimizer, per_query, bucket)
+            prior, (tau, nu) = _fit_shared(center, *layout, final=False, **first)
+            # the full fit's EP starts from the coarse fit's sites on the pairs they share
+            sites = np.zeros((2, *batch.pair_mask.shape), tau.dtype)
+            for k, (b, inside) in enumerate(origins):
+                sites[:, b, inside] = tau[k, : len(inside)], nu[k, : len(inside)]
             options["init"] = False
-            return _fit_shared(prior, batch, groups, restrict, center=center, **options)
+            return _fit_shared(
+                prior, batch, groups, restrict, center=center, sites=sites, **options
+            )
     if not per_query:
         return _fit_shared(prior, batch, groups, restrict, **options)
     # One theta per query: the same compiled steps (all queries share the padded shape), looped.
@@ -696,6 +690,29 @@ def fit_hyperparameters(
     return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *fits)
 
 
+def _layout(problems, method, optimizer, per_query, bucket):
+    """``(batch, groups, restrict)`` for :func:`_fit_shared` from problems or a batch.
+
+    Evidence maximisation of a shared ``theta`` from problems, driven from Python, buckets the
+    queries by touched size (``groups``, :func:`size_buckets`). Otherwise evidence maximisation
+    runs EP on the entities that pairs touch (:func:`prepare_batch`), at one size for all
+    queries of the batch (per-query fits share their compiled programs); where pairs touch
+    every entity, as on most dense problems, nothing is restricted.
+    """
+    if isinstance(problems, ProblemBatch):
+        batch, groups = problems, None
+    else:
+        batch, groups = stack_problems(problems), None
+        host_driven = optimizer in (None, "adam", "bfgs")  # evidence steps bucket by bucket
+        if bucket is not None and not per_query and method == "evidence" and host_driven:
+            groups = size_buckets(problems, bucket, touched=True)
+    restrict = False
+    if method == "evidence" and groups is None:
+        size = touched_entities(batch)[0].shape[1]
+        restrict = size if size < batch.mask.shape[1] else False
+    return batch, groups, restrict
+
+
 def _with_weights(prior: XPGP) -> XPGP:
     """``prior`` with unit mixing weights where it has none."""
     if prior.weights is not None:
@@ -703,18 +720,23 @@ def _with_weights(prior: XPGP) -> XPGP:
     return dataclasses.replace(prior, weights=jnp.ones(1 + len(prior.relations)))
 
 
-def _subsample(problems, size: int) -> list:
+def _subsample(problems, size: int) -> tuple[list, list]:
     """Each problem on at most ``size`` random entities and the pairs among them (renumbered);
-    problems left without pairs are dropped. Seeded: the same subsets every call."""
+    problems left without pairs are dropped. Seeded: the same subsets every call.
+
+    Returns ``(subsets, origins)``: ``origins[k] = (b, inside)``, subset ``k`` comes from
+    ``problems[b]`` and its pairs are that problem's pairs ``inside`` (indices, in order).
+    """
     from .data.problem import PreferenceProblem
 
     if size < 2:
         raise ValueError(f"coarse must be at least 2 entities, got {size}")
     rng = np.random.default_rng(0)
-    out = []
-    for p in problems:
+    out, origins = [], []
+    for b, p in enumerate(problems):
         if p.n <= size:
             out.append(p)
+            origins.append((b, np.arange(len(p.pairs))))
             continue
         keep = np.sort(rng.choice(p.n, size, replace=False))
         position = np.full(p.n, -1)
@@ -729,7 +751,8 @@ def _subsample(problems, size: int) -> list:
                     n=size,
                 )
             )
-    return out
+            origins.append((b, np.flatnonzero(inside)))
+    return out, origins
 
 
 def _extend(trace: Trace, length: int) -> Trace:
@@ -766,18 +789,43 @@ def size_buckets(
     ]
 
 
+def _gather_sites(sites, groups, shape) -> tuple[np.ndarray, np.ndarray]:
+    """Per-bucket sites (a tuple of :class:`~bayesrank.inference.ep.Sites`) back into host
+    arrays ``(tau, nu)`` of ``shape = (B, m)`` in the batch's order (zero-padded)."""
+    if groups is None:
+        return np.asarray(sites[0].tau), np.asarray(sites[0].nu)
+    dtype = sites[0].tau.dtype
+    tau, nu = np.zeros(shape, dtype), np.zeros(shape, dtype)
+    for (idx, *_), s in zip(groups, sites, strict=True):
+        mb = s.tau.shape[1]
+        tau[idx, :mb], nu[idx, :mb] = np.asarray(s.tau), np.asarray(s.nu)
+    return tau, nu
+
+
+def _bucket_sites(sites, data, groups, dtype) -> tuple:
+    """Starting sites per bucket, from ``sites = (tau, nu): (2, B, m)`` in the batch's order
+    (a warm start), or zero (the prior) when ``None``."""
+    if sites is None:
+        return tuple(
+            ep.Sites(jnp.zeros(d.pairs.shape[:2], dtype), jnp.zeros(d.pairs.shape[:2], dtype))
+            for d in data
+        )
+    rows = [slice(None)] if groups is None else [idx for idx, *_ in groups]
+    return tuple(
+        ep.Sites(*(jnp.asarray(s[r, : d.pairs.shape[1]], dtype) for s in sites))
+        for r, d in zip(rows, data, strict=True)
+    )
+
+
 def _merge_sites(posts, groups, m: int) -> ep.EPPosterior:
     """Per-bucket posteriors' sites and diagnostics back into one batch in the problems' order,
     sites padded to ``m``; ``mean`` and ``cov`` are left ``None`` (buckets are restricted to
     touched entities: every entity's moments come from the merged sites, :func:`_jit_moments`)."""
     B = sum(len(idx) for idx, *_ in groups)
-    dtype = posts[0].sites.tau.dtype
-    tau, nu = np.zeros((B, m), dtype), np.zeros((B, m), dtype)
+    tau, nu = _gather_sites(tuple(p.sites for p in posts), groups, (B, m))
     names = [f for f in ep.EPPosterior._fields if f not in ("mean", "cov", "sites")]
     rest = {f: np.zeros(B, getattr(posts[0], f).dtype) for f in names}
     for (idx, *_), p in zip(groups, posts, strict=True):
-        mb = p.sites.tau.shape[1]
-        tau[idx, :mb], nu[idx, :mb] = np.asarray(p.sites.tau), np.asarray(p.sites.nu)
         for f in names:
             rest[f][idx] = np.asarray(getattr(p, f))
     rest = {f: jnp.asarray(v) for f, v in rest.items()}
@@ -792,6 +840,8 @@ def _fit_shared(
     restrict,
     *,
     center=None,
+    sites=None,
+    final=True,
     method,
     n_iter,
     m_steps,
@@ -844,10 +894,7 @@ def _fit_shared(
     if center is not None:
         leaves_c = jax.tree_util.tree_leaves(unconstrain(center))
         centre = [jnp.array(x, dtype=dtype) for x, f in zip(leaves_c, flags, strict=True) if f]
-    sites = tuple(
-        ep.Sites(jnp.zeros(d.pairs.shape[:2], dtype), jnp.zeros(d.pairs.shape[:2], dtype))
-        for d in data
-    )
+    sites = _bucket_sites(sites, data, groups, dtype)
     starts = [free]
     if restarts:
         if key is None:
@@ -871,6 +918,9 @@ def _fit_shared(
         if best is None or score > best[0]:
             best = (score, carry, trace)
     _, carry, trace = best
+    if not final:  # the fitted prior and the steps' sites (B, m) in the batch's order
+        tau, nu = _gather_sites(carry.sites, groups, batch.pairs.shape[:2])
+        return _combine(carry.free, fixed, cfg), (tau, nu)
     if len(data) == 1 and cfg.optimizer != "bfgs":
         fitted, posterior = _final(carry.free, fixed, data[0], carry.sites[0], cfg)
         posteriors = [posterior]

@@ -15,7 +15,13 @@ from bayesrank.data.batch import stack_problems
 from bayesrank.data.problem import PreferenceProblem
 from bayesrank.inference import ep
 from bayesrank.kernels import RBF, XPGP, Independent
-from bayesrank.learning import _Config, _jit_bucket_fisher, fit_hyperparameters, prepare_batch
+from bayesrank.learning import (
+    _Config,
+    _jit_bucket_fisher,
+    _subsample,
+    fit_hyperparameters,
+    prepare_batch,
+)
 
 pytestmark = pytest.mark.skipif(not jax.config.jax_enable_x64, reason="float64 references")
 
@@ -171,6 +177,10 @@ def test_coarse_start_reaches_the_same_optimum_sooner():
     assert float(warm.trace.objective[0]) > float(cold.trace.objective[0]) + 1.0
     np.testing.assert_allclose(warm.trace.objective[-1], cold.trace.objective[-1], atol=2e-2)
     assert len(warm.trace.objective) < len(cold.trace.objective)
+    subsets, origins = _subsample(probs, 40)
+    for sub, (b, inside) in zip(subsets, origins, strict=True):  # each subset's pairs' origin
+        np.testing.assert_array_equal(sub.X[sub.pairs], probs[b].X[probs[b].pairs[inside]])
+        assert sub.n == 40 and len(inside) < len(probs[b].pairs)
     with pytest.raises(ValueError, match="coarse"):
         fit_hyperparameters(prior, probs, method="em", coarse=40)
     with pytest.raises(ValueError, match="coarse"):

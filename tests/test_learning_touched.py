@@ -77,13 +77,19 @@ def test_restricted_evidence_and_gradient_equal_the_whole_problems(relations):
         np.testing.assert_allclose(g_t, g, rtol=1e-8, atol=1e-10)
 
 
-@pytest.mark.parametrize("bucket", [None, 16], ids=["one-batch", "buckets"])
-def test_fit_posteriors_cover_untouched_entities(bucket):
-    """The fit's posteriors over every entity equal EP on the whole problem at the fitted prior."""
+@pytest.mark.parametrize(
+    "bucket, coarse", [(None, None), (16, None), (16, 15)], ids=["one-batch", "buckets", "coarse"]
+)
+def test_fit_posteriors_cover_untouched_entities(bucket, coarse):
+    """The fit's posteriors over every entity equal EP on the whole problem at the fitted prior.
+
+    With ``coarse``, the full fit's EP starts from the coarse fit's sites, mapped back to the
+    pairs they came from, in buckets: the final posteriors must not depend on that start.
+    """
     problems = sparse_problems(2, sizes=((30, 12), (22, 9), (12, 20)))
     prior = XPGP(RBF(), (RegularizedLaplacian(),), entity=Independent(0.1))
     fit = fit_hyperparameters(
-        prior, problems, method="evidence", n_iter=3, ep_tol=1e-10, bucket=bucket
+        prior, problems, method="evidence", n_iter=3, ep_tol=1e-10, bucket=bucket, coarse=coarse
     )
     whole = prepare_batch(fit.prior, stack_problems(problems))
     K = covariances(fit.prior, whole)

@@ -311,6 +311,8 @@ def _bucket_posteriors(prior, data: PreparedBatch, sites, cfg: _Config, tol=None
     K = covariances(prior, data)
     tol = cfg.ep_tol if tol is None else tol
 
+    accelerate = cfg.schedule == "parallel"
+
     def one(K, pairs, pair_mask, sites):
         query_tol = tol
         if tol is not None:
@@ -324,9 +326,17 @@ def _bucket_posteriors(prior, data: PreparedBatch, sites, cfg: _Config, tol=None
             tol=query_tol,
             schedule=cfg.schedule,
             # Anderson mixing: fewer sweeps at the large kernel scales fits reach (ep.run)
-            accelerate=cfg.schedule == "parallel",
+            accelerate=accelerate,
+            # steps (a relative tolerance): stop on the sites' residual, one factorisation
+            # sooner; the final posteriors stop on the marginals' change
+            residual_stop=jnp.asarray(relative) > 0 if accelerate else False,
         )
 
+    if K.shape[0] == 1:  # one query: unbatched, so that EP's branches are not both evaluated
+        post = one(
+            K[0], data.pairs[0], data.pair_mask[0], jax.tree_util.tree_map(lambda x: x[0], sites)
+        )
+        return jax.tree_util.tree_map(lambda x: x[None], post)
     return jax.vmap(one)(K, data.pairs, data.pair_mask, sites)
 
 

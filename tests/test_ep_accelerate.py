@@ -70,3 +70,53 @@ def test_accelerate_needs_the_parallel_schedule():
     K, pairs = random_problem(0)
     with pytest.raises(ValueError, match="parallel"):
         ep.fit(K, pairs, schedule="sequential", accelerate=True)
+
+
+def probit_tilted(m_c, v_c):
+    """Mean and variance of ``N(d | m_c, v_c) Phi(d)``, normalised, in closed form (scipy)."""
+    from scipy.stats import norm
+
+    s = np.sqrt(1.0 + v_c)
+    z = m_c / s
+    ratio = np.exp(norm.logpdf(z) - norm.logcdf(z))
+    mean = m_c + v_c * ratio / s
+    var = v_c - v_c**2 * ratio * (z + ratio) / (1.0 + v_c)
+    return mean, var
+
+
+def moment_residual(post, pairs):
+    """Largest gap between each pair's tilted moments and its marginal, from the returned
+    posterior and sites (NumPy; no code shared with EP's sweep)."""
+    i, j = np.asarray(pairs).T
+    mean, cov = np.asarray(post.mean), np.asarray(post.cov)
+    m, v = mean[i] - mean[j], cov[i, i] + cov[j, j] - 2 * cov[i, j]
+    tau, nu = np.asarray(post.sites.tau), np.asarray(post.sites.nu)
+    v_c = 1.0 / (1.0 / v - tau)
+    m_c = v_c * (m / v - nu)
+    mean_t, var_t = probit_tilted(m_c, v_c)
+    return max(np.max(np.abs(mean_t - m)), np.max(np.abs(np.sqrt(var_t) - np.sqrt(v))))
+
+
+def test_residual_stop_returns_a_state_within_tol_of_eps_fixed_point():
+    """``residual_stop``: stop before refactorising once the moment-matching residual is below
+    ``tol``. The state returned is consistent (its posterior is that of its sites), its residual
+    recomputed in NumPy is below ``tol``, and it is near the tight fixed point."""
+    K, pairs = random_problem(3)
+    tight = ep.fit(K, pairs, tol=1e-12, max_iter=1000, accelerate=True)
+    cold = ep.fit(K, pairs, tol=1e-4, max_iter=500, accelerate=True, residual_stop=True)
+    assert bool(cold.converged) and moment_residual(cold, pairs) < 1e-4
+    assert moment_residual(tight, pairs) < 1e-10
+    np.testing.assert_allclose(cold.mean, tight.mean, atol=1e-3)
+    # the posterior is the sites': the same as re-deriving it from them
+    again = ep.fit(K, pairs, sites=cold.sites, max_iter=0)
+    np.testing.assert_allclose(cold.cov, again.cov, atol=1e-12)
+    np.testing.assert_allclose(cold.log_evidence, again.log_evidence, rtol=1e-12)
+    # from the fixed point: no sweep, the start's posterior
+    warm = ep.fit(K, pairs, sites=tight.sites, tol=1e-8, accelerate=True, residual_stop=True)
+    assert int(warm.n_iter) == 0 and bool(warm.converged)
+    np.testing.assert_allclose(warm.log_evidence, tight.log_evidence, rtol=1e-12)
+    # stopping on the change in the marginals needs at least one sweep more
+    plain = ep.fit(K, pairs, tol=1e-4, max_iter=500, accelerate=True)
+    assert int(cold.n_iter) < int(plain.n_iter)
+    with pytest.raises(ValueError, match="residual_stop"):
+        ep.fit(K, pairs, residual_stop=True)

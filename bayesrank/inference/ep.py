@@ -511,6 +511,17 @@ def _sequential_sweep(state: EPState, pairs, pair_mask):
 
 
 def _parallel_sweep(state: EPState, pairs, pair_mask):
+    sites, skipped, clipped, _ = _parallel_sweep_residual(state, pairs, pair_mask)
+    return sites, skipped, clipped
+
+
+def _parallel_sweep_residual(state: EPState, pairs, pair_mask):
+    """A parallel sweep's new sites and counts, and its moment-matching residual.
+
+    The residual is the largest ``|m_t - m_s|`` or ``|sd_t - sd_s|`` over the updated pairs,
+    between each pair's tilted moments and its current marginal: the change each undamped new
+    site would make to its own pair's marginal, 0 at an EP fixed point.
+    """
     m, v = _factor_marginals(state.mean, state.factor, pairs)
     new, skip, clip = _new_sites(m, v, state.sites, state.damping)
     sites = Sites(
@@ -518,7 +529,11 @@ def _parallel_sweep(state: EPState, pairs, pair_mask):
     )
     skipped = state.n_skipped + jnp.sum(skip & pair_mask).astype(jnp.int32)
     clipped = state.n_clipped + jnp.sum(clip & pair_mask).astype(jnp.int32)
-    return sites, skipped, clipped
+    m_c, v_c, ok = _cavity(m, v, state.sites)
+    tilted = tilted_moments(m_c, v_c)
+    gap = jnp.maximum(jnp.abs(tilted.mean - m), jnp.abs(jnp.sqrt(tilted.var) - jnp.sqrt(v)))
+    residual = jnp.max(jnp.where(pair_mask & ok, gap, 0.0), initial=0.0)
+    return sites, skipped, clipped, residual
 
 
 def _row_norms(U) -> jax.Array:
@@ -659,26 +674,34 @@ def _anderson(history: _History, x, g):
     return mixed, _History(G, R, count)
 
 
-def _accelerated_step(carry, pairs, pair_mask, adapt_damping):
+def _accelerated_step(carry, pairs, pair_mask, adapt_damping, residual_tol=0.0):
     """A parallel sweep whose new sites are Anderson-mixed with the last two (:func:`run`).
 
     The damping rule works on the mixed iterates as on plain ones; when it halves the damping
-    (the update map changes), the history starts over.
+    (the update map changes), the history starts over. When the sweep's moment-matching
+    residual is below ``residual_tol`` (:func:`_parallel_sweep_residual`), the state is kept as
+    it is, with that residual as its ``max_change``, and no refactorisation is done.
     """
     state, history = carry
-    sites, skipped, clipped = _parallel_sweep(state, pairs, pair_mask)
-    m = pairs.shape[0]
-    x = jnp.concatenate([state.sites.tau, state.sites.nu])
-    g = jnp.concatenate([sites.tau, sites.nu])
-    mixed, history = _anderson(history, x, g)
-    tau = jnp.where(pair_mask, jnp.maximum(mixed[:m], 0.0), state.sites.tau)
-    nu = jnp.where(pair_mask, mixed[m:], state.sites.nu)
-    new = _refresh(state, Sites(tau, nu), skipped, clipped, pairs, pair_mask, adapt_damping)
-    restart = new.damping != state.damping
-    history = jax.tree_util.tree_map(
-        lambda h, e: jnp.where(restart, e, h), history, _empty_history(m, x.dtype)
+    sites, skipped, clipped, residual = _parallel_sweep_residual(state, pairs, pair_mask)
+
+    def refresh():
+        m = pairs.shape[0]
+        x = jnp.concatenate([state.sites.tau, state.sites.nu])
+        g = jnp.concatenate([sites.tau, sites.nu])
+        mixed, new_history = _anderson(history, x, g)
+        tau = jnp.where(pair_mask, jnp.maximum(mixed[:m], 0.0), state.sites.tau)
+        nu = jnp.where(pair_mask, mixed[m:], state.sites.nu)
+        new = _refresh(state, Sites(tau, nu), skipped, clipped, pairs, pair_mask, adapt_damping)
+        restart = new.damping != state.damping
+        new_history = jax.tree_util.tree_map(
+            lambda h, e: jnp.where(restart, e, h), new_history, _empty_history(m, x.dtype)
+        )
+        return new, new_history
+
+    return jax.lax.cond(
+        residual < residual_tol, lambda: (state._replace(max_change=residual), history), refresh
     )
-    return new, history
 
 
 def default_tol(dtype) -> float:
@@ -718,6 +741,7 @@ def run(
     pair_mask=None,
     precision: str = "full",
     accelerate: bool = False,
+    residual_stop=False,
 ) -> EPState:
     """Iterate :func:`step` until the marginals change by less than ``tol`` or ``max_iter``.
 
@@ -737,11 +761,21 @@ def run(
     two before (:func:`_anderson`). The fixed points are EP's; the path to them is shorter
     where parallel EP converges slowly and linearly, as at large kernel scales (on OHSUMED
     queries at a fitted prior: 12-14 sweeps where plain EP took 18-39).
+
+    ``residual_stop`` (needs ``accelerate``; a bool, may be traced): also stop, before
+    refactorising, when a sweep's moment-matching residual is below ``tol`` (the largest change
+    an undamped new site would make to its own pair's marginal mean or sd; 0 at a fixed point).
+    The state returned is the one the residual was measured at, so a warm start already near
+    the fixed point costs no factorisation beyond :func:`init`'s. On problems of ``n = 1000``
+    the entities' marginals then moved by 2-5 times the residual in the next sweep: this test
+    stops about one refactorisation sooner than the change in the marginals does.
     """
     _check_settings(schedule, damping)
     _check_precision(precision)
     if accelerate and schedule != "parallel":
         raise ValueError("accelerate=True needs schedule='parallel'")
+    if not accelerate and residual_stop is not False:
+        raise ValueError("residual_stop needs accelerate=True")
     K = jnp.asarray(K)
     tol = default_tol(K.dtype) if tol is None else tol
     pair_mask = informative_pairs(K, pairs, pair_mask)
@@ -753,13 +787,14 @@ def run(
     def converging(st, tol):
         return (st.n_iter < max_iter) & ~(st.max_change < tol)
 
-    def loop(cond, state):
+    def loop(cond, state, residual_stop=residual_stop):
         if not accelerate:
             return jax.lax.while_loop(cond, body, state)
         history = _empty_history(pairs.shape[0], state.mean.dtype)
+        residual_tol = jnp.where(residual_stop, tol, 0.0)
         state, _ = jax.lax.while_loop(
             lambda c: cond(c[0]),
-            lambda c: _accelerated_step(c, pairs, pair_mask, adapt_damping),
+            lambda c: _accelerated_step(c, pairs, pair_mask, adapt_damping, residual_tol),
             (state, history),
         )
         return state
@@ -781,7 +816,7 @@ def run(
     sites_low = None if sites is None else _cast(sites, low)
     with jax.default_matmul_precision("float32"):  # not TF32 (a GPU's default for float32)
         state = init(K.astype(low), pairs, sites_low, pair_mask, damping=damping)
-        state = loop(low_cond, state)
+        state = loop(low_cond, state, residual_stop=False)  # float64 sweeps end the run
     finite = jnp.all(jnp.isfinite(state.mean)) & jnp.all(jnp.isfinite(state.factor))
     state = jax.lax.cond(  # float32 overflowed (a huge kernel scale): start over in float64
         finite,
@@ -926,6 +961,7 @@ def fit(
     pair_mask=None,
     precision: str = "full",
     accelerate: bool = False,
+    residual_stop=False,
 ) -> EPPosterior:
     """Run EP to convergence and return the posterior, the EP evidence and diagnostics.
 
@@ -947,6 +983,8 @@ def fit(
             (:func:`run`); the same fixed point, 25-35% faster on a CPU at ``n = 1000``.
         accelerate: Anderson mixing of the parallel sweeps' sites (:func:`run`); the same
             fixed point in fewer sweeps where plain EP converges slowly.
+        residual_stop: with ``accelerate``, also stop when a sweep's moment-matching residual is
+            below ``tol``, before refactorising (:func:`run`); ``converged`` then reports it.
 
     ``log_evidence`` is differentiable with respect to ``K`` (the EP loop runs on
     ``stop_gradient(K)`` and the evidence is evaluated at the converged sites, whose own gradient
@@ -969,6 +1007,7 @@ def fit(
         pair_mask=pair_mask,
         precision=precision,
         accelerate=accelerate,
+        residual_stop=residual_stop,
     )
     cov = _gram(state.factor, upper=jnp.ndim(K) == 1)
     return EPPosterior(

@@ -51,6 +51,7 @@ from .inference import ep
 from .kernels.attributes import ARD, RBF
 from .kernels.params import constrain, map_params, unconstrain
 from .kernels.xpgp import XPGP, mask_covariance
+from .threads import one_blas_thread
 
 __all__ = [
     "FitResult",
@@ -563,6 +564,7 @@ def _final(free, fixed, data: PreparedBatch, sites, cfg: _Config):
     return prior, _bucket_posteriors(prior, data, sites, cfg)
 
 
+@one_blas_thread()
 def fit_hyperparameters(
     prior: XPGP,
     problems,
@@ -697,7 +699,7 @@ def fit_hyperparameters(
     # BFGS stops when converged: a shorter trace repeats its last (converged) entry
     longest = max(len(f.trace.objective) for f in fits)
     fits = [f._replace(trace=_extend(f.trace, longest)) for f in fits]
-    return jax.tree_util.tree_map(lambda *a: jnp.stack(a), *fits)
+    return jax.block_until_ready(jax.tree_util.tree_map(lambda *a: jnp.stack(a), *fits))
 
 
 def _layout(problems, method, optimizer, per_query, bucket):
@@ -949,7 +951,7 @@ def _fit_shared(
         whole = prepare_batch(prior, batch)
         mean, cov = _jit_moments(carry.free, fixed, whole, posterior.sites, cfg)
         posterior = posterior._replace(mean=mean, cov=cov)
-    return FitResult(fitted, posterior, trace)
+    return jax.block_until_ready(FitResult(fitted, posterior, trace))  # inside one_blas_thread
 
 
 @partial(jax.jit, static_argnames=("cfg",))

@@ -21,6 +21,7 @@ from .data.problem import PreferenceProblem
 from .inference import ep
 from .kernels.xpgp import XPGP, ComponentPosterior, component_posterior
 from .predict import PairPrediction, predict_new, predict_pairs, probability_matrix
+from .threads import one_blas_thread
 
 __all__ = ["Posterior", "XPGPModel"]
 
@@ -160,14 +161,16 @@ class XPGPModel:
             fitted = fit_hyperparameters(self.prior, [problem], method=method, **learning_options)
             self.prior = fitted.prior
         K, graphs = self.covariance(problem)
-        result = ep.fit(
-            K,
-            jnp.asarray(problem.pairs),
-            max_iter=self.max_iter,
-            tol=self.tol,
-            damping=self.damping,
-            schedule=self.schedule,
-            sites=sites,
-            precision=self.precision,
-        )
+        with one_blas_thread():  # bayesrank.threads: XLA's and BLAS's thread pools contend
+            result = ep.fit(
+                K,
+                jnp.asarray(problem.pairs),
+                max_iter=self.max_iter,
+                tol=self.tol,
+                damping=self.damping,
+                schedule=self.schedule,
+                sites=sites,
+                precision=self.precision,
+            )
+            jax.block_until_ready(result)
         return Posterior(self.prior, problem, graphs, result)

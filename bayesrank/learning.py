@@ -1019,6 +1019,19 @@ def _precompile(free, fixed, data, sites, tol, cfg: _Config) -> None:
         list(pool.map(lambda program: program.compile(), lowered))
 
 
+def _backtrack(step: float, f: float, slope: float, f_step: float) -> float:
+    """The next trial step after ``step`` failed the Armijo test: the maximiser of the quadratic
+    through ``f`` (slope ``slope > 0`` at 0) and ``f_step`` at ``step``, kept within
+    ``[0.1, 0.5] * step`` (Nocedal & Wright, Sec. 3.5); half the step where ``f_step`` is not
+    finite. A far overshoot (``f_step`` far below ``f``) is cut back in one trial, not several
+    halvings."""
+    if not np.isfinite(f_step):
+        return 0.5 * step
+    curvature = (f_step - f - slope * step) / step**2  # < 0: the Armijo test failed
+    best = -slope / (2.0 * curvature) if curvature < 0 else 0.5 * step
+    return float(np.clip(best, 0.1 * step, 0.5 * step))
+
+
 def _drive_bfgs(carry, fixed, u0, data, cfg, n_iter, progress):
     """BFGS ascent on ``log Z_EP + log hyperprior``, from Python, at most ``n_iter`` steps.
 
@@ -1026,8 +1039,9 @@ def _drive_bfgs(carry, fixed, u0, data, cfg, n_iter, progress):
       precision; :func:`_jit_bucket_fisher`), so the first step is a Fisher-scoring step;
       each accepted step then updates it by BFGS (skipped when the curvature ``s^T y`` is not
       positive).
-    - Line search: the full step first, halved until the Armijo condition holds. Every trial
-      point runs EP warm-started from the current point's sites.
+    - Line search: the full step first, then backtracking by quadratic interpolation
+      (:func:`_backtrack`) until the Armijo condition holds. Every trial point runs EP
+      warm-started from the current point's sites.
     - Stops when a step gains less than ``cfg.tol`` nats and the quasi-Newton model predicts
       less than that to come (``g^T H g / 2``), or when no step along the direction gains.
 
@@ -1090,7 +1104,7 @@ def _drive_bfgs(carry, fixed, u0, data, cfg, n_iter, progress):
             if np.isfinite(f_new) and f_new >= f + ARMIJO * step * slope:
                 accepted = np.all(np.isfinite(g_new))
                 break
-            step *= 0.5
+            step = _backtrack(step, f, slope, f_new)
         before = f
         if accepted:
             s, y = x_new - x, g - g_new  # y: the change in the gradient of -f

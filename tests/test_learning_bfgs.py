@@ -16,6 +16,7 @@ from bayesrank.data.problem import PreferenceProblem
 from bayesrank.inference import ep
 from bayesrank.kernels import RBF, XPGP, Independent
 from bayesrank.learning import (
+    _backtrack,
     _Config,
     _jit_bucket_fisher,
     _subsample,
@@ -185,3 +186,14 @@ def test_coarse_start_reaches_the_same_optimum_sooner():
         fit_hyperparameters(prior, probs, method="em", coarse=40)
     with pytest.raises(ValueError, match="coarse"):
         fit_hyperparameters(prior, probs, method="evidence", coarse=1)
+
+
+def test_backtracking_steps_to_the_quadratics_maximiser():
+    """On an exact quadratic ``phi(t) = 1 + 2 t - 5 t^2`` (maximiser 0.2) a failed unit step is
+    replaced by 0.2 in one trial; far overshoots and non-finite values stay in [0.1, 0.5]."""
+    phi = lambda t: 1.0 + 2.0 * t - 5.0 * t**2  # noqa: E731
+    assert _backtrack(1.0, phi(0.0), 2.0, phi(1.0)) == pytest.approx(0.2)
+    assert _backtrack(0.5, phi(0.0), 2.0, phi(0.5)) == pytest.approx(0.2)
+    assert _backtrack(1.0, 0.0, 1.0, -1e6) == pytest.approx(0.1)  # far below: 10x shorter
+    assert _backtrack(1.0, 0.0, 1.0, 0.9) == pytest.approx(0.5)  # nearly linear: halve
+    assert _backtrack(1.0, 0.0, 1.0, float("nan")) == 0.5

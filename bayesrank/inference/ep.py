@@ -459,8 +459,12 @@ def _cavity(m, v, sites: Sites):
     return m_c, v_c, ok
 
 
-def _new_sites(m, v, sites: Sites, damping):
-    """Damped moment-matched sites from marginals ``(m, v)``; plus skip and clip flags."""
+def _new_sites(m, v, sites: Sites, damping, residual: bool = False):
+    """Damped moment-matched sites from marginals ``(m, v)``; plus skip and clip flags.
+
+    With ``residual``, also each pair's moment-matching gap ``max(|m_t - m|, |sd_t - sd|)``
+    between its tilted moments and its marginal (0 where the cavity is improper).
+    """
     m_c, v_c, ok = _cavity(m, v, sites)
     tilted = tilted_moments(m_c, v_c)
     tau_new = 1.0 / tilted.var - 1.0 / v_c
@@ -469,6 +473,9 @@ def _new_sites(m, v, sites: Sites, damping):
     tau_new = jnp.maximum(tau_new, 0.0)
     tau = jnp.where(ok, (1 - damping) * sites.tau + damping * tau_new, sites.tau)
     nu = jnp.where(ok, (1 - damping) * sites.nu + damping * nu_new, sites.nu)
+    if residual:
+        gap = jnp.maximum(jnp.abs(tilted.mean - m), jnp.abs(jnp.sqrt(tilted.var) - jnp.sqrt(v)))
+        return Sites(tau, nu), ~ok, clipped, jnp.where(ok, gap, 0.0)
     return Sites(tau, nu), ~ok, clipped
 
 
@@ -523,16 +530,13 @@ def _parallel_sweep_residual(state: EPState, pairs, pair_mask):
     site would make to its own pair's marginal, 0 at an EP fixed point.
     """
     m, v = _factor_marginals(state.mean, state.factor, pairs)
-    new, skip, clip = _new_sites(m, v, state.sites, state.damping)
+    new, skip, clip, gap = _new_sites(m, v, state.sites, state.damping, residual=True)
     sites = Sites(
         jnp.where(pair_mask, new.tau, state.sites.tau), jnp.where(pair_mask, new.nu, state.sites.nu)
     )
     skipped = state.n_skipped + jnp.sum(skip & pair_mask).astype(jnp.int32)
     clipped = state.n_clipped + jnp.sum(clip & pair_mask).astype(jnp.int32)
-    m_c, v_c, ok = _cavity(m, v, state.sites)
-    tilted = tilted_moments(m_c, v_c)
-    gap = jnp.maximum(jnp.abs(tilted.mean - m), jnp.abs(jnp.sqrt(tilted.var) - jnp.sqrt(v)))
-    residual = jnp.max(jnp.where(pair_mask & ok, gap, 0.0), initial=0.0)
+    residual = jnp.max(jnp.where(pair_mask, gap, 0.0), initial=0.0)
     return sites, skipped, clipped, residual
 
 
@@ -674,13 +678,14 @@ def _anderson(history: _History, x, g):
     return mixed, _History(G, R, count)
 
 
-def _accelerated_step(carry, pairs, pair_mask, adapt_damping, residual_tol=0.0):
+def _accelerated_step(carry, pairs, pair_mask, adapt_damping, residual_tol=None):
     """A parallel sweep whose new sites are Anderson-mixed with the last two (:func:`run`).
 
     The damping rule works on the mixed iterates as on plain ones; when it halves the damping
     (the update map changes), the history starts over. When the sweep's moment-matching
     residual is below ``residual_tol`` (:func:`_parallel_sweep_residual`), the state is kept as
-    it is, with that residual as its ``max_change``, and no refactorisation is done.
+    it is, with that residual as its ``max_change``, and no refactorisation is done (``None``:
+    no such test).
     """
     state, history = carry
     sites, skipped, clipped, residual = _parallel_sweep_residual(state, pairs, pair_mask)
@@ -699,6 +704,8 @@ def _accelerated_step(carry, pairs, pair_mask, adapt_damping, residual_tol=0.0):
         )
         return new, new_history
 
+    if residual_tol is None:
+        return refresh()
     return jax.lax.cond(
         residual < residual_tol, lambda: (state._replace(max_change=residual), history), refresh
     )
@@ -791,7 +798,7 @@ def run(
         if not accelerate:
             return jax.lax.while_loop(cond, body, state)
         history = _empty_history(pairs.shape[0], state.mean.dtype)
-        residual_tol = jnp.where(residual_stop, tol, 0.0)
+        residual_tol = None if residual_stop is False else jnp.where(residual_stop, tol, 0.0)
         state, _ = jax.lax.while_loop(
             lambda c: cond(c[0]),
             lambda c: _accelerated_step(c, pairs, pair_mask, adapt_damping, residual_tol),

@@ -51,7 +51,7 @@ from .inference import ep
 from .kernels.attributes import ARD, RBF
 from .kernels.params import constrain, map_params, unconstrain
 from .kernels.xpgp import XPGP, mask_covariance
-from .threads import one_blas_thread
+from .runtime import one_blas_thread
 
 __all__ = [
     "FitResult",

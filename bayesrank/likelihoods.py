@@ -14,6 +14,7 @@ so the tilted variance is always in ``(0, v)``.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import jax
@@ -22,7 +23,9 @@ from jax.scipy.special import log_ndtr
 
 __all__ = ["TiltedMoments", "inverse_mills", "log_phi_cdf", "pair_probability", "tilted_moments"]
 
-_LOG_SQRT_2PI = 0.5 * jnp.log(2 * jnp.pi)
+#: ``log sqrt(2 pi)`` as a Python float: a device constant built at import would carry the dtype
+#: of the x64 flag at that moment (float32 if x64 is enabled after ``import bayesrank``).
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
 def log_phi_cdf(z: jax.Array) -> jax.Array:

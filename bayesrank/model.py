@@ -5,35 +5,49 @@
     posterior.predict_pairs(held_out).prob        # P(i > j | data), Eq. 13-14
     posterior.rank()                              # entity indices, best first
 
-The functional core (:mod:`bayesrank.inference.ep`, :mod:`bayesrank.predict`) is what to
-``jit`` / ``vmap``; this layer is host-side convenience for one problem.
+``XPGPModel.fit`` never changes the model: with ``learn_hyperparameters`` the fitted prior, the
+learning trace and its convergence flag come back on the :class:`Posterior`. Each fit pads the
+problem to size buckets (:func:`bayesrank.data.batch.bucket_size`; padded entities are decoupled
+and touched by no pair, so the real entities' posterior is unchanged) and runs one module-level
+jitted program, which a new split of the same query, or a query of similar size, reuses.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from functools import cached_property, partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .data.batch import bucket_size
 from .data.problem import PreferenceProblem
 from .inference import ep
+from .inference.posterior import GaussianPosterior
 from .kernels.xpgp import XPGP, ComponentPosterior, component_posterior
-from .predict import PairPrediction, predict_new, predict_pairs, probability_matrix
-from .threads import one_blas_thread
+from .runtime import one_blas_thread
 
 __all__ = ["Posterior", "XPGPModel"]
 
 
-@dataclass(frozen=True, eq=False)
-class Posterior:
-    """An EP posterior over one problem's entities, with prediction methods."""
+@dataclasses.dataclass(frozen=True, eq=False)
+class Posterior(GaussianPosterior):
+    """An EP posterior over one problem's entities, with prediction methods.
+
+    Attributes:
+        prior: the prior it was computed under (the fitted one, after hyperparameter learning).
+        problem: the :class:`~bayesrank.data.problem.PreferenceProblem`.
+        result: the :class:`~bayesrank.inference.ep.EPPosterior` (``mean: (n,)``,
+            ``cov: (n, n)``, evidence, sites, diagnostics).
+        learning: the :class:`~bayesrank.learning.FitResult` of hyperparameter learning (its
+            ``trace`` and ``converged`` flag), or ``None`` when the prior was kept as given.
+    """
 
     prior: XPGP
     problem: PreferenceProblem
-    graphs: tuple
     result: ep.EPPosterior
+    learning: object | None = None
 
     @property
     def mean(self) -> jax.Array:
@@ -47,30 +61,16 @@ class Posterior:
     def log_evidence(self) -> jax.Array:
         return self.result.log_evidence
 
-    def predict_pairs(self, pairs) -> PairPrediction:
-        """P(i > j | data) and the moments of ``xi_hat_i - xi_hat_j`` for ``pairs: (p, 2)``."""
-        pairs = np.asarray(pairs)
-        if pairs.ndim != 2 or pairs.shape[1] != 2:
-            raise ValueError(f"pairs must be (p, 2), got shape {pairs.shape}")
-        bad = np.argwhere((pairs < 0) | (pairs >= self.problem.n))
-        if bad.size:
-            r, c = bad[0]
-            raise ValueError(
-                f"pairs[{r}, {c}] = {pairs[r, c]} is not an entity index (n = {self.problem.n})"
-            )
-        return predict_pairs(self.mean, self.cov, jnp.asarray(pairs))
+    @property
+    def converged(self) -> bool:
+        """EP converged and, with hyperparameter learning, so did the learning."""
+        learned = True if self.learning is None else bool(np.all(self.learning.converged))
+        return bool(self.result.converged) and learned
 
-    def probability_matrix(self) -> jax.Array:
-        """``(n, n)`` matrix of P(i > j | data)."""
-        return probability_matrix(self.mean, self.cov)
-
-    def scores(self) -> tuple[jax.Array, jax.Array]:
-        """Posterior mean and variance of every entity's preference degree."""
-        return self.mean, jnp.diag(self.cov)
-
-    def rank(self) -> np.ndarray:
-        """Entity indices by decreasing posterior mean (ties by index)."""
-        return np.argsort(-np.asarray(self.mean), kind="stable")
+    @cached_property
+    def graphs(self) -> tuple:
+        """Each relation kernel's graph data for this problem (``prior.prepare``)."""
+        return self.prior.prepare(self.problem.relations)
 
     def components(self) -> ComponentPosterior:
         """Posterior of the attribute part, each relation part (and the entity effect)."""
@@ -90,13 +90,18 @@ class Posterior:
                 "the problem (without pairs) to predict them transductively"
             )
         X_new = np.asarray(X_new, dtype=np.float64)
-        scale = prior_weight_scale(prior)
-        K_cross = scale * prior.attribute(self.problem.X, X_new)
-        K_new = scale * prior.attribute(X_new)
-        if prior.entity is not None:
-            K_new = K_new + prior.entity.scale**2 / (2 * prior.sigma**2) * jnp.eye(len(X_new))
-        return predict_new(
-            self.mean, self.cov, jnp.asarray(self.problem.pairs), self.result.sites, K_cross, K_new
+        if X_new.ndim != 2 or X_new.shape[1] != self.problem.X.shape[1]:
+            raise ValueError(
+                f"X_new must be (p, {self.problem.X.shape[1]}), got shape {X_new.shape}"
+            )
+        return _predict_new(
+            prior,
+            self.problem.X,
+            X_new,
+            self.mean,
+            self.cov,
+            self.problem.pairs,
+            self.result.sites,
         )
 
 
@@ -106,11 +111,21 @@ def prior_weight_scale(prior: XPGP) -> jax.Array:
     return w1**2 / (2 * prior.sigma**2)
 
 
+@jax.jit
+def _predict_new(prior: XPGP, X, X_new, mean, cov, pairs, sites):
+    scale = prior_weight_scale(prior)
+    K_cross = scale * prior.attribute(X, X_new)
+    K_new = scale * prior.attribute(X_new)
+    if prior.entity is not None:
+        K_new = K_new + prior.entity.scale**2 / (2 * prior.sigma**2) * jnp.eye(len(X_new))
+    return ep.predict_new(mean, cov, pairs, sites, K_cross, K_new)
+
+
 class XPGPModel:
     """XPGP prior + EP, optionally with hyperparameter learning (``bayesrank.learning``).
 
     Args:
-        prior: the :class:`~bayesrank.kernels.xpgp.XPGP` prior.
+        prior: the :class:`~bayesrank.kernels.xpgp.XPGP` prior (never modified).
         schedule, max_iter, tol, damping, precision: EP settings (see
             :func:`bayesrank.inference.ep.fit`; ``precision="mixed"`` is faster on a CPU from a
             cold start).
@@ -133,6 +148,11 @@ class XPGPModel:
         self.tol = tol
         self.damping = damping
 
+    def __repr__(self) -> str:
+        return (
+            f"XPGPModel({self.prior!r}, schedule={self.schedule!r}, precision={self.precision!r})"
+        )
+
     def covariance(self, problem: PreferenceProblem) -> tuple[jax.Array, tuple]:
         """The prior covariance ``K: (n, n)`` of the problem and the prepared graph data."""
         graphs = self.prior.prepare(problem.relations)
@@ -151,26 +171,92 @@ class XPGPModel:
 
         ``learn_hyperparameters``: ``True`` or ``"em"`` (EM-EP), ``"evidence"`` (evidence
         maximisation), or ``False`` (keep the prior as given). ``learning_options`` go to
-        :func:`bayesrank.learning.fit_hyperparameters`. The fitted prior becomes ``self.prior``
-        and is the posterior's ``prior``.
+        :func:`bayesrank.learning.fit_hyperparameters`. The fitted prior is the posterior's
+        ``prior`` and the learning result its ``learning``; ``self.prior`` stays as it was.
         """
+        if not isinstance(problem, PreferenceProblem):
+            raise ValueError(
+                f"problem must be a PreferenceProblem (PreferenceProblem.create), got "
+                f"{type(problem).__name__}"
+            )
+        prior, learning = self.prior, None
         if learn_hyperparameters:
             from .learning import fit_hyperparameters
 
             method = "em" if learn_hyperparameters is True else learn_hyperparameters
-            fitted = fit_hyperparameters(self.prior, [problem], method=method, **learning_options)
-            self.prior = fitted.prior
-        K, graphs = self.covariance(problem)
-        with one_blas_thread():  # bayesrank.threads: XLA's and BLAS's thread pools contend
-            result = ep.fit(
-                K,
-                jnp.asarray(problem.pairs),
+            learning = fit_hyperparameters(prior, [problem], method=method, **learning_options)
+            prior = learning.prior
+        with one_blas_thread():  # bayesrank.runtime: XLA's and BLAS's thread pools contend
+            result = _fit_problem(
+                prior,
+                problem,
+                sites,
+                schedule=self.schedule,
                 max_iter=self.max_iter,
                 tol=self.tol,
                 damping=self.damping,
-                schedule=self.schedule,
-                sites=sites,
                 precision=self.precision,
             )
-            jax.block_until_ready(result)
-        return Posterior(self.prior, problem, graphs, result)
+        return Posterior(prior, problem, result, learning)
+
+
+def _fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings) -> ep.EPPosterior:
+    """EP on ``problem`` under ``prior``, padded to size buckets, in one jitted call."""
+    ep.check_settings(settings["schedule"], settings["precision"], settings["damping"])
+    n, m = problem.n, len(problem.pairs)
+    N, M = bucket_size(n), bucket_size(m)
+    dtype = jnp.result_type(float)
+    relations = []
+    for W in problem.relations:
+        padded = np.zeros((N, N))
+        padded[:n, :n] = W
+        relations.append(padded)
+    graphs = prior.prepare(relations)
+    X = None
+    if problem.X is not None:
+        X = np.zeros((N, problem.X.shape[1]), dtype)
+        X[:n] = problem.X
+    mask = np.arange(N) < n
+    pairs = np.tile(np.array([0, 1], np.int64), (M, 1))
+    pairs[:m] = problem.pairs
+    pair_mask = np.arange(M) < m
+    if sites is not None:
+        sites = ep.Sites(*(np.pad(np.asarray(s, dtype), (0, M - m)) for s in sites))
+    tol = ep.default_tol(dtype) if settings["tol"] is None else settings["tol"]
+    result = _fit_jit(
+        _as_arrays(prior, dtype),
+        X,
+        graphs,
+        mask,
+        pairs,
+        pair_mask,
+        sites,
+        np.asarray(settings["max_iter"], np.int32),
+        np.asarray(tol, dtype),
+        np.asarray(settings["damping"], dtype),
+        schedule=settings["schedule"],
+        precision=settings["precision"],
+    )
+    return ep.unpad_posterior(jax.device_get(result), n, m)
+
+
+def _as_arrays(tree, dtype):
+    """Python-number leaves as arrays of ``dtype``, so every call traces the same types."""
+    return jax.tree_util.tree_map(
+        lambda x: np.asarray(x, dtype) if isinstance(x, float | int) else x, tree
+    )
+
+
+@partial(jax.jit, static_argnames=("schedule", "precision"))
+def _fit_jit(prior, X, graphs, mask, pairs, pair_mask, sites, max_iter, tol, damping, **static):
+    K = prior.covariance(X, graphs, mask)
+    return ep.fit_core(
+        K,
+        pairs,
+        pair_mask=pair_mask,
+        sites=sites,
+        max_iter=max_iter,
+        tol=tol,
+        damping=damping,
+        **static,
+    )

@@ -25,12 +25,15 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax.scipy.special import log_ndtr
 
-from .inference.ep import Sites, site_precision
 from .likelihoods import pair_probability
 
 __all__ = [
     "PairPrediction",
+    "draw_entity_scores",
+    "draw_pair_predictions",
+    "draw_probability_matrix",
     "entity_scores",
     "predict_new",
     "predict_pairs",
@@ -70,22 +73,58 @@ def entity_scores(mean: jax.Array, cov: jax.Array) -> tuple[jax.Array, jax.Array
 def predict_new(
     mean: jax.Array,
     cov: jax.Array,
-    pairs: jax.Array,
-    sites: Sites,
+    site_precision: jax.Array,
+    site_shift: jax.Array,
     K_cross: jax.Array,
     K_new: jax.Array,
-    pair_mask=None,
 ) -> tuple[jax.Array, jax.Array]:
     """Posterior ``(mean: (p,), cov: (p, p))`` of ``xi_hat`` at new entities (module docstring).
 
     Args:
         mean, cov: the EP posterior on the ``n`` training entities.
-        pairs, sites, pair_mask: the training pairs and their EP sites.
+        site_precision, site_shift: ``S: (n, n)`` and ``eta: (n,)`` of the training pairs' EP
+            sites (:func:`bayesrank.inference.ep.site_precision`).
         K_cross: ``(n, p)`` prior covariance between training and new entities.
         K_new: ``(p, p)`` prior covariance of the new entities.
     """
-    S, eta = site_precision(mean.shape[0], pairs, sites, pair_mask)
+    S, eta = site_precision, site_shift
     new_mean = K_cross.T @ (eta - S @ mean)
     middle = S - S @ cov @ S
     new_cov = K_new - K_cross.T @ middle @ K_cross
     return new_mean, 0.5 * (new_cov + new_cov.T)
+
+
+# --- Monte Carlo prediction from posterior draws (NUTS) ------------------------------------------
+
+
+def draw_pair_predictions(draws: jax.Array, pairs: jax.Array) -> PairPrediction:
+    """From draws ``(S, n)``: ``prob = mean_t Phi(d_t)``, ``delta_mean``, ``delta_var`` (ddof 0).
+
+    ``d_t = xi_i^(t) - xi_j^(t)`` for each row ``(i, j)`` of ``pairs: (p, 2)``; outputs ``(p,)``.
+    Under a Gaussian posterior ``E[Phi(d)] = Phi(delta_mu / sqrt(1 + delta_var))`` (Eq. 13-14):
+    the same quantity as :func:`predict_pairs`.
+    """
+    pairs = jnp.asarray(pairs)
+    d = draws[:, pairs[:, 0]] - draws[:, pairs[:, 1]]
+    return PairPrediction(
+        jnp.mean(jnp.exp(log_ndtr(d)), axis=0), jnp.mean(d, axis=0), jnp.var(d, axis=0)
+    )
+
+
+def draw_probability_matrix(draws: jax.Array) -> jax.Array:
+    """``P[i, j] = mean_t Phi(xi_i^(t) - xi_j^(t))``: ``(n, n)``, accumulated over draws ``(S, n)``.
+
+    A ``lax.scan`` over draws keeps memory at ``O(n^2)`` rather than ``O(S n^2)``.
+    """
+    n = draws.shape[-1]
+
+    def add(total, xi):
+        return total + jnp.exp(log_ndtr(xi[:, None] - xi[None, :])), None
+
+    total, _ = jax.lax.scan(add, jnp.zeros((n, n), draws.dtype), draws)
+    return total / draws.shape[0]
+
+
+def draw_entity_scores(draws: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Posterior mean and variance (ddof 0) of each entity's degree: ``(n,)``, ``(n,)``."""
+    return jnp.mean(draws, axis=0), jnp.var(draws, axis=0)

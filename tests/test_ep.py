@@ -343,28 +343,3 @@ def test_adaptive_damping_rescues_an_oscillating_parallel_ep():
     sequential = ep.fit(K, pairs, max_iter=300, tol=1e-9, schedule="sequential")
     assert bool(adaptive.converged) and bool(sequential.converged)
     np.testing.assert_allclose(adaptive.mean, sequential.mean, atol=1e-6 * scale**0.5)
-
-
-def test_prior_root_under_vmap_falls_back_only_where_needed():
-    """A batch mixing a singular Gram matrix (identical points) with regular ones: each root
-    satisfies ``M M^T = K`` (NumPy); the Cholesky roots equal the unbatched ones and NumPy's,
-    the fallback's gives the unbatched fallback's ``M M^T`` (a root of a singular matrix is not
-    unique: on a GPU, batched and unbatched ``eigh`` differ in its null space by 1e-9); nested
-    vmap agrees."""
-    rng = np.random.default_rng(11)
-    A = rng.normal(size=(2, 7, 7))
-    regular = A @ np.swapaxes(A, 1, 2) + np.eye(7)
-    singular = np.ones((7, 7))  # seven copies of one point: rank one, the Cholesky fails
-    assert not np.all(np.isfinite(jax.lax.linalg.cholesky(jnp.asarray(singular))))
-    batch = jnp.asarray(np.stack([regular[0], singular, regular[1]]))
-    roots = np.asarray(jax.jit(jax.vmap(ep.prior_root))(batch))
-    for b in range(3):
-        np.testing.assert_allclose(roots[b] @ roots[b].T, batch[b], atol=1e-12)
-        single = np.asarray(ep.prior_root(batch[b]))
-        if b == 1:
-            np.testing.assert_allclose(roots[b] @ roots[b].T, single @ single.T, atol=1e-14)
-        else:
-            np.testing.assert_allclose(roots[b], single, atol=1e-14)
-    np.testing.assert_allclose(roots[0], np.linalg.cholesky(regular[0]), atol=1e-12)
-    nested = jax.vmap(jax.vmap(ep.prior_root))(jnp.stack([batch, batch]))
-    np.testing.assert_allclose(nested[1], roots, atol=1e-14)

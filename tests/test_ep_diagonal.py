@@ -1,8 +1,7 @@
-"""EP's diagonal-prior path (``K`` given as its diagonal ``(n,)``) and its linear algebra.
+"""EP's diagonal-prior path (``K`` given as its diagonal ``(n,)``); its linear algebra is tested
+in ``test_linalg.py``.
 
 References share no code with the path under test:
-- the blocked triangular inverse and the triangular Gram product against NumPy's dense inverse
-  and product;
 - one pair: EP is exact, so the difference's posterior and ``log Z`` equal 1-D quadrature;
 - small problems: the naive dense NumPy EP of ``test_ep.py`` (imported, not re-implemented);
 - larger problems (``n > 128``, where the blocked inverse is used): the dense-``K`` path, whose
@@ -30,33 +29,6 @@ def random_pairs(rng, n, m):
     flip = rng.random(m) < 0.5
     a, b = iu[sel], ju[sel]
     return np.where(flip[:, None], np.stack([b, a], 1), np.stack([a, b], 1))
-
-
-@pytest.mark.parametrize("n", [5, 128, 129, 300, 1000, 1023])
-def test_blocked_triangular_inverse_against_numpy(n):
-    rng = np.random.default_rng(n)
-    A = rng.standard_normal((n, n))
-    L = np.linalg.cholesky(A @ A.T / n + np.eye(n))
-    got = np.asarray(jax.jit(ep._tril_inverse_t)(jnp.asarray(L)))
-    np.testing.assert_allclose(got, np.linalg.inv(L).T, atol=1e-12)
-    assert np.all(np.tril(got, -1) == 0.0)
-
-
-@pytest.mark.parametrize("n", [100, 300, 517])
-def test_triangular_gram_against_dense_product(n):
-    U = np.triu(np.random.default_rng(n).standard_normal((n, n)))
-    got = np.asarray(ep._gram(jnp.asarray(U), upper=True))
-    np.testing.assert_allclose(got, U @ U.T, atol=1e-11)
-
-
-@pytest.mark.parametrize("q", [64, 300])
-def test_triangular_products_against_dense(q):
-    rng = np.random.default_rng(q)
-    T = np.triu(rng.standard_normal((2, q, q)))
-    X = rng.standard_normal((2, 7, q))
-    Y = rng.standard_normal((2, q, 5))
-    np.testing.assert_allclose(ep._times_upper(X, T, min_size=32), X @ T, atol=1e-11)
-    np.testing.assert_allclose(ep._upper_times(T, Y, min_size=32), T @ Y, atol=1e-11)
 
 
 @pytest.mark.parametrize("schedule", ["sequential", "parallel"])

@@ -178,11 +178,19 @@ def test_size_buckets_give_the_unbucketed_fit():
 
 
 def test_model_fit_learns(sample_problems):
-    model = XPGPModel(XPGP(RBF(), (RegularizedLaplacian(),)))
+    """The fitted prior and the learning trace come back on the posterior; the model and the
+    prior it was given stay as they were (issue 17: a second problem fitted with the same
+    object must not start from, or centre its hyperprior on, the first one's fit)."""
+    prior = XPGP(RBF(), (RegularizedLaplacian(),))
+    model = XPGPModel(prior)
     posterior = model.fit(sample_problems[0], learn_hyperparameters="evidence", n_iter=5)
-    assert posterior.prior is model.prior
-    assert not np.allclose(np.asarray(model.prior.weights), 1.0)
+    assert model.prior is prior and prior.weights is None
+    assert posterior.prior is posterior.learning.prior
+    assert not np.allclose(np.asarray(posterior.prior.weights), 1.0)
     assert np.isfinite(float(posterior.log_evidence))
+    assert len(posterior.learning.trace.objective) <= 5
+    again = model.fit(sample_problems[0], learn_hyperparameters="evidence", n_iter=5)
+    np.testing.assert_allclose(again.prior.weights, posterior.prior.weights, rtol=1e-12)
 
 
 def test_bad_options(sample_problems):

@@ -8,9 +8,10 @@ from scipy import integrate, stats
 
 from bayesrank.data.problem import PreferenceProblem
 from bayesrank.inference import ep
+from bayesrank.inference.ep import predict_new
 from bayesrank.kernels import RBF, XPGP, HiddenCommonCause, RegularizedLaplacian
 from bayesrank.model import XPGPModel
-from bayesrank.predict import predict_new, predict_pairs, probability_matrix
+from bayesrank.predict import predict_pairs, probability_matrix
 
 pytestmark = pytest.mark.skipif(not jax.config.jax_enable_x64, reason="float64 references")
 

@@ -1,9 +1,9 @@
-"""Posterior inference: EP with two-dimensional sites (``ep``) and NUTS in NumPyro (``nuts``).
+"""Posterior inference: EP with two-dimensional sites (``ep``) and NUTS in NumPyro (``nuts``),
+behind one prediction face (``posterior``).
 
-``nuts`` is not imported here (it imports :mod:`bayesrank.predict`, which imports ``ep``);
-``from bayesrank.inference import nuts`` loads it.
+``nuts`` is not imported here (it loads NumPyro); ``from bayesrank.inference import nuts`` does.
 """
 
-from . import ep
+from . import ep, posterior
 
-__all__ = ["ep", "nuts"]
+__all__ = ["ep", "nuts", "posterior"]

@@ -58,8 +58,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import log_ndtr
 
-from ..predict import PairPrediction
-from .ep import psd_root
+from ..linalg import psd_root
+from ..predict import draw_entity_scores as entity_scores
+from ..predict import draw_pair_predictions as predict_pairs
+from ..predict import draw_probability_matrix as probability_matrix
+from .posterior import SamplePosterior
 
 __all__ = [
     "NUTSDiagnostics",
@@ -269,76 +272,27 @@ class NUTSDiagnostics(NamedTuple):
     hyper_ess: dict
 
 
-class NUTSPosterior(NamedTuple):
-    """Posterior draws of ``xi_hat`` for one problem, with the EP posterior's interface.
-
-    ``samples: (C, S, n)`` (chains, draws, entities); ``mean: (n,)`` and ``cov: (n, n)`` are the
-    sample moments over all ``C * S`` draws (``cov`` with ddof 0); ``hyper``: sampled
-    hyperparameters by name, constrained values ``(C, S, ...)`` (empty at fixed hyperparameters);
-    ``diagnostics``: :class:`NUTSDiagnostics`. ``mean`` and ``cov`` drop into the Gaussian
-    functions of :mod:`bayesrank.predict`; the methods below use the draws themselves.
-    """
-
+class _NUTSPosteriorFields(NamedTuple):
     samples: jax.Array
     mean: jax.Array
     cov: jax.Array
     hyper: dict
     diagnostics: NUTSDiagnostics
 
-    @property
-    def draws(self) -> jax.Array:
-        """All draws, chains concatenated: ``(C * S, n)``."""
-        return self.samples.reshape(-1, self.samples.shape[-1])
 
-    def predict_pairs(self, pairs) -> PairPrediction:
-        """Monte Carlo ``P(i > j | data)`` and moments of ``xi_i - xi_j`` for ``pairs: (p, 2)``."""
-        return predict_pairs(self.draws, _checked_pairs(pairs, self.samples.shape[-1]))
+class NUTSPosterior(_NUTSPosteriorFields, SamplePosterior):
+    """Posterior draws of ``xi_hat`` for one problem, with the EP posterior's interface.
 
-    def probability_matrix(self) -> jax.Array:
-        """``(n, n)`` matrix of Monte Carlo ``P(i > j | data)`` (diagonal 1/2)."""
-        return probability_matrix(self.draws)
-
-    def scores(self) -> tuple[jax.Array, jax.Array]:
-        """Posterior mean and variance of every entity's preference degree."""
-        return entity_scores(self.draws)
-
-    def rank(self) -> np.ndarray:
-        """Entity indices by decreasing posterior mean (ties by index)."""
-        return np.argsort(-np.asarray(self.mean), kind="stable")
-
-
-# --- prediction from draws ------------------------------------------------------------------------
-
-
-def predict_pairs(draws: jax.Array, pairs: jax.Array) -> PairPrediction:
-    """From draws ``(S, n)``: ``prob = mean_t Phi(d_t)``, ``delta_mean``, ``delta_var`` (ddof 0).
-
-    ``d_t = xi_i^(t) - xi_j^(t)`` for each row ``(i, j)`` of ``pairs: (p, 2)``; outputs ``(p,)``.
+    ``samples: (C, S, n)`` (chains, draws, entities); ``mean: (n,)`` and ``cov: (n, n)`` are the
+    sample moments over all ``C * S`` draws (``cov`` with ddof 0); ``hyper``: sampled
+    hyperparameters by name, constrained values ``(C, S, ...)`` (empty at fixed hyperparameters);
+    ``diagnostics``: :class:`NUTSDiagnostics`. ``mean`` and ``cov`` drop into the Gaussian
+    functions of :mod:`bayesrank.predict`; ``predict_pairs``, ``probability_matrix``, ``scores``
+    and ``rank`` (:class:`~bayesrank.inference.posterior.SamplePosterior`) use the draws
+    themselves: ``prob = (1/S) sum_t Phi(xi_i^(t) - xi_j^(t))``.
     """
-    pairs = jnp.asarray(pairs)
-    d = draws[:, pairs[:, 0]] - draws[:, pairs[:, 1]]
-    return PairPrediction(
-        jnp.mean(jnp.exp(log_ndtr(d)), axis=0), jnp.mean(d, axis=0), jnp.var(d, axis=0)
-    )
 
-
-def probability_matrix(draws: jax.Array) -> jax.Array:
-    """``P[i, j] = mean_t Phi(xi_i^(t) - xi_j^(t))``: ``(n, n)``, accumulated over draws ``(S, n)``.
-
-    A ``lax.scan`` over draws keeps memory at ``O(n^2)`` rather than ``O(S n^2)``.
-    """
-    n = draws.shape[-1]
-
-    def add(total, xi):
-        return total + jnp.exp(log_ndtr(xi[:, None] - xi[None, :])), None
-
-    total, _ = jax.lax.scan(add, jnp.zeros((n, n), draws.dtype), draws)
-    return total / draws.shape[0]
-
-
-def entity_scores(draws: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Posterior mean and variance (ddof 0) of each entity's degree: ``(n,)``, ``(n,)``."""
-    return jnp.mean(draws, axis=0), jnp.var(draws, axis=0)
+    __slots__ = ()
 
 
 # --- public entry points --------------------------------------------------------------------------
@@ -352,17 +306,6 @@ def _check_counts(num_warmup, num_samples, num_chains) -> None:
     ):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-
-
-def _checked_pairs(pairs, n: int) -> jax.Array:
-    pairs = np.asarray(pairs)  # prediction pairs may repeat or self-pair: only the range matters
-    if pairs.ndim != 2 or pairs.shape[1] != 2:
-        raise ValueError(f"pairs must be (p, 2), got shape {pairs.shape}")
-    bad = np.argwhere((pairs < 0) | (pairs >= n))
-    if bad.size:
-        r, c = bad[0]
-        raise ValueError(f"pairs[{r}, {c}] = {pairs[r, c]} is not an entity index (n = {n})")
-    return jnp.asarray(pairs)
 
 
 def _check_problem(K, pairs, pair_mask, batched: bool):

@@ -5,7 +5,7 @@ Reference: ``threadpoolctl.threadpool_info()``, which reads each loaded BLAS lib
 
 import pytest
 
-from bayesrank.threads import one_blas_thread
+from bayesrank.runtime import one_blas_thread
 
 threadpoolctl = pytest.importorskip("threadpoolctl")
 

@@ -1,0 +1,73 @@
+"""Expectation propagation with two-dimensional sites for the probit pair likelihood.
+
+Model (paper Sec. 4.1, DESIGN notation): ``xi_hat ~ N(0, K)``, observed pairs ``(i_s, j_s)`` with
+likelihood ``Phi(xi_hat_i - xi_hat_j)``. EP replaces each pair's likelihood by a Gaussian *site on
+the two entities it touches*, kept in natural parameters: rank one along ``[1, -1]``, which the
+paper's moment form (Eq. 7-12) cannot represent (its 2x2 precision is singular). The posterior is
+``q = N(mu, Sigma)``, ``Sigma = (K^-1 + S)^-1``; ``K`` is never inverted nor required to be
+positive definite.
+
+The package, one concept a module:
+
+- :mod:`.sites`: :class:`Sites`, moment matching, the sparse ``S = A^T diag(tau) A``;
+- :mod:`.factor`: the posterior from a root ``K = M M^T`` and ``B = I + M^T S M`` (eigenvalues
+  >= 1), :func:`posterior_moments`, :func:`posterior_from_sites`;
+- :mod:`.state`: :class:`EPState`, sequential and parallel sweeps, the damping rule;
+- :mod:`.acceleration`: Anderson mixing of parallel sweeps;
+- :mod:`.loop`: :func:`init` / :func:`step` (BlackJAX-style: a loop of ``step`` over the state is
+  the algorithm) and :func:`iterate`;
+- :mod:`.precision`: the float32-then-float64 wrapper;
+- :mod:`.run`: :func:`run`, ``iterate(init(...))`` with the wrappers;
+- :mod:`.evidence`: :func:`log_evidence` with its closed-form gradient in ``K``;
+- :mod:`.fit`: :func:`fit` (the core, and the validated, bucketed, jitted façade) and
+  :class:`EPPosterior`, which predicts (:mod:`bayesrank.inference.posterior`).
+
+Uninformative pairs: if the prior variance of ``d_s`` is zero (relative to ``K_ii + K_jj``, below
+100 machine epsilons), e.g. two documents with identical features under an attribute-only kernel,
+``d_s`` is 0 a.s. and the pair's likelihood is the constant ``Phi(0) = 1/2``. Such a pair keeps a
+zero site, contributes ``log Phi(m / sqrt(1 + v))`` (= log 1/2) to the evidence and is counted
+(``n_uninformative``). Add an entity effect (``kernels.Independent``) to tell duplicates apart.
+
+Numerical policy (counted in the diagnostics, never an exception or NaN): a site whose cavity
+variance would be non-positive keeps its old value for that sweep (``n_skipped``); a negative new
+site precision (impossible in exact arithmetic for this log-concave likelihood) is set to zero
+(``n_clipped``), which keeps ``S`` positive semi-definite and the posterior valid.
+"""
+
+from ...linalg import prior_root, psd_root
+from .evidence import log_evidence, pseudo_data_precision
+from .factor import posterior_from_sites, posterior_moments, predict_new
+from .fit import EPPosterior, check_settings, fit, fit_core, unpad_posterior, validate_problem
+from .loop import default_tol, init, iterate, step
+from .precision import MIXED_SWITCH
+from .run import run
+from .sites import Sites, informative_pairs, site_natural_parameters, site_precision
+from .state import MIN_DAMPING, EPState
+
+__all__ = [
+    "MIN_DAMPING",
+    "MIXED_SWITCH",
+    "EPPosterior",
+    "EPState",
+    "Sites",
+    "check_settings",
+    "default_tol",
+    "fit",
+    "fit_core",
+    "informative_pairs",
+    "init",
+    "iterate",
+    "log_evidence",
+    "posterior_from_sites",
+    "posterior_moments",
+    "predict_new",
+    "prior_root",
+    "psd_root",
+    "pseudo_data_precision",
+    "run",
+    "site_natural_parameters",
+    "site_precision",
+    "step",
+    "unpad_posterior",
+    "validate_problem",
+]

@@ -1,0 +1,121 @@
+"""EP as ``init`` / ``step`` on a state, and the loop that iterates ``step`` to convergence.
+
+``init`` decides the active pairs, factorises ``K`` once and (``accelerate=True``) starts the
+Anderson history; ``step`` is one sweep (plain, or Anderson-mixed where the state carries a
+history); :func:`iterate` repeats ``step`` in a ``lax.while_loop`` until no marginal mean or
+standard deviation moves by ``tol`` or more. A user's own loop over ``step`` (``lax.scan``,
+``fori_loop``) therefore runs exactly the sweeps that :func:`~bayesrank.inference.ep.run` runs:
+
+    state = ep.init(K, pairs, accelerate=True)
+    state = jax.lax.fori_loop(0, 30, lambda _, s: ep.step(s, pairs), state)
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from .acceleration import accelerated_step, empty_history
+from .sites import Sites
+from .state import SCHEDULES, EPState, active_pairs, init_plain, plain_step
+
+__all__ = ["default_tol", "init", "iterate", "step"]
+
+
+def default_tol(dtype) -> float:
+    """Convergence tolerance on marginal means and sds: 1e-6 (float64) or 1e-3 (float32).
+
+    In float32, round-off in ``S`` and ``B`` puts the fixed point's noise floor near 1e-3 on
+    problems with ~1e4 pairs.
+    """
+    return 1e-6 if jnp.finfo(dtype).bits == 64 else 1e-3
+
+
+def check_schedule(schedule: str, accelerate: bool = False) -> None:
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be 'sequential' or 'parallel', got {schedule!r}")
+    if accelerate and schedule != "parallel":
+        raise ValueError("accelerate=True needs schedule='parallel'")
+
+
+def init(
+    K, pairs, sites: Sites | None = None, pair_mask=None, *, damping=1.0, accelerate=False
+) -> EPState:
+    """Start EP from ``sites`` (a warm start) or from zero sites (the prior).
+
+    Args:
+        K: ``(n, n)`` prior covariance of ``xi_hat`` (padded entities already decoupled, e.g. by
+            :func:`~bayesrank.kernels.xpgp.mask_covariance`), or its diagonal ``(n,)`` for a
+            diagonal prior. Factorised here, once (:func:`bayesrank.linalg.prior_root`).
+        pairs: ``(m, 2)`` int, row ``(i, j)`` = *i preferred to j*.
+        sites: optional warm start; ``pair_mask: (m,)`` bool, False for padded pairs (zero site).
+        damping: the first sweep's step fraction in ``(0, 1]``.
+        accelerate: carry the Anderson history (:mod:`.acceleration`), so that :func:`step`
+            mixes each parallel sweep's sites with the two before.
+    """
+    state = init_plain(K, pairs, sites, pair_mask, damping=damping)
+    return with_history(state, accelerate)
+
+
+def with_history(state: EPState, accelerate: bool) -> EPState:
+    """``state`` with an empty Anderson history (``accelerate``) or none."""
+    if not accelerate:
+        return state._replace(history=None)
+    return state._replace(history=empty_history(state.sites.tau.shape[0], state.mean.dtype))
+
+
+def step(
+    state: EPState,
+    pairs,
+    *,
+    schedule: str = "parallel",
+    pair_mask=None,
+    adapt_damping: bool = True,
+    residual_tol=None,
+) -> EPState:
+    """One EP sweep over the state's active pairs, then a fresh factorisation of the posterior.
+
+    With ``adapt_damping`` the next sweep's damping is halved (down to ``MIN_DAMPING``, or the
+    current damping if that is lower) when this sweep's largest marginal change exceeds the
+    previous sweep's. A state that carries an Anderson history (``init(..., accelerate=True)``)
+    is stepped by an accelerated parallel sweep; ``residual_tol`` (accelerated states only) keeps
+    it unchanged, without refactorising, once the sweep's moment-matching residual is below it.
+    ``pair_mask`` restricts the sweep further (the state's own ``active`` pairs always apply).
+    """
+    pairs = jnp.asarray(pairs)
+    check_schedule(schedule, accelerate=state.history is not None)
+    mask = active_pairs(state, pairs, pair_mask)
+    if state.history is not None:
+        return accelerated_step(state, pairs, mask, adapt_damping, residual_tol)
+    if residual_tol is not None:
+        raise ValueError("residual_tol needs an accelerated state (init(..., accelerate=True))")
+    return plain_step(state, pairs, schedule, mask, adapt_damping)
+
+
+def iterate(
+    state: EPState,
+    pairs,
+    *,
+    tol,
+    max_iter,
+    schedule: str = "parallel",
+    adapt_damping: bool = True,
+    residual_tol=None,
+    cond=None,
+) -> EPState:
+    """:func:`step` in a ``lax.while_loop`` until the largest change of a marginal mean or sd
+    is below ``tol`` (both may be traced) or ``max_iter`` sweeps have been done in all.
+
+    ``cond(state) -> bool`` (optional) must also hold for the loop to go on.
+    """
+
+    def going(st):
+        on = (st.n_iter < max_iter) & ~(st.max_change < tol)
+        return on if cond is None else on & cond(st)
+
+    def body(st):
+        return step(
+            st, pairs, schedule=schedule, adapt_damping=adapt_damping, residual_tol=residual_tol
+        )
+
+    return jax.lax.while_loop(going, body, state)

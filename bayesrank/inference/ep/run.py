@@ -1,0 +1,89 @@
+"""``run``: EP from ``init`` to convergence, a builder over :func:`.loop.init` and
+:func:`.loop.step` with the acceleration and precision wrappers. Pure: jit, vmap and nest it."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from .loop import check_schedule, default_tol, init, iterate
+from .precision import check_precision, run_mixed
+from .sites import Sites
+from .state import EPState
+
+__all__ = ["run"]
+
+
+def is_traced(*values) -> bool:
+    """Whether any leaf of ``values`` is a JAX tracer (inside ``jit``, ``vmap`` or ``grad``)."""
+    return any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(values))
+
+
+def check_damping(damping) -> None:
+    """``damping`` in ``(0, 1]`` (checked where it is a concrete number, not a tracer)."""
+    if is_traced(damping):
+        return
+    if not 0.0 < float(damping) <= 1.0:
+        raise ValueError(f"damping must be in (0, 1], got {damping}")
+
+
+def run(
+    K,
+    pairs,
+    *,
+    max_iter: int = 100,
+    tol: float | None = None,
+    damping: float = 1.0,
+    adapt_damping: bool = True,
+    schedule: str = "parallel",
+    sites: Sites | None = None,
+    pair_mask=None,
+    precision: str = "full",
+    accelerate: bool = False,
+    residual_stop=False,
+) -> EPState:
+    """Iterate :func:`~bayesrank.inference.ep.step` until the marginals change by less than
+    ``tol`` or ``max_iter`` sweeps: ``iterate(init(K, pairs, ...), pairs, ...)``.
+
+    ``damping`` is the first sweep's step fraction; with ``adapt_damping`` it is halved whenever
+    the marginals' largest change grows (:mod:`.state`). The loop is a ``lax.while_loop``: use
+    :func:`~bayesrank.inference.ep.fit` (or :func:`~bayesrank.inference.ep.log_evidence`) to
+    differentiate. ``max_iter``, ``tol`` and ``damping`` may be traced.
+
+    ``precision="mixed"`` (float64 input): the first sweeps in float32 (:mod:`.precision`).
+
+    ``accelerate=True`` (parallel schedule): each sweep's new sites are Anderson-mixed with the
+    two before (:mod:`.acceleration`): the same fixed points in fewer sweeps where parallel EP
+    converges slowly and linearly, as at large kernel scales.
+
+    ``residual_stop`` (needs ``accelerate``; a bool, may be traced): also stop, before
+    refactorising, when a sweep's moment-matching residual is below ``tol`` (the largest change
+    an undamped new site would make to its own pair's marginal mean or sd; 0 at a fixed point).
+    The state returned is the one the residual was measured at. On problems of ``n = 1000`` the
+    entities' marginals then moved by 2-5 times the residual in the next sweep: this test stops
+    about one refactorisation sooner than the change in the marginals does.
+    """
+    check_schedule(schedule, accelerate)
+    check_precision(precision)
+    check_damping(damping)
+    if not accelerate and residual_stop is not False:
+        raise ValueError("residual_stop needs accelerate=True")
+    K = jnp.asarray(K)
+    pairs = jnp.asarray(pairs)
+    tol = default_tol(K.dtype) if tol is None else tol
+    residual_tol = None if residual_stop is False else jnp.where(residual_stop, tol, 0.0)
+    settings = dict(schedule=schedule, adapt_damping=adapt_damping, residual_tol=residual_tol)
+    if precision == "mixed" and jnp.finfo(K.dtype).bits == 64:
+        return run_mixed(
+            K,
+            pairs,
+            sites,
+            pair_mask,
+            tol=tol,
+            max_iter=max_iter,
+            damping=damping,
+            accelerate=accelerate,
+            **settings,
+        )
+    state = init(K, pairs, sites, pair_mask, damping=damping, accelerate=accelerate)
+    return iterate(state, pairs, tol=tol, max_iter=max_iter, **settings)

@@ -1,0 +1,174 @@
+"""One prediction face for every posterior: ``predict_pairs``, ``probability_matrix``, ``scores``,
+``rank``, whichever engine produced it.
+
+- :class:`GaussianPosterior`, for posteriors ``N(mean, cov)`` (EP, Laplace, the model's
+  :class:`~bayesrank.model.Posterior`): Eq. 13-14, ``P(i > j) = Phi(dmu / sqrt(1 + dvar))``;
+- :class:`SamplePosterior`, for posterior draws (NUTS): the Monte Carlo average of
+  ``Phi(xi_i - xi_j)`` over the draws, the same quantity.
+
+Both are mixins over a class that holds the arrays (a ``NamedTuple`` or a frozen dataclass); their
+methods are final. Arrays may carry a leading query axis (a batch fitted through
+:mod:`bayesrank.parallel` or :func:`~bayesrank.learning.fit_hyperparameters`): ``mean: (B, n)``,
+then ``pairs`` is ``(B, p, 2)`` (or ``(p, 2)`` for every query).
+
+Called on concrete arrays, the methods validate ``pairs`` (a ``ValueError`` names the row and
+value at fault), pad their number to a size bucket (:func:`bayesrank.data.batch.bucket_size`)
+and call a module-level jitted program, so test sets of different sizes share a bounded number
+of compiled programs. Under a user's ``jit`` / ``vmap`` (traced arrays) they are the plain
+functions of :mod:`bayesrank.predict`.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..data.batch import bucket_size
+from ..predict import (
+    PairPrediction,
+    draw_entity_scores,
+    draw_pair_predictions,
+    draw_probability_matrix,
+    predict_pairs,
+    probability_matrix,
+)
+
+__all__ = ["GaussianPosterior", "SamplePosterior"]
+
+
+def _traced(*values) -> bool:
+    return any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(values))
+
+
+def _check_pairs(pairs, n: int, batch: int | None) -> np.ndarray:
+    """Prediction pairs as int64 ``(p, 2)`` (or ``(B, p, 2)``), every index in ``[0, n)``.
+
+    Self-pairs and repeats are fine (``P(i > i) = 1/2``).
+    """
+    arr = np.asarray(pairs)
+    shapes = "(p, 2)" if batch is None else f"(p, 2) or ({batch}, p, 2)"
+    ok_rank = arr.ndim == 2 or (batch is not None and arr.ndim == 3 and arr.shape[0] == batch)
+    if not ok_rank or arr.shape[-1] != 2:
+        raise ValueError(f"pairs must be {shapes}, got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        if not np.issubdtype(arr.dtype, np.floating) or np.any(arr != np.round(arr)):
+            raise ValueError(f"pairs must hold integer entity indices, got dtype {arr.dtype}")
+    bad = np.argwhere((arr < 0) | (arr >= n))
+    if bad.size:
+        idx = tuple(int(v) for v in bad[0])
+        where = ", ".join(map(str, idx))
+        raise ValueError(f"pairs[{where}] = {arr[idx]} is not an entity index (n = {n})")
+    return arr.astype(np.int64)
+
+
+def _pad_pairs(pairs: np.ndarray) -> np.ndarray:
+    """Pairs padded along their ``p`` axis to ``bucket_size(p)`` with ``(0, 0)`` rows."""
+    p = pairs.shape[-2]
+    pad = [(0, 0)] * pairs.ndim
+    pad[-2] = (0, bucket_size(p) - p)
+    return np.pad(pairs, pad)
+
+
+def _unpad(prediction: PairPrediction, p: int) -> PairPrediction:
+    """The first ``p`` rows of each padded output, sliced on the host (no compiled slice)."""
+    return PairPrediction(*(jnp.asarray(np.asarray(x)[..., :p]) for x in prediction))
+
+
+@jax.jit
+def _gaussian_pairs(mean, cov, pairs):
+    if mean.ndim == 1:
+        return predict_pairs(mean, cov, pairs)
+    in_pairs = 0 if pairs.ndim == 3 else None
+    return jax.vmap(predict_pairs, in_axes=(0, 0, in_pairs))(mean, cov, pairs)
+
+
+@jax.jit
+def _gaussian_matrix(mean, cov):
+    if mean.ndim == 1:
+        return probability_matrix(mean, cov)
+    return jax.vmap(probability_matrix)(mean, cov)
+
+
+@jax.jit
+def _draw_pairs(draws, pairs):
+    return draw_pair_predictions(draws, pairs)
+
+
+_draw_matrix = jax.jit(draw_probability_matrix)
+
+
+class GaussianPosterior:
+    """Prediction from a Gaussian posterior ``N(mean, cov)`` of the preference degrees.
+
+    The class it is mixed into holds ``mean: (n,)`` and ``cov: (n, n)`` (or a leading query
+    axis ``B``).
+    """
+
+    __slots__ = ()
+
+    def predict_pairs(self, pairs) -> PairPrediction:
+        """``P(i > j | data)`` and the moments of ``xi_i - xi_j`` for each row of ``pairs``.
+
+        Eq. 13-14: ``prob = Phi(delta_mean / sqrt(1 + delta_var))``, ``delta_var = Sigma_ii +
+        Sigma_jj - 2 Sigma_ij`` (its square root is the uncertainty of the difference).
+        ``pairs: (p, 2)`` (or ``(B, p, 2)`` for a batch); outputs ``(p,)`` (or ``(B, p)``).
+        """
+        mean, cov = self.mean, self.cov
+        if _traced(mean, cov, pairs):
+            return _gaussian_pairs.__wrapped__(mean, cov, jnp.asarray(pairs))
+        batch = mean.shape[0] if jnp.ndim(mean) == 2 else None
+        checked = _check_pairs(pairs, jnp.shape(mean)[-1], batch)
+        padded = _gaussian_pairs(mean, cov, _pad_pairs(checked))
+        return _unpad(padded, checked.shape[-2])
+
+    def probability_matrix(self) -> jax.Array:
+        """``(n, n)`` matrix of ``P(i > j | data)`` (diagonal 1/2); ``(B, n, n)`` for a batch."""
+        if _traced(self.mean, self.cov):
+            return _gaussian_matrix.__wrapped__(self.mean, self.cov)
+        return _gaussian_matrix(self.mean, self.cov)
+
+    def scores(self) -> tuple[jax.Array, jax.Array]:
+        """Posterior mean and variance of every entity's preference degree."""
+        return self.mean, jnp.diagonal(self.cov, axis1=-2, axis2=-1)
+
+    def rank(self) -> np.ndarray:
+        """Entity indices by decreasing posterior mean (ties by index), per query for a batch."""
+        return np.argsort(-np.asarray(self.mean), axis=-1, kind="stable")
+
+
+class SamplePosterior:
+    """Prediction from posterior draws of the preference degrees (Monte Carlo).
+
+    The class it is mixed into holds ``samples: (C, S, n)`` (chains, draws, entities) and
+    ``mean: (n,)``.
+    """
+
+    __slots__ = ()
+
+    @property
+    def draws(self) -> jax.Array:
+        """All draws, chains concatenated: ``(C * S, n)``."""
+        return self.samples.reshape(-1, self.samples.shape[-1])
+
+    def predict_pairs(self, pairs) -> PairPrediction:
+        """Monte Carlo ``P(i > j | data) = mean_t Phi(xi_i^(t) - xi_j^(t))`` and the sample moments
+        of ``xi_i - xi_j`` (ddof 0) for ``pairs: (p, 2)``; outputs ``(p,)``."""
+        draws = self.draws
+        if _traced(draws, pairs):
+            return draw_pair_predictions(draws, jnp.asarray(pairs))
+        checked = _check_pairs(pairs, draws.shape[-1], None)
+        return _unpad(_draw_pairs(draws, _pad_pairs(checked)), checked.shape[0])
+
+    def probability_matrix(self) -> jax.Array:
+        """``(n, n)`` matrix of Monte Carlo ``P(i > j | data)`` (diagonal 1/2)."""
+        draws = self.draws
+        return draw_probability_matrix(draws) if _traced(draws) else _draw_matrix(draws)
+
+    def scores(self) -> tuple[jax.Array, jax.Array]:
+        """Posterior mean and variance (ddof 0) of every entity's preference degree."""
+        return draw_entity_scores(self.draws)
+
+    def rank(self) -> np.ndarray:
+        """Entity indices by decreasing posterior mean (ties by index)."""
+        return np.argsort(-np.asarray(self.mean), kind="stable")

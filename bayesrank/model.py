@@ -237,7 +237,7 @@ def _fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings) -> 
         schedule=settings["schedule"],
         precision=settings["precision"],
     )
-    return ep.unpad_posterior(jax.device_get(result), n, m)
+    return ep.unpad_posterior(result, n, m)
 
 
 def _as_arrays(tree, dtype):

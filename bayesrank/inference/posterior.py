@@ -63,16 +63,36 @@ def _check_pairs(pairs, n: int, batch: int | None) -> np.ndarray:
 
 
 def _pad_pairs(pairs: np.ndarray) -> np.ndarray:
-    """Pairs padded along their ``p`` axis to ``bucket_size(p)`` with ``(0, 0)`` rows."""
+    """Pairs padded along their ``p`` axis to ``bucket_size(p, 1)`` (a power of two, at least 8)
+    with ``(0, 0)`` rows: prediction costs O(p), so coarse buckets waste little and keep the
+    number of compiled programs to one per octave of test-set size."""
     p = pairs.shape[-2]
     pad = [(0, 0)] * pairs.ndim
-    pad[-2] = (0, bucket_size(p) - p)
+    pad[-2] = (0, bucket_size(p, per_octave=1) - p)
     return np.pad(pairs, pad)
 
 
+def _pad_entities(mean, cov):
+    """``mean: (..., n)`` and ``cov: (..., n, n)`` padded to ``bucket_size(n)`` entities on the
+    host (zero mean, unit variance, uncorrelated), so posteriors of similar sizes share the
+    compiled prediction program; unchanged where ``n`` is a bucket already."""
+    n = np.shape(mean)[-1]
+    N = bucket_size(n)
+    if N == n:
+        return mean, cov
+    mean, cov = np.asarray(mean), np.asarray(cov)
+    mean_pad = np.zeros((*mean.shape[:-1], N), mean.dtype)
+    mean_pad[..., :n] = mean
+    cov_pad = np.zeros((*cov.shape[:-2], N, N), cov.dtype)
+    cov_pad[..., :n, :n] = cov
+    cov_pad[..., np.arange(n, N), np.arange(n, N)] = 1.0
+    return mean_pad, cov_pad
+
+
 def _unpad(prediction: PairPrediction, p: int) -> PairPrediction:
-    """The first ``p`` rows of each padded output, sliced on the host (no compiled slice)."""
-    return PairPrediction(*(jnp.asarray(np.asarray(x)[..., :p]) for x in prediction))
+    """The first ``p`` rows of each padded output, sliced on the host and put back on the device
+    (``jax.device_put``: ``jnp.asarray`` of a host array compiles a program per shape)."""
+    return jax.device_put(PairPrediction(*(np.asarray(x)[..., :p] for x in prediction)))
 
 
 @jax.jit
@@ -119,6 +139,7 @@ class GaussianPosterior:
             return _gaussian_pairs.__wrapped__(mean, cov, jnp.asarray(pairs))
         batch = mean.shape[0] if jnp.ndim(mean) == 2 else None
         checked = _check_pairs(pairs, jnp.shape(mean)[-1], batch)
+        mean, cov = _pad_entities(mean, cov)
         padded = _gaussian_pairs(mean, cov, _pad_pairs(checked))
         return _unpad(padded, checked.shape[-2])
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from ...data.batch import bucket_size
 from ...data.pairs import validate_pairs
+from ...runtime import one_blas_thread
 from ..posterior import GaussianPosterior
 from .evidence import evidence_from_posterior
 from .factor import covariance, dense
@@ -177,7 +178,8 @@ def fit(
     )
     if is_traced(K, pairs, sites, pair_mask, max_iter, tol, damping, residual_stop):
         return fit_core(K, pairs, sites=sites, pair_mask=pair_mask, **options)
-    return _fit_eagerly(K, pairs, sites, pair_mask, **options)
+    with one_blas_thread():  # bayesrank.runtime: XLA's and BLAS's thread pools contend
+        return _fit_eagerly(K, pairs, sites, pair_mask, **options)
 
 
 def check_settings(
@@ -237,7 +239,7 @@ def _fit_eagerly(K, pairs, sites, pair_mask, **options) -> EPPosterior:
         adapt_damping=bool(options["adapt_damping"]),
         residual_stop=bool(options["residual_stop"]),
     )
-    return unpad_posterior(jax.device_get(result), n, m)
+    return unpad_posterior(result, n, m)
 
 
 @partial(
@@ -258,26 +260,17 @@ def _fit_jit(K, pairs, pair_mask, sites, max_iter, tol, damping, **static):
 
 
 def unpad_posterior(post: EPPosterior, n: int, m: int) -> EPPosterior:
-    """The real entities' and pairs' part of a padded result (host arrays, back on the device
-    without compiling a slicing program)."""
-    as_array = jnp.asarray
-    return post._replace(
-        mean=as_array(post.mean[:n]),
-        cov=as_array(post.cov[:n, :n]),
-        sites=Sites(as_array(post.sites.tau[:m]), as_array(post.sites.nu[:m])),
-        **{f: as_array(getattr(post, f)) for f in _SCALARS},
+    """The real entities' and pairs' part of a padded result, sliced on the host and put back on
+    the device (``jax.device_put``: ``jnp.asarray`` of a host array compiles a program per
+    shape, and a slice of a device array another)."""
+    post = jax.device_get(post)
+    return jax.device_put(
+        post._replace(
+            mean=post.mean[:n],
+            cov=post.cov[:n, :n],
+            sites=Sites(post.sites.tau[:m], post.sites.nu[:m]),
+        )
     )
-
-
-_SCALARS = (
-    "log_evidence",
-    "n_iter",
-    "converged",
-    "max_change",
-    "n_skipped",
-    "n_clipped",
-    "n_uninformative",
-)
 
 
 def validate_problem(K, pairs) -> None:

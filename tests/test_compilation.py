@@ -1,0 +1,79 @@
+"""The jit policy, by counting compilations (``tests/helpers.py``), never by timing.
+
+Every public façade runs module-level jitted programs at bucketed shapes: a second call with the
+same shapes compiles nothing, and a new problem whose sizes fall in the same buckets (a new random
+split of the same query) compiles nothing either.
+"""
+
+import jax
+import numpy as np
+from helpers import count_compilations
+
+from bayesrank import RBF, XPGP, Independent, PreferenceProblem, RegularizedLaplacian, XPGPModel
+from bayesrank.data.batch import bucket_size
+from bayesrank.inference import ep
+
+
+def random_problem(seed, n=40, m=80, d=3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    u = X[:, 0] + 0.3 * rng.normal(size=n)
+    i = rng.integers(0, n, m)
+    j = (i + rng.integers(1, n, m)) % n
+    pairs = np.where((u[i] > u[j])[:, None], np.c_[i, j], np.c_[j, i])
+    W = (rng.uniform(size=(n, n)) < 0.1).astype(float)
+    W = np.triu(W, 1) + np.triu(W, 1).T
+    return X, W, pairs
+
+
+def test_bucket_size_rounds_up_within_a_sixteenth():
+    for size in range(0, 3000, 7):
+        b = bucket_size(size)
+        assert b >= max(size, 8)
+        assert b - size <= max(8, size / 16)
+        assert bucket_size(b) == b  # a bucket is its own bucket
+
+
+def test_ep_fit_second_call_and_new_split_compile_nothing():
+    X, _, pairs = random_problem(0)
+    K = np.asarray(RBF(1.0, 0.7)(X)) + 0.1 * np.eye(len(X))
+    first = ep.fit(K, pairs)
+    with count_compilations() as n:
+        again = ep.fit(K, pairs)
+        other = ep.fit(K[:37, :37], random_problem(1, n=37, m=75)[2])  # same buckets (40, 80)
+        ep.fit(K, pairs, tol=1e-9, damping=0.7, max_iter=50)  # floats and limits are not static
+    assert n[0] == 0
+    np.testing.assert_array_equal(again.mean, first.mean)
+    assert other.mean.shape == (37,) and other.sites.tau.shape == (75,)
+
+
+def test_padded_fit_equals_the_core_on_the_unpadded_problem():
+    X, _, pairs = random_problem(2, n=37, m=75)
+    K = np.asarray(RBF(1.0, 0.7)(X)) + 0.1 * np.eye(len(X))
+    got = ep.fit(K, pairs, tol=1e-10)
+    ref = jax.jit(lambda K, p: ep.fit_core(K, p, tol=1e-10))(K, pairs)
+    tol = 1e-10 if jax.config.jax_enable_x64 else 1e-4
+    np.testing.assert_allclose(got.mean, ref.mean, atol=tol)
+    np.testing.assert_allclose(got.cov, ref.cov, atol=tol)
+    np.testing.assert_allclose(got.log_evidence, ref.log_evidence, rtol=tol)
+    assert int(got.n_iter) == int(ref.n_iter)
+
+
+def test_model_fit_and_prediction_compile_once_per_bucket():
+    prior = XPGP(
+        RBF(1.0, 0.7), (RegularizedLaplacian(),), np.array([1.0, 0.5]), entity=Independent(0.3)
+    )
+    X, W, pairs = random_problem(3)
+    model = XPGPModel(prior)
+    post = model.fit(PreferenceProblem.create(pairs, X=X, relations=[W]))
+    post.predict_pairs(pairs[:5])
+    with count_compilations() as n:
+        for seed in (4, 5, 6):  # new splits of similar size: the same buckets
+            X, W, pairs = random_problem(seed, n=34 + seed, m=72 + seed)
+            post = model.fit(PreferenceProblem.create(pairs, X=X, relations=[W]))
+            post.predict_pairs(pairs[:7])
+    assert n[0] == 0
+    with count_compilations() as n:  # test sets of every size up to 1000: one program an octave
+        for p in range(1, 1001, 13):
+            post.predict_pairs(np.zeros((p, 2), np.int64))
+    assert n[0] <= 7  # 8, 16, ..., 1024 (8 was compiled above)

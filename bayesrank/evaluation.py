@@ -1,7 +1,8 @@
 """Evaluate rankings of many queries the LETOR way: MAP, NDCG@k and P@k, per query and mean.
 
-A host-side wrapper: it pads the queries to one shape and runs
-:func:`bayesrank.metrics.letor_metrics` ``vmap``-ped over them in one compiled call. The mean over
+A host-side wrapper over :func:`bayesrank.parallel.letor_metrics`: the queries padded to
+bucketed shapes, :func:`bayesrank.metrics.letor_metrics` mapped over them in one compiled call
+(compiled once per bucket of sizes, not once per call). The mean over
 queries counts every query, including those without relevant documents (which score 0), as the
 official LETOR scripts do.
 """
@@ -10,12 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import jax
 import numpy as np
 
-from .data.batch import pad_stack
 from .data.letor import Query
-from .metrics import letor_metrics
+from .parallel import letor_metrics
 
 __all__ = ["evaluate_queries", "scores_by_query"]
 
@@ -48,10 +47,7 @@ def evaluate_queries(
     for q, s in zip(queries, scores, strict=True):
         if np.shape(s) != (q.n_docs,):
             raise ValueError(f"query {q.qid}: {np.shape(s)} scores for {q.n_docs} documents")
-    padded_scores, mask = pad_stack([np.asarray(s, dtype=np.float64) for s in scores])
-    padded_labels, _ = pad_stack([q.grades for q in queries])
-    batched = jax.jit(jax.vmap(letor_metrics, in_axes=(0, 0, 0, None)), static_argnums=3)
-    result = jax.device_get(batched(padded_scores, padded_labels, mask, max_k))
+    result = letor_metrics(scores, [q.grades for q in queries], max_k)
     per_query = []
     for b, q in enumerate(queries):
         row = {"qid": q.qid, "n_docs": q.n_docs, "MAP": float(result.map[b])}

@@ -63,7 +63,7 @@ from bayesrank.data.batch import stack_problems  # noqa: E402
 from bayesrank.data.problem import PreferenceProblem  # noqa: E402
 from bayesrank.inference import ep, nuts  # noqa: E402
 from bayesrank.kernels import RBF, XPGP, Independent, RegularizedLaplacian  # noqa: E402
-from bayesrank.learning import covariances, prepare_batch  # noqa: E402
+from bayesrank.parallel import covariances, prepare_batch  # noqa: E402
 from bayesrank.predict import predict_pairs  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

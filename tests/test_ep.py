@@ -231,7 +231,6 @@ def test_evidence_gradient_against_finite_differences_of_reconverged_evidence():
     np.testing.assert_allclose(grad, fd, rtol=1e-5)
 
 
-
 def dense_log_evidence(K, pairs, tau, nu):
     """Reference ``log Z_EP`` by dense inverses (the textbook formula; differentiable by jax)."""
     n, m = K.shape[0], len(pairs)

@@ -15,14 +15,12 @@ from bayesrank.data.batch import stack_problems
 from bayesrank.data.problem import PreferenceProblem
 from bayesrank.inference import ep
 from bayesrank.kernels import RBF, XPGP, Independent
-from bayesrank.learning import (
-    _backtrack,
-    _Config,
-    _jit_bucket_fisher,
-    _subsample,
-    fit_hyperparameters,
-    prepare_batch,
-)
+from bayesrank.learning import fit_hyperparameters
+from bayesrank.learning.bfgs import backtrack as _backtrack
+from bayesrank.learning.config import Config
+from bayesrank.learning.evidence import jit_bucket_fisher
+from bayesrank.learning.initialize import subsample as _subsample
+from bayesrank.parallel import prepare_batch
 
 pytestmark = pytest.mark.skipif(not jax.config.jax_enable_x64, reason="float64 references")
 
@@ -63,10 +61,10 @@ def test_fisher_information_against_numpy():
     names = ["kappa", "rho", "weights", "sigma", "s"]  # the leaves' order, checked below
     assert len(leaves) == len(names)
     flags = tuple(name not in ("kappa", "sigma") for name in names)
-    cfg = _Config(treedef, flags, "evidence", "bfgs", 0.05, 1, None, 100, None, "parallel", 1e-4, 1)
+    cfg = Config(treedef, flags, "evidence", "bfgs", 1, 100, "parallel", False)
     free = [x for x, f in zip(leaves, flags, strict=True) if f]
     fixed = [x for x, f in zip(leaves, flags, strict=True) if not f]
-    got = np.asarray(_jit_bucket_fisher(free, fixed, data, post, cfg))
+    got = np.asarray(jit_bucket_fisher(free, fixed, data, post, cfg=cfg))
 
     # NumPy: unconstrained u = (log rho, log w, log s) (rho's lower bound 1e-6 is kept)
     u0 = np.array([np.log(rho - 1e-6), np.log(w), np.log(s)])

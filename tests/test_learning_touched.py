@@ -1,4 +1,4 @@
-"""Evidence maximisation restricted to the entities that pairs touch (``learning.prepare_batch``).
+"""Evidence maximisation restricted to the entities that pairs touch (``parallel.prepare_batch``).
 
 References: a worked example of the renumbering; the EP evidence and its gradient on the whole
 problem (every entity, no restriction) by ``jax.value_and_grad``; EP run on the whole problem
@@ -10,11 +10,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bayesrank.data.batch import stack_problems
+from bayesrank.data.batch import stack_problems, touched_entities
 from bayesrank.data.problem import PreferenceProblem
 from bayesrank.inference import ep
 from bayesrank.kernels import RBF, XPGP, Independent, RegularizedLaplacian
-from bayesrank.learning import covariances, fit_hyperparameters, prepare_batch, touched_entities
+from bayesrank.learning import fit_hyperparameters
+from bayesrank.parallel import covariances, prepare_batch
 
 pytestmark = pytest.mark.skipif(not jax.config.jax_enable_x64, reason="float64 references")
 

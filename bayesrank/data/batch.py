@@ -11,7 +11,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["ProblemBatch", "bucket_size", "pad_stack", "stack_problems"]
+__all__ = [
+    "ProblemBatch",
+    "bucket_size",
+    "pad_stack",
+    "size_buckets",
+    "stack_problems",
+    "touched_entities",
+]
 
 #: Sizes up to this are padded to a multiple of it (the smallest bucket).
 MIN_BUCKET = 8
@@ -114,3 +121,51 @@ def stack_problems(problems, n_pad: int | None = None, m_pad: int | None = None)
         pair_mask[b, : len(p.pairs)] = True
         mask[b, : p.n] = True
     return ProblemBatch(X, tuple(relations), pairs, mask, pair_mask)
+
+
+def touched_entities(batch: ProblemBatch, size: int | None = None):
+    """The entities each query's real pairs touch, and the pairs renumbered among them.
+
+    Returns ``(entities: (B, t), entity_mask: (B, t), pairs: (B, m, 2))``: ``entities[b, k]``
+    is the ``k``-th touched entity of query ``b`` (ascending; padded slots 0, masked), and
+    ``pairs[b, s]`` the positions of pair ``s``'s entities in that list (padded pairs ``(0, 1)``).
+    ``t`` is ``size``, or the largest touched count (at least 2).
+    """
+    pairs, valid = np.asarray(batch.pairs), np.asarray(batch.pair_mask)
+    touched = [np.unique(p[v]) for p, v in zip(pairs, valid, strict=True)]
+    largest = max(2, max(len(t) for t in touched))
+    size = largest if size is None else size
+    if size < largest:
+        raise ValueError(f"size={size} is smaller than the most entities touched ({largest})")
+    entities = np.zeros((len(touched), size), np.int64)
+    entity_mask = np.zeros((len(touched), size), bool)
+    renumbered = np.tile(np.array([0, 1], np.int64), (*pairs.shape[:2], 1))
+    for b, t in enumerate(touched):
+        entities[b, : len(t)], entity_mask[b, : len(t)] = t, True
+        renumbered[b, valid[b]] = np.searchsorted(t, pairs[b, valid[b]])
+    return entities, entity_mask, renumbered
+
+
+def size_buckets(
+    problems, multiple: int = 64, touched: bool = False
+) -> list[tuple[np.ndarray, ProblemBatch, int]]:
+    """Group problems by size rounded up to ``multiple``: ``[(indices, padded batch, size)]``.
+
+    The size is the number of entities, or with ``touched`` the number that pairs touch (the
+    size EP runs at when restricted to them; the batch is then padded to its largest problem).
+    """
+    if multiple < 1:
+        raise ValueError(f"bucket must be a positive integer, got {multiple}")
+    counts = [len(np.unique(p.pairs)) if touched else p.n for p in problems]
+    groups: dict[int, list[int]] = {}
+    largest = max(2, max(counts))
+    for k, c in enumerate(counts):
+        groups.setdefault(min(largest, max(2, multiple * -(-c // multiple))), []).append(k)
+    return [
+        (
+            np.asarray(idx),
+            stack_problems([problems[k] for k in idx], n_pad=None if touched else size),
+            size,
+        )
+        for size, idx in sorted(groups.items())
+    ]

@@ -58,6 +58,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import log_ndtr
 
+from ..kernels.xpgp import default_trainable
 from ..linalg import psd_root
 from ..predict import draw_entity_scores as entity_scores
 from ..predict import draw_pair_predictions as predict_pairs
@@ -468,7 +469,7 @@ def sample_batch(
 
     Args:
         K: ``(B, n, n)`` prior covariances with padded entities decoupled
-            (:func:`bayesrank.learning.covariances` of a padded batch does that).
+            (:func:`bayesrank.parallel.covariances` of a padded batch does that).
         pairs: ``(B, m, 2)``; pair_mask: ``(B, m)`` bool (``ProblemBatch.pair_mask``).
         method: ``"vmap"`` (all queries' chains advance in lock step: the form for accelerators;
             each NUTS iteration waits for the longest trajectory in the batch) or ``"map"``
@@ -528,7 +529,7 @@ def sample_hyperparameters(
         pairs: ``(m, 2)``; X: ``(n, d)`` attributes or None; graphs: ``prior.prepare(relations)``;
         mask: ``(n,)`` bool entity mask or None; pair_mask: ``(m,)`` bool or None.
         trainable: a pytree of bools like ``prior`` (default
-            :func:`bayesrank.learning.default_trainable`: all but the confounded scales).
+            :func:`bayesrank.kernels.xpgp.default_trainable`: all but the confounded scales).
         hyperprior_scale: sd of the normal prior on each unconstrained hyperparameter (> 0).
         Other arguments as in :func:`sample`.
 
@@ -539,8 +540,6 @@ def sample_hyperparameters(
     if not hyperprior_scale > 0:
         raise ValueError(f"hyperprior_scale must be > 0, got {hyperprior_scale!r}")
     if trainable is None:
-        from ..learning import default_trainable
-
         trainable = default_trainable(prior)
     X = None if X is None else jnp.asarray(X)
     mask = None if mask is None else jnp.asarray(mask)

@@ -31,9 +31,31 @@ import jax.scipy.linalg as jsl
 
 from .attributes import Independent
 from .base import Kernel
-from .params import Positive, param, pytree_dataclass
+from .params import Positive, map_params, param, pytree_dataclass
 
-__all__ = ["XPGP", "ComponentPosterior", "component_posterior", "mask_covariance"]
+__all__ = [
+    "FROZEN_BY_DEFAULT",
+    "XPGP",
+    "ComponentPosterior",
+    "component_posterior",
+    "default_trainable",
+    "mask_covariance",
+]
+
+#: (class name, field) of the hyperparameters held fixed by default when fitting: the confounded
+#: scales (module docstring, identifiability).
+FROZEN_BY_DEFAULT = frozenset(
+    {("XPGP", "sigma"), ("RBF", "kappa"), ("ARD", "kappa"), ("RegularizedLaplacian", "beta")}
+)
+
+
+def default_trainable(prior):
+    """A pytree of bools like ``prior``: False for the confounded scales (``FROZEN_BY_DEFAULT``),
+    True for every other hyperparameter (mixing weights, lengthscales, ``iota``, diffusion
+    rates, the entity effect's scale)."""
+    return map_params(
+        prior, lambda owner, name, _c, _v: (type(owner).__name__, name) not in FROZEN_BY_DEFAULT
+    )
 
 
 def mask_covariance(K: jax.Array, mask: jax.Array | None) -> jax.Array:

@@ -1,0 +1,36 @@
+"""Hyperparameter learning for the XPGP prior: EM-EP and EP-evidence maximisation.
+
+The package, one concept a module:
+
+- :mod:`.config`: what is learned (``default_trainable``), the free/fixed split of the prior's
+  unconstrained values, the static ``Config`` and the traced ``Settings`` of a fit;
+- :mod:`.objectives`: the EM bound ``Q`` (Eq. 15-16), the EP evidence with its gradient, the
+  Fisher information, for a batch sharing ``theta`` and per query;
+- :mod:`.em`: EM-EP's E- and M-steps and the optax steps on the evidence, compiled;
+- :mod:`.evidence`: the compiled evidence programs bucket by bucket, summed on the host;
+- :mod:`.bfgs`: the host-driven BFGS, for many fits in lockstep (and why it is host-driven);
+- :mod:`.initialize`: the median heuristic, restarts with an explicit key, coarse subsets;
+- :mod:`.fit`: :func:`fit_hyperparameters`, the façade;
+- :mod:`.results`: :class:`FitResult` and :class:`Trace`.
+
+Optionally (``hyperprior_scale``, on by default) a log-normal hyperprior centred on the initial
+values, i.e. a normal prior of that standard deviation on each unconstrained value, turns the
+fit into MAP-II; it is what keeps a lengthscale from collapsing on a query with few informative
+pairs.
+"""
+
+from .config import FROZEN_BY_DEFAULT, default_trainable
+from .fit import fit_hyperparameters
+from .initialize import initialize
+from .objectives import expected_log_prior
+from .results import FitResult, Trace
+
+__all__ = [
+    "FROZEN_BY_DEFAULT",
+    "FitResult",
+    "Trace",
+    "default_trainable",
+    "expected_log_prior",
+    "fit_hyperparameters",
+    "initialize",
+]

@@ -1,0 +1,69 @@
+"""What is learned and how it is parameterised: trainable flags, the free/fixed split of the
+prior's unconstrained leaves, the fit's static configuration and its traced settings.
+
+Hyperparameters are optimised in unconstrained coordinates (:mod:`bayesrank.kernels.params`).
+The prior's unconstrained leaves are split into ``free`` (trainable) and ``fixed`` lists; a
+fit's static :class:`Config` (hashed by ``jit``: structure, flags, names and iteration limits)
+holds how to put them back together, and its :class:`Settings` (traced: floats are never static)
+the tolerances, the learning rate and the hyperprior's scale, so changing them compiles nothing.
+
+What is learned by default: every hyperparameter of the prior except the confounded scales
+(``FROZEN_BY_DEFAULT``): ``sigma``, the RBF / ARD amplitude ``kappa`` and the regularized
+Laplacian's ``beta`` (``docs/model.md``, identifiability).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from ..kernels.params import constrain
+from ..kernels.xpgp import FROZEN_BY_DEFAULT, default_trainable
+
+__all__ = ["FROZEN_BY_DEFAULT", "Config", "Settings", "default_trainable"]
+
+
+class Config(NamedTuple):
+    """A fit's static configuration (part of every compiled program's cache key)."""
+
+    treedef: Any  # of unconstrain(prior)
+    flags: tuple  # per leaf: trainable
+    method: str  # "em" or "evidence"
+    optimizer: Any  # "lbfgs", "adam", "bfgs" or an optax GradientTransformation
+    m_steps: int  # optimiser steps per M-step (EM)
+    ep_max_iter: int
+    schedule: str  # EP's schedule
+    hyperprior: bool  # a hyperprior on the unconstrained values (MAP-II)
+    single: bool = False  # one query: the steps' EP also stops on the sites' residual
+
+
+class Settings(NamedTuple):
+    """A fit's traced settings (arrays: changing them compiles nothing)."""
+
+    learning_rate: jax.Array  # Adam's step size
+    hyperprior_scale: jax.Array  # sd of the normal hyperprior on each unconstrained value
+    ep_tol: jax.Array  # EP's tolerance for E-steps and final posteriors
+    ep_step_tol: jax.Array  # EP's tolerance inside evidence steps (absolute and relative)
+
+
+def combine(free, fixed, cfg: Config):
+    """The constrained prior from its ``free`` and ``fixed`` unconstrained leaves."""
+    free, fixed = list(free), list(fixed)
+    leaves = [free.pop(0) if f else fixed.pop(0) for f in cfg.flags]
+    return constrain(jax.tree_util.tree_unflatten(cfg.treedef, leaves))
+
+
+def log_hyperprior(free, u0, cfg: Config, settings: Settings):
+    """``-1/2 sum ||u - u0||^2 / scale^2``: a normal prior on each free unconstrained value
+    centred on ``u0`` (a log-normal one on a positive scale); 0 without a hyperprior."""
+    if not cfg.hyperprior:
+        return 0.0
+    total = sum(jnp.sum((f - c) ** 2) for f, c in zip(free, u0, strict=True))
+    return -0.5 * total / settings.hyperprior_scale**2
+
+
+def finite_or_inf(value):
+    """Non-finite objective values become +inf, which a line search rejects."""
+    return jnp.where(jnp.isfinite(value), value, jnp.inf)

@@ -19,7 +19,7 @@ from hypothesis.extra import numpy as hnp
 
 import bayesrank
 from bayesrank.data import checks as C
-from bayesrank.data import pairs
+from bayesrank.data import graphs, pairs
 from bayesrank.data.problem import PreferenceProblem
 
 
@@ -46,6 +46,7 @@ def test_checks_is_layer_zero():
 
 def test_public_names_are_the_same_functions():
     assert bayesrank.validate_pairs is pairs.validate_pairs is C.check_pairs
+    assert graphs.validate_adjacency is C.check_adjacency
     assert pairs.PairSummary is C.PairSummary
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ._io import read_bytes
+from .checks import check_int
 
 __all__ = ["Query", "load_letor", "read_query_file", "read_scores"]
 
@@ -196,6 +197,7 @@ def load_letor(
             ``qid:``, a feature id out of range or repeated on a line, a non-integer label, an
             empty file, or a ``.query`` file whose sizes do not add up to the number of lines.
     """
+    n_features = check_int(n_features, "n_features", low=1, allow_none=True)
     path = Path(path)
     text = _read_text(path)
     lines: list[str] = []
@@ -207,8 +209,6 @@ def load_letor(
             linenos.append(lineno)
     if not lines:
         raise ValueError(f"{path}: empty file (no data lines)")
-    if n_features is not None and n_features < 1:
-        raise ValueError(f"n_features must be positive, got {n_features}")
 
     first_tokens = lines[0].split(None, 2)
     has_qid = len(first_tokens) > 1 and first_tokens[1].startswith("qid:")
@@ -315,6 +315,7 @@ def read_scores(path: str | os.PathLike, n_expected: int | None = None) -> np.nd
     Blank lines are not allowed between scores (each line belongs to one document); a trailing
     newline is fine. ``n_expected`` checks the count against the data file's number of documents.
     """
+    n_expected = check_int(n_expected, "n_expected", low=0, allow_none=True)
     path = Path(path)
     rows = _read_text(path).splitlines()
     while rows and not rows[-1].strip():

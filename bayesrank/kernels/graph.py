@@ -53,6 +53,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..data.checks import check_adjacency
 from .params import Positive, param, pytree_dataclass, static
 
 __all__ = [
@@ -98,9 +99,7 @@ def laplacian_spectrum(W, normalized: bool = False, *, validate: bool = True) ->
     (under ``jit`` / ``vmap``); bad ``W`` then is the caller's responsibility.
     """
     if validate:
-        from ..data.graphs import validate_adjacency
-
-        W = validate_adjacency(W)
+        W = check_adjacency(W)
     evals, evecs = jnp.linalg.eigh(laplacian(jnp.asarray(W), normalized))
     return LaplacianSpectrum(jnp.clip(evals, 0.0, None), evecs)
 
@@ -191,9 +190,7 @@ def hidden_common_cause(W, construction: str = "edge") -> np.ndarray:
         ``(n, n)`` float64 PSD matrix with unit diagonal on related entities and zero rows for
         isolated ones. It has no hyperparameters: its scale is the relation's mixing weight.
     """
-    from ..data.graphs import validate_adjacency
-
-    W = np.asarray(validate_adjacency(W), dtype=np.float64)
+    W = check_adjacency(W)
     n = W.shape[0]
     if construction == "edge":
         degree = W.sum(axis=1)

@@ -1,0 +1,154 @@
+"""The official LETOR measures of one query: NDCG@k, P@k, average precision (MAP).
+
+Conventions (gain, discount, ties, short queries) in :mod:`bayesrank.metrics`.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._common import _ftype, _positions, _safe_div, _static_int, _valid
+
+__all__ = ["LetorMetrics", "average_precision", "letor_metrics", "ndcg_at", "precision_at"]
+
+_SHORT_QUERY = ("letor", "truncate")
+
+
+class LetorMetrics(NamedTuple):
+    """The official LETOR measures of one query (see :func:`letor_metrics`)."""
+
+    map: jax.Array  #: ``()`` average precision (its mean over queries is MAP)
+    ndcg: jax.Array  #: ``(max_k,)`` NDCG@1 .. NDCG@max_k
+    precision: jax.Array  #: ``(max_k,)`` P@1 .. P@max_k
+
+
+def _check_short_query(short_query):
+    if short_query not in _SHORT_QUERY:
+        raise ValueError(f"short_query must be one of {_SHORT_QUERY}, got {short_query!r}")
+
+
+def _letor_curves(scores, labels, mask, relevant_threshold):
+    """Curves over positions 1..n of one query: NDCG, #relevant so far, and AP and #valid."""
+    scores, labels = jnp.asarray(scores), jnp.asarray(labels)
+    valid = _valid(labels, mask)
+    if labels.shape[0] == 0:  # a static empty query: one padded slot keeps indexing simple
+        scores, labels = jnp.zeros(1, scores.dtype), jnp.zeros(1, labels.dtype)
+        valid = jnp.zeros(1, bool)
+    dt = _ftype(scores, labels)
+    order, _ = _positions(scores, valid)
+    position = jnp.arange(1, order.shape[0] + 1, dtype=dt)
+    discount = jnp.log(jnp.asarray(2.0, dt)) / jnp.log(jnp.maximum(position, 2))
+    gain = jnp.where(valid, jnp.exp2(labels.astype(dt)) - 1, 0)
+    dcg = jnp.cumsum(gain[order] * discount)
+    ideal_dcg = jnp.cumsum(-jnp.sort(-gain) * discount)
+    ndcg = _safe_div(dcg, ideal_dcg, 0.0)
+    relevant = (valid & (labels >= relevant_threshold))[order]
+    hits = jnp.cumsum(relevant.astype(dt))
+    ap = _safe_div(jnp.sum(jnp.where(relevant, hits / position, 0)), hits[-1], 0.0)
+    return ndcg, hits, ap, jnp.sum(valid)
+
+
+def _at_cutoffs(ndcg, hits, n_valid, ks, short_query):
+    """NDCG@k and P@k for the static cut-offs ``ks``; the curves are flat past the valid items."""
+    idx = np.minimum(ks, ndcg.shape[0]) - 1
+    ndcg_k = ndcg[idx]
+    if short_query == "letor":
+        ndcg_k = jnp.where(ks <= n_valid, ndcg_k, 0)
+    return ndcg_k, hits[idx] / ks.astype(hits.dtype)
+
+
+def ndcg_at(scores, labels, k, mask=None, short_query="letor"):
+    """NDCG@k of one query, exactly as the official LETOR scripts (Eval-Score-3.0/4.0.pl).
+
+    ``DCG@k = sum_{p<=k} (2**label_p - 1) * d_p`` over the documents ranked by ``scores`` (ties by
+    index), with ``d_p = 1`` for p = 1, 2 and ``1 / log2(p)`` for p >= 3; NDCG@k = DCG@k divided
+    by the DCG@k of the labels sorted descending, and 0 when that ideal DCG@k is 0 (no relevant
+    document).
+
+    **Short queries (n < k), read this**: the official scripts compute NDCG only at positions 1..n
+    and average a per-query array in which the missing positions count 0, so with the default
+    ``short_query="letor"`` NDCG@k = 0 for every k > n, even for a perfect ranking. Pass
+    ``short_query="truncate"`` for the common alternative NDCG@k = NDCG@n for k > n.
+
+    The scripts' gain table covers the grades 0, 1, 2 of the LETOR 3.0/4.0 data; here any grade
+    l >= 0 gains ``2**l - 1`` (the script would give grades above 2 a gain of 0).
+
+    Args:
+      scores: ``(n,)`` predicted scores, higher is better.
+      labels: ``(n,)`` integer relevance grades >= 0.
+      k: static int >= 1, the cut-off.
+      mask: ``(n,)`` bool, True for real documents; None = all.
+      short_query: ``"letor"`` or ``"truncate"``, as above.
+
+    Returns:
+      ``()`` NDCG@k in [0, 1].
+    """
+    k = _static_int("k", k)
+    _check_short_query(short_query)
+    ndcg, hits, _, n_valid = _letor_curves(scores, labels, mask, 1)
+    return _at_cutoffs(ndcg, hits, n_valid, np.array([k]), short_query)[0][0]
+
+
+def precision_at(scores, labels, k, mask=None, relevant_threshold=1):
+    """P@k of one query as the LETOR 4.0 script: #relevant among the top k, divided by k.
+
+    A document is relevant when ``label >= relevant_threshold``. When the query has n < k
+    documents, the missing positions count as irrelevant: P@k = (#relevant among all n) / k (the
+    LETOR 4.0 script and the 2009 update of the 3.0 one; the first 3.0 script reported 0).
+
+    Args:
+      scores: ``(n,)`` predicted scores, higher is better (ties by index).
+      labels: ``(n,)`` relevance grades.
+      k: static int >= 1, the cut-off.
+      mask: ``(n,)`` bool, True for real documents; None = all.
+      relevant_threshold: the smallest relevant label.
+
+    Returns:
+      ``()`` P@k in [0, 1]; 0 when no document is relevant.
+    """
+    k = _static_int("k", k)
+    ndcg, hits, _, n_valid = _letor_curves(scores, labels, mask, relevant_threshold)
+    return _at_cutoffs(ndcg, hits, n_valid, np.array([k]), "letor")[1][0]
+
+
+def average_precision(scores, labels, mask=None, relevant_threshold=1):
+    """Average precision of one query (its mean over queries is LETOR's MAP).
+
+    ``AP = (1 / R) sum_{relevant positions p} (#relevant in the top p) / p`` over the documents
+    ranked by ``scores`` (ties by index), R = #relevant documents (``label >= relevant_threshold``).
+
+    Args:
+      scores: ``(n,)`` predicted scores; labels: ``(n,)`` relevance grades;
+      mask: ``(n,)`` bool, True for real documents; None = all.
+
+    Returns:
+      ``()`` AP in [0, 1]; 0 when no document is relevant.
+    """
+    return _letor_curves(scores, labels, mask, relevant_threshold)[2]
+
+
+def letor_metrics(scores, labels, mask=None, max_k=10, short_query="letor", relevant_threshold=1):
+    """All official LETOR measures of one query in one pass: AP, NDCG@1..max_k, P@1..max_k.
+
+    Same definitions as :func:`average_precision`, :func:`ndcg_at` (mind the short-query quirk:
+    NDCG@k = 0 for k > n by default) and :func:`precision_at`. For a collection, ``jax.vmap`` this
+    over padded queries and take the plain mean over all queries (the official mean counts every
+    query, those without relevant documents included).
+
+    Args:
+      scores: ``(n,)`` predicted scores; labels: ``(n,)`` integer grades >= 0;
+      mask: ``(n,)`` bool, True for real documents; None = all.
+      max_k: static int >= 1 (the LETOR 4.0 script reports 10).
+
+    Returns:
+      :class:`LetorMetrics` ``(map: (), ndcg: (max_k,), precision: (max_k,))``.
+    """
+    ks = np.arange(1, _static_int("max_k", max_k) + 1)
+    _check_short_query(short_query)
+    ndcg, hits, ap, n_valid = _letor_curves(scores, labels, mask, relevant_threshold)
+    ndcg_k, precision_k = _at_cutoffs(ndcg, hits, n_valid, ks, short_query)
+    return LetorMetrics(map=ap, ndcg=ndcg_k, precision=precision_k)

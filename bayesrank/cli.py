@@ -7,7 +7,9 @@ Subcommands:
         prediction file (one score per line) against a LETOR data file, LETOR 3.0 conventions.
 
 The CLI runs JAX in float64 (it sets ``jax_enable_x64`` for its own process) so that its metrics
-match the official Perl evaluation scripts to the last printed digit.
+match the official Perl evaluation scripts to the last printed digit, and keeps compiled programs
+in the persistent compilation cache (:func:`bayesrank.runtime.enable_compilation_cache`;
+``BAYESRANK_CACHE_DIR`` names the directory, ``off`` turns it off).
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     jax.config.update("jax_enable_x64", True)
     from .data.letor import load_letor, read_scores
     from .evaluation import evaluate_queries, scores_by_query
+    from .runtime import enable_compilation_cache
+
+    enable_compilation_cache()  # a second run loads its programs from disk (BAYESRANK_CACHE_DIR)
 
     queries = load_letor(args.data)
     scores = read_scores(args.scores, n_expected=sum(q.n_docs for q in queries))

@@ -28,18 +28,25 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .data.batch import ProblemBatch, bucket_size, pad_stack, touched_entities
+from .data.batch import ProblemBatch, bucket_size, pad_stack, stack_problems, touched_entities
+from .data.problem import PreferenceProblem
+from .inference import ep
 from .kernels.xpgp import XPGP, mask_covariance
 from .metrics import LetorMetrics
 from .metrics import letor_metrics as _letor_metrics_one
+from .runtime import one_blas_thread
 
 __all__ = [
     "PreparedBatch",
     "covariances",
+    "fit_ep",
     "letor_metrics",
     "map_queries",
+    "predict_pairs",
     "prepare_batch",
     "query_map_method",
+    "sample_nuts",
+    "size_groups",
 ]
 
 
@@ -142,6 +149,124 @@ def covariances(prior: XPGP, data: PreparedBatch) -> jax.Array:
 
 
 # --- collection façades ---------------------------------------------------------------------------
+
+
+def _check_problems(problems) -> list[PreferenceProblem]:
+    problems = list(problems)
+    if not problems:
+        raise ValueError("problems is empty: give at least one PreferenceProblem")
+    for k, p in enumerate(problems):
+        if not isinstance(p, PreferenceProblem):
+            raise ValueError(f"problems[{k}] must be a PreferenceProblem, got {type(p).__name__}")
+    return problems
+
+
+def size_groups(problems) -> list[tuple[np.ndarray, ProblemBatch]]:
+    """The problems grouped by their size bucket (entities and pairs), each group stacked at its
+    bucketed shape: ``[(indices, batch)]``. Problems of similar sizes share a group (and a
+    compiled program); EP's ``n^3`` never pays for a much larger query's padding."""
+    keys = [(bucket_size(p.n), bucket_size(len(p.pairs))) for p in problems]
+    groups: dict[tuple[int, int], list[int]] = {}
+    for k, key in enumerate(keys):
+        groups.setdefault(key, []).append(k)
+    out = []
+    for (n, m), idx in sorted(groups.items()):
+        rows = bucket_size(len(idx), per_octave=4)  # the number of queries is bucketed too
+        members = [problems[k] for k in idx]
+        batch = stack_problems(members + [members[-1]] * (rows - len(idx)), n_pad=n, m_pad=m)
+        out.append((np.asarray(idx), batch))
+    return out
+
+
+@partial(jax.jit, static_argnames=("schedule", "accelerate"))
+def _fit_ep_jit(prior, data: PreparedBatch, max_iter, tol, schedule, accelerate):
+    K = covariances(prior, data)
+
+    def one(K, pairs, pair_mask):
+        return ep.fit_core(
+            K,
+            pairs,
+            pair_mask=pair_mask,
+            max_iter=max_iter,
+            tol=tol,
+            schedule=schedule,
+            accelerate=accelerate,
+        )
+
+    return map_queries(one, K, data.pairs, data.pair_mask)
+
+
+def fit_ep(
+    prior: XPGP,
+    problems,
+    *,
+    max_iter: int = 200,
+    tol: float | None = None,
+    schedule: str = "parallel",
+    accelerate: bool = False,
+) -> list[ep.EPPosterior]:
+    """EP on every problem under one prior: one compiled call per size group
+    (:func:`size_groups`), the single-query EP mapped over its queries (:func:`map_queries`).
+
+    Returns one :class:`~bayesrank.inference.ep.EPPosterior` per problem, in order, over its own
+    entities and pairs (padding removed); each predicts (``predict_pairs``).
+    """
+    problems = _check_problems(problems)
+    ep.check_settings(schedule, "full", 1.0, accelerate)
+    dtype = jnp.result_type(float)
+    tol = ep.default_tol(dtype) if tol is None else tol
+    out: list = [None] * len(problems)
+    with one_blas_thread():
+        for idx, batch in size_groups(problems):
+            data = prepare_batch(prior, batch)
+            posts = jax.device_get(
+                _fit_ep_jit(
+                    prior,
+                    data,
+                    np.asarray(max_iter, np.int32),
+                    np.asarray(tol, dtype),
+                    schedule,
+                    accelerate,
+                )
+            )
+            for row, k in enumerate(idx):
+                one = jax.tree_util.tree_map(lambda x, row=row: x[row], posts)
+                out[k] = ep.unpad_posterior(one, problems[k].n, len(problems[k].pairs))
+    return out
+
+
+def predict_pairs(posteriors, pairs) -> list:
+    """Each posterior's ``predict_pairs`` on its own test pairs (``pairs[q]: (p_q, 2)``):
+    the shared prediction face, whose compiled programs are bucketed by size."""
+    if len(posteriors) != len(pairs):
+        raise ValueError(f"{len(posteriors)} posteriors but {len(pairs)} pair arrays")
+    return [post.predict_pairs(p) for post, p in zip(posteriors, pairs, strict=True)]
+
+
+def sample_nuts(key, prior: XPGP, problems, *, method: str | None = None, **options) -> list:
+    """NUTS at the prior's fixed hyperparameters for every problem: one compiled call per size
+    group, each query sampled with its own key (``jax.random.split(key, len(problems))``);
+    ``method`` as :func:`query_map_method`; ``options``: the sampler's settings
+    (:class:`~bayesrank.inference.nuts.NUTSSettings`). Returns one
+    :class:`~bayesrank.inference.nuts.NUTSPosterior` per problem over its own entities."""
+    from .inference import nuts  # NumPyro loads only when sampling is asked for
+
+    problems = _check_problems(problems)
+    keys = jax.random.split(key, len(problems))
+    out: list = [None] * len(problems)
+    for idx, batch in size_groups(problems):
+        K = np.asarray(covariances(prior, prepare_batch(prior, batch)))
+        posts = nuts.sample_each(
+            keys[np.concatenate([idx, np.repeat(idx[-1:], len(K) - len(idx))])],
+            K,
+            batch.pairs,
+            pair_mask=batch.pair_mask,
+            method=query_map_method(method),
+            **options,
+        )
+        for row, k in enumerate(idx):
+            out[k] = nuts.first_entities(posts[row], problems[k].n)
+    return out
 
 
 @partial(jax.jit, static_argnames=("max_k",))

@@ -63,24 +63,31 @@ def one_blas_thread():
         yield
 
 
-def default_cache_dir() -> Path:
-    """``$BAYESRANK_CACHE_DIR``, else ``$XDG_CACHE_HOME/bayesrank/jax`` (``~/.cache/...``)."""
+def default_cache_dir() -> Path | None:
+    """``$BAYESRANK_CACHE_DIR``, else ``$XDG_CACHE_HOME/bayesrank/jax`` (``~/.cache/...``);
+    ``None`` where ``BAYESRANK_CACHE_DIR=off``."""
+    if os.environ.get("BAYESRANK_CACHE_DIR") == "off":
+        return None
     if os.environ.get("BAYESRANK_CACHE_DIR"):
         return Path(os.environ["BAYESRANK_CACHE_DIR"])
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "bayesrank" / "jax"
 
 
-def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path:
+def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path | None:
     """Keep compiled programs on disk in ``path`` (default :func:`default_cache_dir`).
 
     Sets JAX's ``jax_compilation_cache_dir`` and caches every program however short its compile
     time (JAX's default skips those under a second, which on a small fit is most of them).
-    Returns the directory. Safe to call more than once; call it before the first compilation.
+    Returns the directory (``None``, doing nothing, where no ``path`` is given and
+    ``BAYESRANK_CACHE_DIR=off``). Safe to call more than once; call it before the first
+    compilation.
     """
     import jax
 
     directory = Path(path) if path is not None else default_cache_dir()
+    if directory is None:
+        return None
     directory.mkdir(parents=True, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(directory))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)

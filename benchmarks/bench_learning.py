@@ -78,6 +78,9 @@ def worker_bayesrank(n, m, held_out, method, repeats, device):
     import jax
 
     jax.config.update("jax_enable_x64", True)
+    from bayesrank.runtime import enable_compilation_cache
+
+    enable_compilation_cache()  # compiled programs kept on disk between runs
     import jax.numpy as jnp
 
     from bayesrank import ARD, XPGP, PreferenceProblem

@@ -38,6 +38,9 @@ if "--all-cpus" not in sys.argv and hasattr(os, "sched_setaffinity"):
 import jax
 
 jax.config.update("jax_enable_x64", True)
+from bayesrank.runtime import enable_compilation_cache  # noqa: E402
+
+enable_compilation_cache()  # compiled programs kept on disk between runs
 
 import numpy as np  # noqa: E402
 
@@ -115,14 +118,18 @@ def run_shared(problems, args):
         print(f"  shared fit: {calls[-1]:.1f} s", flush=True)
     seconds = calls[0]
     trace = np.asarray(fit.trace.log_evidence)
-    return assess(fit, problems, True), seconds, {
-        "rho": float(fit.prior.attribute.rho),
-        "w": np.asarray(fit.prior.weights).tolist(),
-        "entity_scale": float(fit.prior.entity.scale),
-        "log_evidence_trace": trace.tolist(),
-        "iterations": len(trace),
-        "seconds_per_call": calls,
-    }
+    return (
+        assess(fit, problems, True),
+        seconds,
+        {
+            "rho": float(fit.prior.attribute.rho),
+            "w": np.asarray(fit.prior.weights).tolist(),
+            "entity_scale": float(fit.prior.entity.scale),
+            "log_evidence_trace": trace.tolist(),
+            "iterations": len(trace),
+            "seconds_per_call": calls,
+        },
+    )
 
 
 def round_up(x, multiple):

@@ -42,6 +42,9 @@ from pathlib import Path
 import jax
 
 jax.config.update("jax_enable_x64", True)
+from bayesrank.runtime import enable_compilation_cache  # noqa: E402
+
+enable_compilation_cache()  # compiled programs kept on disk between runs
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402

@@ -12,6 +12,9 @@ import jax
 import pytest
 
 X64 = os.environ.get("BAYESRANK_TEST_X64", "1") != "0"
+# The command line turns the persistent compilation cache on; in the tests it would turn
+# compilations into cache loads and hide what the compile-count tests count.
+os.environ.setdefault("BAYESRANK_CACHE_DIR", "off")
 jax.config.update("jax_enable_x64", X64)
 
 #: Location of the third-party LETOR data beside the repository (CI has it there).

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..data.batch import bucket_size
+from ..data.checks import check_index_pairs
 from ..predict import (
     PairPrediction,
     draw_entity_scores,
@@ -42,24 +43,14 @@ def _traced(*values) -> bool:
 
 
 def _check_pairs(pairs, n: int, batch: int | None) -> np.ndarray:
-    """Prediction pairs as int64 ``(p, 2)`` (or ``(B, p, 2)``), every index in ``[0, n)``.
-
-    Self-pairs and repeats are fine (``P(i > i) = 1/2``).
-    """
-    arr = np.asarray(pairs)
-    shapes = "(p, 2)" if batch is None else f"(p, 2) or ({batch}, p, 2)"
-    ok_rank = arr.ndim == 2 or (batch is not None and arr.ndim == 3 and arr.shape[0] == batch)
-    if not ok_rank or arr.shape[-1] != 2:
-        raise ValueError(f"pairs must be {shapes}, got shape {arr.shape}")
-    if arr.size and not np.issubdtype(arr.dtype, np.integer):
-        if not np.issubdtype(arr.dtype, np.floating) or np.any(arr != np.round(arr)):
-            raise ValueError(f"pairs must hold integer entity indices, got dtype {arr.dtype}")
-    bad = np.argwhere((arr < 0) | (arr >= n))
-    if bad.size:
-        idx = tuple(int(v) for v in bad[0])
-        where = ", ".join(map(str, idx))
-        raise ValueError(f"pairs[{where}] = {arr[idx]} is not an entity index (n = {n})")
-    return arr.astype(np.int64)
+    """Prediction pairs as int64 ``(p, 2)`` (or ``(B, p, 2)``), every index in ``[0, n)``;
+    self-pairs and repeats are fine (``P(i > i) = 1/2``)."""
+    arr = np.asarray(pairs) if batch is not None else pairs
+    if batch is not None and np.ndim(arr) == 3:
+        if arr.shape[0] != batch:
+            raise ValueError(f"pairs must be (p, 2) or ({batch}, p, 2), got shape {arr.shape}")
+        return np.stack([check_index_pairs(a, n, name=f"pairs[{b}]") for b, a in enumerate(arr)])
+    return check_index_pairs(arr, n)
 
 
 def _pad_pairs(pairs: np.ndarray) -> np.ndarray:

@@ -20,39 +20,21 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
-from ..data.batch import ProblemBatch, bucket_size, size_buckets, stack_problems
+from ..data.batch import ProblemBatch
 from ..data.problem import PreferenceProblem
 from ..inference import ep
 from ..kernels.params import unconstrain
 from ..kernels.xpgp import XPGP
 from ..parallel import prepare_batch
 from ..runtime import one_blas_thread
-from . import bfgs
 from .config import Config, Settings, combine, default_trainable
-from .em import (
-    check_optimizer,
-    jit_e_step,
-    jit_e_step_per_query,
-    jit_evidence_step,
-    jit_evidence_step_per_query,
-    jit_m_step,
-    jit_m_step_per_query,
-    make_optimizer,
-)
-from .evidence import (
-    bucketed_evidence_step,
-    evaluate,
-    evaluate_per_query,
-    final_posteriors,
-    fisher,
-    moments,
-    precompile,
-    tolerances,
-)
+from .drive import drive
+from .em import check_optimizer
+from .evidence import final_posteriors, moments
 from .initialize import initialize, restart_points, subsample, with_weights
-from .results import Carry, FitResult, Trace
+from .layout import bucket_sites, gather_sites, layout, merge, one_query
+from .results import FitResult
 
 __all__ = ["fit_hyperparameters"]
 
@@ -77,44 +59,6 @@ def _check_options(o: dict) -> None:
     check_optimizer(o["optimizer"] or ("lbfgs" if o["method"] == "em" else "bfgs"), o["method"])
 
 
-def _one(batch: ProblemBatch, b: int) -> ProblemBatch:
-    return jax.tree_util.tree_map(lambda x: x[b : b + 1], batch)
-
-
-def _stack(problems) -> ProblemBatch:
-    """Problems padded to bucketed sizes (entities and pairs)."""
-    n = bucket_size(max(p.n for p in problems))
-    m = bucket_size(max(len(p.pairs) for p in problems))
-    return stack_problems(problems, n_pad=n, m_pad=m)
-
-
-def _restriction(batch: ProblemBatch, method: str) -> int | bool:
-    """The size EP is restricted to (evidence maximisation), from the sizes alone: a query's
-    pairs touch at most ``min(n, 2 m)`` entities, so ``bucket_size`` of the largest such bound
-    holds every split's touched entities; ``False`` where that saves nothing."""
-    if method != "evidence":
-        return False
-    n = batch.mask.sum(axis=1)
-    m = batch.pair_mask.sum(axis=1)
-    size = bucket_size(int(np.max(np.minimum(n, 2 * m))))
-    return size if size < batch.mask.shape[1] else False
-
-
-def _layout(problems, method, optimizer, per_query, bucket):
-    """``(batch, groups, restrict, per_query)``: the padded batch; size buckets of a shared fit
-    driven from the host (``None`` otherwise); EP's restriction; and whether each query gets its
-    own ``theta`` (``per_query``, or a single query)."""
-    batch = problems if isinstance(problems, ProblemBatch) else _stack(problems)
-    per_query = per_query or batch.pairs.shape[0] == 1
-    groups = None
-    host_driven = optimizer in (None, "adam", "bfgs")
-    shared_buckets = not per_query and method == "evidence" and host_driven
-    if shared_buckets and bucket is not None and not isinstance(problems, ProblemBatch):
-        groups = size_buckets(problems, bucket, touched=True)
-    restrict = False if groups is not None else _restriction(batch, method)
-    return batch, groups, restrict, per_query
-
-
 def _leaves(prior, trainable, dtype):
     leaves, treedef = jax.tree_util.tree_flatten(unconstrain(prior))
     flags = tuple(bool(f) for f in jax.tree_util.tree_leaves(trainable))
@@ -132,49 +76,7 @@ def _starts(prior, batch, init, per_query):
         return with_weights(prior)
     if not per_query:
         return initialize(prior, batch)
-    return [initialize(prior, _one(batch, b)) for b in range(batch.pairs.shape[0])]
-
-
-def _bucket_sites(sites, data, groups, dtype) -> tuple:
-    """Starting sites per bucket, from ``sites = (tau, nu): (2, B, m)`` in the batch's order
-    (a warm start), or zero (the prior) when ``None``."""
-    if sites is None:
-        return tuple(
-            ep.Sites(np.zeros(d.pairs.shape[:2], dtype), np.zeros(d.pairs.shape[:2], dtype))
-            for d in data
-        )
-    rows = [slice(None)] if groups is None else [idx for idx, *_ in groups]
-    return tuple(
-        ep.Sites(*(np.asarray(s[r, : d.pairs.shape[1]], dtype) for s in sites))
-        for r, d in zip(rows, data, strict=True)
-    )
-
-
-def _gather_sites(sites, groups, shape) -> tuple[np.ndarray, np.ndarray]:
-    """Per-bucket sites back into host arrays ``(tau, nu)`` of ``shape = (B, m)`` in the
-    batch's order (zero-padded)."""
-    if groups is None:
-        return np.asarray(sites[0].tau), np.asarray(sites[0].nu)
-    dtype = sites[0].tau.dtype
-    tau, nu = np.zeros(shape, dtype), np.zeros(shape, dtype)
-    for (idx, *_), s in zip(groups, sites, strict=True):
-        mb = s.tau.shape[1]
-        tau[idx, :mb], nu[idx, :mb] = np.asarray(s.tau), np.asarray(s.nu)
-    return tau, nu
-
-
-def _merge(posts, groups, m: int) -> ep.EPPosterior:
-    """Per-bucket posteriors' sites and diagnostics back into one batch in the problems' order,
-    sites padded to ``m``; ``mean`` and ``cov`` are left ``None`` (every entity's moments come
-    from the merged sites)."""
-    B = sum(len(idx) for idx, *_ in groups)
-    tau, nu = _gather_sites(tuple(p.sites for p in posts), groups, (B, m))
-    names = [f for f in ep.EPPosterior._fields if f not in ("mean", "cov", "sites")]
-    rest = {f: np.zeros(B, getattr(posts[0], f).dtype) for f in names}
-    for (idx, *_), p in zip(groups, posts, strict=True):
-        for f in names:
-            rest[f][idx] = np.asarray(getattr(p, f))
-    return ep.EPPosterior(mean=None, cov=None, sites=ep.Sites(tau, nu), **rest)
+    return [initialize(prior, one_query(batch, b)) for b in range(batch.pairs.shape[0])]
 
 
 def _fit(
@@ -249,11 +151,11 @@ def _fit(
         if per_query:
             B = batch.pairs.shape[0]
             centre = [np.broadcast_to(x, (B, *x.shape)).copy() for x in centre]
-    sites = _bucket_sites(sites, data, groups, dtype)
+    sites = bucket_sites(sites, data, groups, dtype)
     best = None
     for point in [free, *restart_points(free, restarts, key, per_query)]:
         u0 = point if centre is None else centre
-        result = _drive(point, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress)
+        result = drive(point, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress)
         score = np.asarray(result[1].objective)[..., -1]
         if best is None:
             best = (score, result)
@@ -264,13 +166,11 @@ def _fit(
             best = (score, result)
     _, (carry, trace, converged) = best
     if not final:  # the fitted prior and the steps' sites (B, m) in the batch's order
-        return combine(carry.free, fixed, cfg), _gather_sites(
+        return combine(carry.free, fixed, cfg), gather_sites(
             carry.sites, groups, batch.pairs.shape[:2]
         )
     posteriors = final_posteriors(carry.free, fixed, data, carry.sites, cfg, settings, per_query)
-    posterior = (
-        posteriors[0] if groups is None else _merge(posteriors, groups, batch.pairs.shape[1])
-    )
+    posterior = posteriors[0] if groups is None else merge(posteriors, groups, batch.pairs.shape[1])
     if restrict is not False:  # every entity's moments, from the sites (no EP sweep)
         whole = prepare_batch(first, batch)
         mean, cov = moments(carry.free, fixed, whole, posterior.sites, cfg, per_query)
@@ -288,171 +188,6 @@ def _choose(better, new, old):
         return np.where(mask, a, b)
 
     return jax.tree_util.tree_map(pick, new, old)
-
-
-def _iterations(n_iter, cfg, progress):
-    """``range(n_iter)``, or a tqdm bar over it when ``progress`` (and tqdm) is there."""
-    if progress:
-        try:
-            from tqdm.auto import trange
-
-            return trange(n_iter, desc=f"fit ({cfg.method}, {cfg.optimizer})")
-        except ImportError:  # tqdm is optional
-            pass
-    return range(n_iter)
-
-
-def _report(iterations, evidence, k):
-    evidence = float(np.sum(evidence))
-    if hasattr(iterations, "set_postfix"):
-        iterations.set_postfix(log_evidence=evidence)
-    else:
-        print(f"iteration {k}: log evidence {evidence:.4f}")
-
-
-def _drive(free, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress):
-    """``(carry, trace, converged)`` of ``n_iter`` iterations from ``free`` (host-driven)."""
-    if cfg.optimizer == "bfgs":
-        return _drive_bfgs(free, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress)
-    per_query = cfg.single
-    opt_state = None
-    if cfg.method == "evidence":
-        init = make_optimizer(cfg, settings).init
-        opt_state = jax.vmap(init)(free) if per_query else init(free)
-    carry = Carry(free, sites, opt_state)
-    iterations = _iterations(n_iter, cfg, progress)
-    infos = []
-    for _ in iterations:
-        carry, trace = _step(carry, fixed, u0, data, cfg, settings)
-        infos.append(jax.device_get(trace))
-        if progress:
-            _report(iterations, trace.log_evidence, len(infos))
-    axis = 1 if per_query else 0  # (B, T, ...) per query
-    trace = jax.tree_util.tree_map(lambda *a: np.stack(a, axis=axis), *infos)
-    change = np.abs(trace.objective[..., -1] - trace.objective[..., -2]) if n_iter > 1 else None
-    converged = np.zeros(np.shape(trace.objective)[:-1], bool) if change is None else change < tol
-    return carry, jax.device_put(trace), converged
-
-
-def _step(carry, fixed, u0, data, cfg: Config, settings: Settings):
-    """One EM iteration (a jitted E-step, then a jitted M-step) or one optax evidence step."""
-    per_query = cfg.single
-    if cfg.method == "em":
-        e_step = jit_e_step_per_query if per_query else jit_e_step
-        m_step = jit_m_step_per_query if per_query else jit_m_step
-        post = e_step(carry, fixed, u0, data, cfg=cfg, settings=settings)
-        return m_step(carry, fixed, u0, data, post, cfg=cfg, settings=settings)
-    if per_query:
-        return jit_evidence_step_per_query(carry, fixed, u0, data, cfg=cfg, settings=settings)
-    if len(data) > 1 and not isinstance(cfg.optimizer, optax.GradientTransformation):
-        return bucketed_evidence_step(carry, fixed, u0, data, cfg, settings)
-    return jit_evidence_step(carry, fixed, u0, data, cfg=cfg, settings=settings)
-
-
-def _drive_bfgs(free, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress):
-    """BFGS (:mod:`.bfgs`) on every query's ``theta`` (per query) or on the shared one."""
-    per_query = cfg.single
-    dtype = free[0].dtype
-    lead = 1 if per_query else 0
-    shapes = [x.shape[lead:] for x in free]
-    sizes = [int(np.prod(s)) for s in shapes]
-    splits = np.cumsum(sizes)[:-1]
-
-    def flat(leaves) -> np.ndarray:  # (B, p) on the host; B = 1 for a shared theta
-        rows = len(leaves[0]) if per_query else 1
-        return np.concatenate([np.reshape(x, (rows, -1)) for x in leaves], axis=1)
-
-    def unflat(x):  # the free leaves of (B, p)
-        parts = np.split(np.asarray(x, dtype), splits, axis=1)
-        if per_query:
-            return [p.reshape(-1, *s) for p, s in zip(parts, shapes, strict=True)]
-        return [p[0].reshape(s) for p, s in zip(parts, shapes, strict=True)]
-
-    step_tol = tolerances(settings.ep_step_tol, dtype, relative=True)
-
-    def evaluate_at(x, sites) -> bfgs.Evaluation:
-        if per_query:
-            value, grad, posts = evaluate_per_query(unflat(x), fixed, data, sites, step_tol, cfg)
-            sweeps, ok = np.asarray(posts[0].n_iter), np.asarray(posts[0].converged)
-        else:
-            value, grad, posts = evaluate(unflat(x), fixed, data, sites, step_tol, cfg)
-            value = np.array([value])
-            sweeps = np.array([max(int(np.max(p.n_iter)) for p in posts)])
-            ok = np.array([all(bool(np.all(p.converged)) for p in posts)])
-        sites = tuple(p.sites for p in posts)
-        return bfgs.Evaluation(value, flat(grad), sites, sweeps, ok, posts)
-
-    def fisher_at(x, evaluation: bfgs.Evaluation) -> np.ndarray:
-        F = fisher(unflat(x), fixed, data, evaluation.posteriors, cfg, per_query)
-        return F.reshape(-1, x.shape[1], x.shape[1])
-
-    def select(current, new, accepted):
-        if not per_query:
-            return new if accepted[0] else current
-
-        def pick(a, b):
-            a, b = np.asarray(a), np.asarray(b)
-            return np.where(accepted.reshape(accepted.shape + (1,) * (a.ndim - 1)), b, a)
-
-        return jax.tree_util.tree_map(pick, current, new)
-
-    precompile(free, fixed, data, sites, step_tol, cfg, per_query)
-    iterations = _iterations(n_iter, cfg, progress)
-    report = (lambda k, evidence: _report(iterations, evidence, k)) if progress else None
-    precision = float(settings.hyperprior_scale) ** -2 if cfg.hyperprior else 0.0
-    result = bfgs.minimize(
-        evaluate_at,
-        fisher_at,
-        select,
-        flat(free),
-        sites,
-        flat(u0),
-        precision,
-        n_iter=n_iter,
-        tol=tol,
-        report=report,
-    )
-    trace = _bfgs_trace(result.rows, shapes, fixed, cfg, n_iter, dtype)
-    carry = Carry(unflat(result.x), result.sites, None)
-    converged = result.converged if per_query else bool(result.converged[0])
-    return carry, trace, converged
-
-
-def _bfgs_trace(rows, shapes, fixed, cfg, n_iter, dtype) -> Trace:
-    """The per-iteration rows of each fit as a :class:`Trace`: ``(T, ...)`` for a shared fit,
-    ``(B, T, ...)`` per query, a fit that stopped early repeating its last (converged) entry.
-
-    The parameters are computed at the fixed length ``n_iter`` (one compiled ``constrain`` per
-    configuration, whatever the number of iterations), then cut to the longest fit's length.
-    """
-    T = max(len(r) for r in rows)
-    padded = [r + [r[-1]] * (n_iter - len(r)) for r in rows]
-    columns = [np.stack([np.asarray([row[c] for row in r]) for r in padded]) for c in range(6)]
-    xs, evidence, before, after, sweeps, converged = columns  # (B, n_iter, ...)
-    B, R = xs.shape[0], xs.shape[0] * n_iter
-    splits = np.cumsum([int(np.prod(s)) for s in shapes])[:-1]
-    parts = np.split(xs.reshape(R, -1).astype(dtype), splits, axis=1)
-    free = [p.reshape(R, *s) for p, s in zip(parts, shapes, strict=True)]
-    if cfg.single:  # fixed values per query: each repeated for its n_iter rows
-        fixed = [np.repeat(np.asarray(x), n_iter, axis=0) for x in fixed]
-    else:
-        fixed = [np.broadcast_to(np.asarray(x), (R, *np.shape(x))) for x in fixed]
-    params = jax.device_get(_jit_combine(free, fixed, cfg=cfg))
-    params = jax.tree_util.tree_map(lambda a: a.reshape(B, n_iter, *a.shape[1:])[:, :T], params)
-    trace = Trace(
-        log_evidence=evidence[:, :T].astype(dtype),
-        objective=after[:, :T].astype(dtype),
-        objective_before=before[:, :T].astype(dtype),
-        params=params,
-        ep_iterations=sweeps[:, :T].astype(np.int32),
-        ep_converged=converged[:, :T].astype(bool),
-    )
-    if not cfg.single:
-        trace = jax.tree_util.tree_map(lambda a: a[0], trace)
-    return jax.device_put(trace)
-
-
-_jit_combine = jax.jit(combine, static_argnames=("cfg",))
 
 
 def fit_hyperparameters(
@@ -574,7 +309,7 @@ def fit_hyperparameters(
                     f"problems[{k}] must be a PreferenceProblem, got {type(p).__name__}"
                 )
     with one_blas_thread():  # bayesrank.runtime: XLA's and BLAS's thread pools contend
-        batch, groups, restrict, single = _layout(problems, method, optimizer, per_query, bucket)
+        batch, groups, restrict, single = layout(problems, method, optimizer, per_query, bucket)
         if coarse is None:
             result = _fit(prior, batch, groups, restrict, single, **options)
             return result if per_query or not single else _unbatched(result)
@@ -588,8 +323,8 @@ def fit_hyperparameters(
             result = _fit(prior, batch, groups, restrict, single, **options)
             return _unbatched(result) if single else result
         first = {**options, "init": False, "restarts": 0, "tol": 10 * tol, "progress": False}
-        layout = _layout(subsets, method, optimizer, per_query, bucket)
-        start, (tau, nu) = _fit(center, *layout, final=False, **first)
+        coarse_layout = layout(subsets, method, optimizer, per_query, bucket)
+        start, (tau, nu) = _fit(center, *coarse_layout, final=False, **first)
         # the full fit's EP starts from the coarse fit's sites on the pairs they share
         sites = np.zeros((2, *batch.pair_mask.shape), tau.dtype)
         for k, (b, inside) in enumerate(origins):

@@ -22,7 +22,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...data.batch import bucket_size
-from ...data.pairs import validate_pairs
+from ...data.checks import check_covariance, check_pair_mask, check_pairs
+from ...data.checks import check_pairs as validate_pairs
 from ...runtime import one_blas_thread
 from ..posterior import GaussianPosterior
 from .evidence import evidence_from_posterior
@@ -204,10 +205,10 @@ def _fit_eagerly(K, pairs, sites, pair_mask, **options) -> EPPosterior:
         options["residual_stop"],
     )
     K = np.asarray(K)
-    if not np.issubdtype(K.dtype, np.floating):
+    if K.dtype.kind in "iub":  # an integer K is a valid covariance: compute in floating point
         K = K.astype(jnp.result_type(float))
-    validate_problem(K, pairs)
-    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    K = check_covariance(K)
+    pairs = check_pairs(pairs, K.shape[0]).pairs
     n, m = K.shape[0], pairs.shape[0]
     N, M = bucket_size(n), bucket_size(m)
     if K.ndim == 1:
@@ -219,7 +220,7 @@ def _fit_eagerly(K, pairs, sites, pair_mask, **options) -> EPPosterior:
     pairs_pad = np.tile(np.array([0, 1], np.int64), (M, 1))
     pairs_pad[:m] = pairs
     mask_pad = np.zeros(M, bool)
-    mask_pad[:m] = True if pair_mask is None else np.asarray(pair_mask, bool).reshape(m)
+    mask_pad[:m] = check_pair_mask(pair_mask, (m,))
     sites_pad = None
     if sites is not None:
         sites_pad = Sites(*(np.pad(np.asarray(s, K.dtype), (0, M - m)) for s in sites))
@@ -274,25 +275,11 @@ def unpad_posterior(post: EPPosterior, n: int, m: int) -> EPPosterior:
 
 
 def validate_problem(K, pairs) -> None:
-    """Host-side checks before EP: ``K`` square, symmetric, finite; pairs in range, no self-pairs.
+    """Host-side checks before EP (:mod:`bayesrank.data.checks`): ``K`` square ``(n, n)`` or a
+    diagonal ``(n,)``, real, finite, symmetric, with a non-negative diagonal and no 2x2 minor
+    that breaks positive semi-definiteness; pairs integer, in range, no self-pairs.
 
     Raises ``ValueError`` naming the offending entry. (Inside compiled code nothing is checked.)
     """
-    K = np.asarray(K)
-    if K.ndim == 1:
-        bad = np.flatnonzero(~(np.isfinite(K) & (K >= 0)))
-        if bad.size:
-            raise ValueError(f"diagonal prior K[{bad[0]}] = {K[bad[0]]} is not finite and >= 0")
-        validate_pairs(pairs, K.shape[0])
-        return
-    if K.ndim != 2 or K.shape[0] != K.shape[1]:
-        raise ValueError(f"K must be square (n, n) or a diagonal (n,), got shape {K.shape}")
-    bad = np.argwhere(~np.isfinite(K))
-    if bad.size:
-        i, j = bad[0]
-        raise ValueError(f"K[{i}, {j}] = {K[i, j]} is not finite")
-    asym = np.abs(K - K.T) > 1e-8 * max(1.0, np.abs(K).max())
-    if asym.any():
-        i, j = np.argwhere(asym)[0]
-        raise ValueError(f"K is not symmetric: K[{i}, {j}] = {K[i, j]} but K[{j}, {i}] = {K[j, i]}")
+    K = check_covariance(K)
     validate_pairs(pairs, K.shape[0])

@@ -1,0 +1,64 @@
+"""Host-side validation at the library's boundary: one NumPy check per kind of input.
+
+Readers, public constructors and façades check their inputs here, once, before anything is traced
+or compiled (inside compiled code nothing is checked). Every check either returns the input in a
+canonical form (dtype and shape stated in its docstring) or raises ``ValueError`` with a message
+that names the argument, the offending index and its value, e.g.
+``pairs[3, 1] = 12 is not an entity index (n = 10): out of range [0, 10)``.
+
+Nothing is cast lossily: a float where an integer is expected is accepted only when it is whole
+(and never for an option such as ``n_rounds=2.5``); ``bool`` is not an integer; complex, string and
+object arrays are rejected rather than cast (NumPy would drop an imaginary part with a mere warning
+and parse strings as numbers).
+
+Two message dialects exist for pairs, both kept because they are published, tested contracts:
+:func:`check_pairs` (alias ``validate_pairs``) and :func:`check_pair_array` speak of *rows*
+(``pairs row 1: index 5 is out of range for n=5 entities``); the prediction and problem checks
+name the element (``pairs[1, 1] = 9 is not an entity index (n = 7): ...``).
+
+One module a kind of input (:mod:`.options`, :mod:`.arrays`, :mod:`.pairs`,
+:mod:`.covariance`); everything is imported from ``bayesrank.data.checks``. Layer 0: NumPy only.
+"""
+
+from .arrays import (
+    ADJACENCY_SYMMETRY_RTOL,
+    check_adjacency,
+    check_distinct,
+    check_features,
+    check_grades,
+    check_matrix,
+    check_query_ids,
+    check_ranking_data,
+)
+from .covariance import (
+    COVARIANCE_PSD_RTOL,
+    COVARIANCE_SYMMETRY_RTOL,
+    check_covariance,
+    check_problem,
+)
+from .options import check_bool, check_choice, check_float, check_int
+from .pairs import PairSummary, check_index_pairs, check_pair_array, check_pair_mask, check_pairs
+
+__all__ = [
+    "ADJACENCY_SYMMETRY_RTOL",
+    "COVARIANCE_PSD_RTOL",
+    "COVARIANCE_SYMMETRY_RTOL",
+    "PairSummary",
+    "check_adjacency",
+    "check_bool",
+    "check_choice",
+    "check_covariance",
+    "check_distinct",
+    "check_features",
+    "check_float",
+    "check_grades",
+    "check_index_pairs",
+    "check_int",
+    "check_matrix",
+    "check_pair_array",
+    "check_pair_mask",
+    "check_pairs",
+    "check_problem",
+    "check_query_ids",
+    "check_ranking_data",
+]

@@ -1,0 +1,173 @@
+"""Checks of arrays: matrices, relation graphs, attributes, grades and query ids."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+import numpy as np
+
+from ._format import _as_array, _at, _first, _show
+
+#: of arithmetic, so only rounding-level asymmetry is forgiven).
+ADJACENCY_SYMMETRY_RTOL = 1e-10
+
+
+def check_matrix(M, name: str = "M", *, square: bool = False, nonnegative: bool = False):
+    """A finite real matrix as a float64 copy: ``(n, p)``, or ``(n, n)`` with ``square``.
+
+    ``M``'s dtype must be bool, integer or floating (exactly representable as float64 for the
+    sizes that occur). With ``nonnegative``, negative entries are rejected.
+
+    Returns:
+        ``(n, p)`` float64, a new array (callers may write into it).
+
+    Raises:
+        ValueError: for a dtype that is not real, a shape that is not 2-D (or not square), or
+            naming the first (row-major) entry that is not finite (``V[1, 0] = nan is not
+            finite``) or negative (``A[0, 1] = -2.0 is negative``).
+    """
+    arr = np.array(_as_array(M, name, "biuf", "a real numeric array"), dtype=np.float64)
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, got shape {arr.shape}")
+    if square and arr.shape[0] != arr.shape[1]:
+        raise ValueError(f"{name} must be square (n, n), got shape {arr.shape}")
+    if (bad := _first(~np.isfinite(arr))) is not None:
+        raise ValueError(f"{name}{_at(bad)} = {_show(arr[bad])} is not finite")
+    if nonnegative and (bad := _first(arr < 0)) is not None:
+        raise ValueError(f"{name}{_at(bad)} = {_show(arr[bad])} is negative")
+    return arr
+
+
+def check_distinct(values: Sequence[Hashable], name: str = "nodes") -> dict[Hashable, int]:
+    """Distinct hashable ids (node labels, entity ids) -> their positions.
+
+    Ids are compared with ``==`` and hashing (``1`` and ``"1"`` differ, ``1`` and ``1.0`` do not).
+
+    Raises:
+        ValueError: ``nodes[2] = 1 repeats nodes[0]``.
+    """
+    index: dict[Hashable, int] = {}
+    for position, value in enumerate(values):
+        try:
+            earlier = index.get(value)
+        except TypeError:
+            raise ValueError(f"{name}[{position}] = {value!r} is not hashable") from None
+        if earlier is not None:
+            raise ValueError(f"{name}[{position}] = {value!r} repeats {name}[{earlier}]")
+        index[value] = position
+    return index
+
+
+def check_adjacency(W, name: str = "W") -> np.ndarray:
+    """Check a weighted undirected adjacency matrix and return it in canonical form.
+
+    Args:
+        W: ``(n, n)`` array-like (NumPy or JAX; bool, integer or floating): finite, non-negative,
+            symmetric up to ``|W[i, j] - W[j, i]| <= 1e-10 * max|W|``. ``n = 0`` is allowed.
+        name: what to call ``W`` in error messages.
+
+    Returns:
+        ``(n, n)`` float64 copy, exactly symmetric (``(W + W^T) / 2``), with the diagonal set to
+        zero: self-loops are dropped, not rejected (the Laplacian ``D - W`` ignores them anyway).
+
+    Raises:
+        ValueError: for a non-real dtype, a non-square or non-2-D input, or naming the first
+            index ``(i, j)`` and value that is not finite, negative, or differs from ``W[j, i]``.
+    """
+    W = check_matrix(W, name, square=True, nonnegative=True)
+    tolerance = ADJACENCY_SYMMETRY_RTOL * (float(W.max()) if W.size else 0.0)
+    if (bad := _first(np.abs(W - W.T) > tolerance)) is not None:
+        i, j = bad
+        raise ValueError(
+            f"{name} is not symmetric: {name}[{i}, {j}] = {_show(W[i, j])} but "
+            f"{name}[{j}, {i}] = {_show(W[j, i])}"
+        )
+    W = (W + W.T) / 2
+    np.fill_diagonal(W, 0.0)
+    return W
+
+
+def check_features(X, n_features: int | None = None, name: str = "X", n: int | None = None):
+    """Entity attributes as a finite float64 matrix.
+
+    Args:
+        X: ``(n, d)`` bool, integer or floating, ``d >= 1``.
+        n_features: the required ``d`` (e.g. what an estimator was fitted on), or None.
+        name: what to call ``X`` in error messages.
+        n: the required number of rows (entities), or None.
+
+    Returns:
+        ``(n, d)`` float64 (``X`` itself, not a copy, when it already is a float64 NumPy array).
+
+    Raises:
+        ValueError: for a non-real dtype, a shape that is not 2-D, no columns, the wrong number
+            of rows or features, or naming the first entry that is not finite
+            (``X[2, 1] = inf is not finite``).
+    """
+    X = np.asarray(_as_array(X, name, "biuf", "a real numeric array"), dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n, d), got shape {X.shape}")
+    if X.shape[1] == 0:
+        raise ValueError(f"{name} has shape {X.shape}: it needs at least one feature column")
+    if n is not None and X.shape[0] != n:
+        raise ValueError(f"{name} has {X.shape[0]} rows, expected n = {n} (one per entity)")
+    if (bad := _first(~np.isfinite(X))) is not None:
+        raise ValueError(f"{name}{_at(bad)} = {_show(X[bad])} is not finite")
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(f"{name} has {X.shape[1]} features; the model was fitted on {n_features}")
+    return X
+
+
+def check_grades(grades, n: int | None = None, name: str = "grades") -> np.ndarray:
+    """Relevance grades (or any per-entity real values) as a finite float64 vector.
+
+    Args:
+        grades: ``(n,)`` bool, integer or floating; ``n = 0`` is allowed.
+        n: the required length, or None.
+
+    Returns:
+        ``(n,)`` float64.
+
+    Raises:
+        ValueError: for a non-real dtype, a shape other than ``(n,)``, or naming the first
+            entry that is not finite (``grades[2] = nan is not finite``).
+    """
+    arr = np.asarray(_as_array(grades, name, "biuf", "a real numeric array"), dtype=np.float64)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if n is not None and arr.shape != (n,):
+        raise ValueError(f"{name} has shape {arr.shape}, expected ({n},): one value per row")
+    if (bad := _first(~np.isfinite(arr))) is not None:
+        raise ValueError(f"{name}{_at(bad)} = {_show(arr[bad])} is not finite")
+    return arr
+
+
+def check_query_ids(qid, n: int, name: str = "qid") -> np.ndarray:
+    """Query ids of ``n`` rows: ``(n,)`` of any dtype whose values hash (ints, strings).
+
+    Raises:
+        ValueError: ``qid has shape (39,), expected (40,): one id per row``.
+    """
+    arr = np.asarray(qid)
+    if arr.shape != (n,):
+        raise ValueError(f"{name} has shape {arr.shape}, expected ({n},): one id per row")
+    return arr
+
+
+def check_ranking_data(X, y, qid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ``fit(X, y, qid)`` inputs of a ranking estimator, checked together.
+
+    Args:
+        X: ``(n, d)`` features (:func:`check_features`), ``n >= 1``.
+        y: ``(n,)`` finite grades (:func:`check_grades`).
+        qid: ``(n,)`` query ids (:func:`check_query_ids`).
+
+    Returns:
+        ``(X: (n, d) float64, y: (n,) float64, qid: (n,))``.
+    """
+    X = check_features(X)
+    if X.shape[0] == 0:
+        raise ValueError("X has no rows")
+    y = check_grades(y, X.shape[0], "y")
+    qid = check_query_ids(qid, X.shape[0])
+    return X, y, qid

@@ -1,0 +1,195 @@
+"""The host-side drivers of a fit: EM and optax steps iterated ``n_iter`` times, and BFGS (for
+a shared ``theta`` or every query's in lockstep), each calling compiled steps and building the
+:class:`~bayesrank.learning.results.Trace`."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import optax
+
+from . import bfgs
+from .config import Config, Settings, combine
+from .em import (
+    jit_e_step,
+    jit_e_step_per_query,
+    jit_evidence_step,
+    jit_evidence_step_per_query,
+    jit_m_step,
+    jit_m_step_per_query,
+    make_optimizer,
+)
+from .evidence import (
+    bucketed_evidence_step,
+    evaluate,
+    evaluate_per_query,
+    fisher,
+    precompile,
+    tolerances,
+)
+from .results import Carry, Trace
+
+
+def _iterations(n_iter, cfg, progress):
+    """``range(n_iter)``, or a tqdm bar over it when ``progress`` (and tqdm) is there."""
+    if progress:
+        try:
+            from tqdm.auto import trange
+
+            return trange(n_iter, desc=f"fit ({cfg.method}, {cfg.optimizer})")
+        except ImportError:  # tqdm is optional
+            pass
+    return range(n_iter)
+
+
+def _report(iterations, evidence, k):
+    evidence = float(np.sum(evidence))
+    if hasattr(iterations, "set_postfix"):
+        iterations.set_postfix(log_evidence=evidence)
+    else:
+        print(f"iteration {k}: log evidence {evidence:.4f}")
+
+
+def drive(free, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress):
+    """``(carry, trace, converged)`` of ``n_iter`` iterations from ``free`` (host-driven)."""
+    if cfg.optimizer == "bfgs":
+        return _drive_bfgs(free, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress)
+    per_query = cfg.single
+    opt_state = None
+    if cfg.method == "evidence":
+        init = make_optimizer(cfg, settings).init
+        opt_state = jax.vmap(init)(free) if per_query else init(free)
+    carry = Carry(free, sites, opt_state)
+    iterations = _iterations(n_iter, cfg, progress)
+    infos = []
+    for _ in iterations:
+        carry, trace = _step(carry, fixed, u0, data, cfg, settings)
+        infos.append(jax.device_get(trace))
+        if progress:
+            _report(iterations, trace.log_evidence, len(infos))
+    axis = 1 if per_query else 0  # (B, T, ...) per query
+    trace = jax.tree_util.tree_map(lambda *a: np.stack(a, axis=axis), *infos)
+    change = np.abs(trace.objective[..., -1] - trace.objective[..., -2]) if n_iter > 1 else None
+    converged = np.zeros(np.shape(trace.objective)[:-1], bool) if change is None else change < tol
+    return carry, jax.device_put(trace), converged
+
+
+def _step(carry, fixed, u0, data, cfg: Config, settings: Settings):
+    """One EM iteration (a jitted E-step, then a jitted M-step) or one optax evidence step."""
+    per_query = cfg.single
+    if cfg.method == "em":
+        e_step = jit_e_step_per_query if per_query else jit_e_step
+        m_step = jit_m_step_per_query if per_query else jit_m_step
+        post = e_step(carry, fixed, u0, data, cfg=cfg, settings=settings)
+        return m_step(carry, fixed, u0, data, post, cfg=cfg, settings=settings)
+    if per_query:
+        return jit_evidence_step_per_query(carry, fixed, u0, data, cfg=cfg, settings=settings)
+    if len(data) > 1 and not isinstance(cfg.optimizer, optax.GradientTransformation):
+        return bucketed_evidence_step(carry, fixed, u0, data, cfg, settings)
+    return jit_evidence_step(carry, fixed, u0, data, cfg=cfg, settings=settings)
+
+
+def _drive_bfgs(free, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress):
+    """BFGS (:mod:`.bfgs`) on every query's ``theta`` (per query) or on the shared one."""
+    per_query = cfg.single
+    dtype = free[0].dtype
+    lead = 1 if per_query else 0
+    shapes = [x.shape[lead:] for x in free]
+    sizes = [int(np.prod(s)) for s in shapes]
+    splits = np.cumsum(sizes)[:-1]
+
+    def flat(leaves) -> np.ndarray:  # (B, p) on the host; B = 1 for a shared theta
+        rows = len(leaves[0]) if per_query else 1
+        return np.concatenate([np.reshape(x, (rows, -1)) for x in leaves], axis=1)
+
+    def unflat(x):  # the free leaves of (B, p)
+        parts = np.split(np.asarray(x, dtype), splits, axis=1)
+        if per_query:
+            return [p.reshape(-1, *s) for p, s in zip(parts, shapes, strict=True)]
+        return [p[0].reshape(s) for p, s in zip(parts, shapes, strict=True)]
+
+    step_tol = tolerances(settings.ep_step_tol, dtype, relative=True)
+
+    def evaluate_at(x, sites) -> bfgs.Evaluation:
+        if per_query:
+            value, grad, posts = evaluate_per_query(unflat(x), fixed, data, sites, step_tol, cfg)
+            sweeps, ok = np.asarray(posts[0].n_iter), np.asarray(posts[0].converged)
+        else:
+            value, grad, posts = evaluate(unflat(x), fixed, data, sites, step_tol, cfg)
+            value = np.array([value])
+            sweeps = np.array([max(int(np.max(p.n_iter)) for p in posts)])
+            ok = np.array([all(bool(np.all(p.converged)) for p in posts)])
+        sites = tuple(p.sites for p in posts)
+        return bfgs.Evaluation(value, flat(grad), sites, sweeps, ok, posts)
+
+    def fisher_at(x, evaluation: bfgs.Evaluation) -> np.ndarray:
+        F = fisher(unflat(x), fixed, data, evaluation.posteriors, cfg, per_query)
+        return F.reshape(-1, x.shape[1], x.shape[1])
+
+    def select(current, new, accepted):
+        if not per_query:
+            return new if accepted[0] else current
+
+        def pick(a, b):
+            a, b = np.asarray(a), np.asarray(b)
+            return np.where(accepted.reshape(accepted.shape + (1,) * (a.ndim - 1)), b, a)
+
+        return jax.tree_util.tree_map(pick, current, new)
+
+    precompile(free, fixed, data, sites, step_tol, cfg, per_query)
+    iterations = _iterations(n_iter, cfg, progress)
+    report = (lambda k, evidence: _report(iterations, evidence, k)) if progress else None
+    precision = float(settings.hyperprior_scale) ** -2 if cfg.hyperprior else 0.0
+    result = bfgs.minimize(
+        evaluate_at,
+        fisher_at,
+        select,
+        flat(free),
+        sites,
+        flat(u0),
+        precision,
+        n_iter=n_iter,
+        tol=tol,
+        report=report,
+    )
+    trace = _bfgs_trace(result.rows, shapes, fixed, cfg, n_iter, dtype)
+    carry = Carry(unflat(result.x), result.sites, None)
+    converged = result.converged if per_query else bool(result.converged[0])
+    return carry, trace, converged
+
+
+def _bfgs_trace(rows, shapes, fixed, cfg, n_iter, dtype) -> Trace:
+    """The per-iteration rows of each fit as a :class:`Trace`: ``(T, ...)`` for a shared fit,
+    ``(B, T, ...)`` per query, a fit that stopped early repeating its last (converged) entry.
+
+    The parameters are computed at the fixed length ``n_iter`` (one compiled ``constrain`` per
+    configuration, whatever the number of iterations), then cut to the longest fit's length.
+    """
+    T = max(len(r) for r in rows)
+    padded = [r + [r[-1]] * (n_iter - len(r)) for r in rows]
+    columns = [np.stack([np.asarray([row[c] for row in r]) for r in padded]) for c in range(6)]
+    xs, evidence, before, after, sweeps, converged = columns  # (B, n_iter, ...)
+    B, R = xs.shape[0], xs.shape[0] * n_iter
+    splits = np.cumsum([int(np.prod(s)) for s in shapes])[:-1]
+    parts = np.split(xs.reshape(R, -1).astype(dtype), splits, axis=1)
+    free = [p.reshape(R, *s) for p, s in zip(parts, shapes, strict=True)]
+    if cfg.single:  # fixed values per query: each repeated for its n_iter rows
+        fixed = [np.repeat(np.asarray(x), n_iter, axis=0) for x in fixed]
+    else:
+        fixed = [np.broadcast_to(np.asarray(x), (R, *np.shape(x))) for x in fixed]
+    params = jax.device_get(_jit_combine(free, fixed, cfg=cfg))
+    params = jax.tree_util.tree_map(lambda a: a.reshape(B, n_iter, *a.shape[1:])[:, :T], params)
+    trace = Trace(
+        log_evidence=evidence[:, :T].astype(dtype),
+        objective=after[:, :T].astype(dtype),
+        objective_before=before[:, :T].astype(dtype),
+        params=params,
+        ep_iterations=sweeps[:, :T].astype(np.int32),
+        ep_converged=converged[:, :T].astype(bool),
+    )
+    if not cfg.single:
+        trace = jax.tree_util.tree_map(lambda a: a[0], trace)
+    return jax.device_put(trace)
+
+
+_jit_combine = jax.jit(combine, static_argnames=("cfg",))

@@ -1,0 +1,95 @@
+"""How a fit lays out its problems: bucketed padding, the restriction of EP to touched
+entities, size buckets of a shared fit, and EP's sites carried across buckets.
+
+Shapes depend on the problems' sizes only (:func:`bayesrank.data.batch.bucket_size`), never on
+which entities a split's pairs touch, so a new random split of the same query reuses every
+compiled program.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from ..data.batch import ProblemBatch, bucket_size, size_buckets, stack_problems
+from ..inference import ep
+
+
+def one_query(batch: ProblemBatch, b: int) -> ProblemBatch:
+    return jax.tree_util.tree_map(lambda x: x[b : b + 1], batch)
+
+
+def stack(problems) -> ProblemBatch:
+    """Problems padded to bucketed sizes (entities and pairs)."""
+    n = bucket_size(max(p.n for p in problems))
+    m = bucket_size(max(len(p.pairs) for p in problems))
+    return stack_problems(problems, n_pad=n, m_pad=m)
+
+
+def restriction(batch: ProblemBatch, method: str) -> int | bool:
+    """The size EP is restricted to (evidence maximisation), from the sizes alone: a query's
+    pairs touch at most ``min(n, 2 m)`` entities, so ``bucket_size`` of the largest such bound
+    holds every split's touched entities; ``False`` where that saves nothing."""
+    if method != "evidence":
+        return False
+    n = batch.mask.sum(axis=1)
+    m = batch.pair_mask.sum(axis=1)
+    size = bucket_size(int(np.max(np.minimum(n, 2 * m))))
+    return size if size < batch.mask.shape[1] else False
+
+
+def layout(problems, method, optimizer, per_query, bucket):
+    """``(batch, groups, restrict, per_query)``: the padded batch; size buckets of a shared fit
+    driven from the host (``None`` otherwise); EP's restriction; and whether each query gets its
+    own ``theta`` (``per_query``, or a single query)."""
+    batch = problems if isinstance(problems, ProblemBatch) else stack(problems)
+    per_query = per_query or batch.pairs.shape[0] == 1
+    groups = None
+    host_driven = optimizer in (None, "adam", "bfgs")
+    shared_buckets = not per_query and method == "evidence" and host_driven
+    if shared_buckets and bucket is not None and not isinstance(problems, ProblemBatch):
+        groups = size_buckets(problems, bucket, touched=True)
+    restrict = False if groups is not None else restriction(batch, method)
+    return batch, groups, restrict, per_query
+
+
+def bucket_sites(sites, data, groups, dtype) -> tuple:
+    """Starting sites per bucket, from ``sites = (tau, nu): (2, B, m)`` in the batch's order
+    (a warm start), or zero (the prior) when ``None``."""
+    if sites is None:
+        return tuple(
+            ep.Sites(np.zeros(d.pairs.shape[:2], dtype), np.zeros(d.pairs.shape[:2], dtype))
+            for d in data
+        )
+    rows = [slice(None)] if groups is None else [idx for idx, *_ in groups]
+    return tuple(
+        ep.Sites(*(np.asarray(s[r, : d.pairs.shape[1]], dtype) for s in sites))
+        for r, d in zip(rows, data, strict=True)
+    )
+
+
+def gather_sites(sites, groups, shape) -> tuple[np.ndarray, np.ndarray]:
+    """Per-bucket sites back into host arrays ``(tau, nu)`` of ``shape = (B, m)`` in the
+    batch's order (zero-padded)."""
+    if groups is None:
+        return np.asarray(sites[0].tau), np.asarray(sites[0].nu)
+    dtype = sites[0].tau.dtype
+    tau, nu = np.zeros(shape, dtype), np.zeros(shape, dtype)
+    for (idx, *_), s in zip(groups, sites, strict=True):
+        mb = s.tau.shape[1]
+        tau[idx, :mb], nu[idx, :mb] = np.asarray(s.tau), np.asarray(s.nu)
+    return tau, nu
+
+
+def merge(posts, groups, m: int) -> ep.EPPosterior:
+    """Per-bucket posteriors' sites and diagnostics back into one batch in the problems' order,
+    sites padded to ``m``; ``mean`` and ``cov`` are left ``None`` (every entity's moments come
+    from the merged sites)."""
+    B = sum(len(idx) for idx, *_ in groups)
+    tau, nu = gather_sites(tuple(p.sites for p in posts), groups, (B, m))
+    names = [f for f in ep.EPPosterior._fields if f not in ("mean", "cov", "sites")]
+    rest = {f: np.zeros(B, getattr(posts[0], f).dtype) for f in names}
+    for (idx, *_), p in zip(groups, posts, strict=True):
+        for f in names:
+            rest[f][idx] = np.asarray(getattr(p, f))
+    return ep.EPPosterior(mean=None, cov=None, sites=ep.Sites(tau, nu), **rest)

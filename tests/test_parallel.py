@@ -1,0 +1,121 @@
+"""The one batching path: collection façades against the single-query façades, the query map
+against a plain loop, and the persistent compilation cache across processes."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from bayesrank import (
+    RBF,
+    XPGP,
+    Independent,
+    PreferenceProblem,
+    RegularizedLaplacian,
+    XPGPModel,
+    parallel,
+)
+
+
+def problems(seed, sizes):
+    rng = np.random.default_rng(seed)
+    out = []
+    for n, m in sizes:
+        X = rng.normal(size=(n, 2))
+        W = (rng.uniform(size=(n, n)) < 0.2).astype(float)
+        W = np.triu(W, 1) + np.triu(W, 1).T
+        u = X[:, 0] + 0.5 * rng.normal(size=n)
+        i = rng.integers(0, n, m)
+        j = (i + rng.integers(1, n, m)) % n
+        pairs = np.where((u[i] > u[j])[:, None], np.c_[i, j], np.c_[j, i])
+        out.append(PreferenceProblem.create(pairs, X=X, relations=[W]))
+    return out
+
+
+PRIOR = XPGP(
+    RBF(1.0, 0.8), (RegularizedLaplacian(1.0, 0.7),), jnp.array([1.3, 0.6]), entity=Independent(0.2)
+)
+
+
+def test_fit_ep_over_a_collection_equals_each_problems_own_fit():
+    """Sizes in three size groups (one padded with a repeated query): each posterior equals
+    XPGPModel.fit on its problem alone."""
+    probs = problems(0, [(12, 20), (30, 70), (13, 22), (50, 40), (11, 19)])
+    posts = parallel.fit_ep(PRIOR, probs, tol=1e-10)
+    tol = 1e-8 if jax.config.jax_enable_x64 else 2e-3
+    for p, post in zip(probs, posts, strict=True):
+        ref = XPGPModel(PRIOR, tol=1e-10).fit(p)
+        assert post.mean.shape == (p.n,) and post.sites.tau.shape == (len(p.pairs),)
+        np.testing.assert_allclose(post.mean, ref.mean, atol=tol)
+        np.testing.assert_allclose(post.cov, ref.cov, atol=tol)
+        np.testing.assert_allclose(post.log_evidence, ref.log_evidence, rtol=tol)
+    preds = parallel.predict_pairs(posts, [p.pairs[:5] for p in probs])
+    for p, post, pred in zip(probs, posts, preds, strict=True):
+        np.testing.assert_allclose(pred.prob, post.predict_pairs(p.pairs[:5]).prob)
+
+
+@pytest.mark.parametrize("method", ["map", "vmap"])
+def test_map_queries_equals_a_loop(method):
+    rng = np.random.default_rng(1)
+    A = rng.normal(size=(4, 6, 6))
+    K = A @ np.swapaxes(A, 1, 2) + np.eye(6)
+    got = jax.jit(lambda K: parallel.map_queries(jnp.linalg.cholesky, K, method=method))(K)
+    for b in range(4):
+        np.testing.assert_allclose(got[b], np.linalg.cholesky(K[b]), atol=1e-10)
+    with pytest.raises(ValueError, match="method"):
+        parallel.query_map_method("pmap")
+
+
+def test_query_map_method_follows_the_backend():
+    expected = "map" if jax.default_backend() == "cpu" else "vmap"
+    assert parallel.query_map_method() == expected
+
+
+def test_problem_validation():
+    with pytest.raises(ValueError, match="empty"):
+        parallel.fit_ep(PRIOR, [])
+    with pytest.raises(ValueError, match=r"problems\[1\]"):
+        parallel.fit_ep(PRIOR, [problems(0, [(5, 4)])[0], "not a problem"])
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import numpy as np
+    import bayesrank
+    from bayesrank import RBF, XPGP, PreferenceProblem, XPGPModel
+    sys.path.insert(0, {tests!r})
+    from helpers import count_compilations
+    bayesrank.runtime.enable_compilation_cache({cache!r})
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 2))
+    problem = PreferenceProblem.create([[0, 1], [2, 3], [4, 5], [1, 7]], X=X)
+    with count_compilations() as n:
+        post = XPGPModel(XPGP(RBF(1.0, 0.5))).fit(problem)
+        post.predict_pairs([[0, 2]])
+    print(json.dumps({{"compiled": n[0], "mean": float(post.mean[0])}}))
+    """
+)
+
+
+def test_a_second_process_with_the_cache_compiles_nothing(tmp_path):
+    """``runtime.enable_compilation_cache``: the second process loads every program from disk."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    code = SCRIPT.format(tests=tests, cache=str(tmp_path / "cache"))
+    runs = []
+    for _ in range(2):
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert runs[0]["compiled"] > 0
+    assert runs[1]["compiled"] == 0, runs
+    assert runs[1]["mean"] == runs[0]["mean"]

@@ -101,7 +101,7 @@ SCRIPT = textwrap.dedent(
     with count_compilations() as n:
         post = XPGPModel(XPGP(RBF(1.0, 0.5))).fit(problem)
         post.predict_pairs([[0, 2]])
-    print(json.dumps({{"compiled": n[0], "mean": float(post.mean[0])}}))
+    print(json.dumps({{"compiled": n[0], "loaded": n[1], "mean": float(post.mean[0])}}))
     """
 )
 
@@ -116,6 +116,6 @@ def test_a_second_process_with_the_cache_compiles_nothing(tmp_path):
             [sys.executable, "-c", code], capture_output=True, text=True, check=True
         )
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    assert runs[0]["compiled"] > 0
-    assert runs[1]["compiled"] == 0, runs
+    assert runs[0]["compiled"] > 0 and runs[0]["loaded"] == 0
+    assert runs[1]["compiled"] == 0 and runs[1]["loaded"] == runs[0]["compiled"], runs
     assert runs[1]["mean"] == runs[0]["mean"]

@@ -204,7 +204,7 @@ def _fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings) -> 
     """EP on ``problem`` under ``prior``, padded to size buckets, in one jitted call."""
     ep.check_settings(settings["schedule"], settings["precision"], settings["damping"])
     n, m = problem.n, len(problem.pairs)
-    N, M = bucket_size(n), bucket_size(m)
+    N = bucket_size(n)
     dtype = jnp.result_type(float)
     relations = []
     for W in problem.relations:
@@ -217,12 +217,7 @@ def _fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings) -> 
         X = np.zeros((N, problem.X.shape[1]), dtype)
         X[:n] = problem.X
     mask = np.arange(N) < n
-    pairs = np.tile(np.array([0, 1], np.int64), (M, 1))
-    pairs[:m] = problem.pairs
-    pair_mask = np.arange(M) < m
-    if sites is not None:
-        sites = ep.Sites(*(np.pad(np.asarray(s, dtype), (0, M - m)) for s in sites))
-    tol = ep.default_tol(dtype) if settings["tol"] is None else settings["tol"]
+    pairs, pair_mask, sites = ep.pad_pairs(problem.pairs, None, sites, dtype)
     result = _fit_jit(
         _as_arrays(prior, dtype),
         X,
@@ -231,9 +226,7 @@ def _fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings) -> 
         pairs,
         pair_mask,
         sites,
-        np.asarray(settings["max_iter"], np.int32),
-        np.asarray(tol, dtype),
-        np.asarray(settings["damping"], dtype),
+        *ep.loop_settings(settings["max_iter"], settings["tol"], settings["damping"], dtype),
         schedule=settings["schedule"],
         precision=settings["precision"],
     )

@@ -37,7 +37,16 @@ site precision (impossible in exact arithmetic for this log-concave likelihood) 
 from ...linalg import prior_root, psd_root
 from .evidence import log_evidence, pseudo_data_precision
 from .factor import posterior_from_sites, posterior_moments, predict_new
-from .fit import EPPosterior, check_settings, fit, fit_core, unpad_posterior, validate_problem
+from .fit import (
+    EPPosterior,
+    check_settings,
+    fit,
+    fit_core,
+    loop_settings,
+    pad_pairs,
+    unpad_posterior,
+    validate_problem,
+)
 from .loop import default_tol, init, iterate, step
 from .precision import MIXED_SWITCH
 from .run import run
@@ -58,6 +67,8 @@ __all__ = [
     "init",
     "iterate",
     "log_evidence",
+    "loop_settings",
+    "pad_pairs",
     "posterior_from_sites",
     "posterior_moments",
     "predict_new",

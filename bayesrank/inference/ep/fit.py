@@ -38,6 +38,8 @@ __all__ = [
     "check_settings",
     "fit",
     "fit_core",
+    "loop_settings",
+    "pad_pairs",
     "unpad_posterior",
     "validate_problem",
 ]
@@ -70,40 +72,19 @@ class EPPosterior(_EPPosteriorFields, GaussianPosterior):
     __slots__ = ()
 
 
-def fit_core(
-    K,
-    pairs,
-    *,
-    max_iter: int = 100,
-    tol: float | None = None,
-    damping: float = 1.0,
-    adapt_damping: bool = True,
-    schedule: str = "parallel",
-    sites: Sites | None = None,
-    pair_mask=None,
-    precision: str = "full",
-    accelerate: bool = False,
-    residual_stop=False,
-) -> EPPosterior:
-    """:func:`fit` as a pure function (no checks, no padding, no jit): see :func:`fit`."""
+def fit_core(K, pairs, *, tol=None, sites=None, pair_mask=None, **options) -> EPPosterior:
+    """:func:`fit` as a pure function (no checks, no padding, no jit): see :func:`fit`.
+
+    ``options``: :func:`run`'s settings (``max_iter``, ``damping``, ``adapt_damping``,
+    ``schedule``, ``precision``, ``accelerate``, ``residual_stop``).
+    """
     K = jnp.asarray(K)
     pairs = jnp.asarray(pairs)
     tol = default_tol(K.dtype) if tol is None else tol
     valid = pair_mask_or_all(pairs, pair_mask)
     active = informative_pairs(jax.lax.stop_gradient(K), pairs, valid)
     state = run(
-        jax.lax.stop_gradient(K),
-        pairs,
-        max_iter=max_iter,
-        tol=tol,
-        damping=damping,
-        adapt_damping=adapt_damping,
-        schedule=schedule,
-        sites=sites,
-        pair_mask=pair_mask,
-        precision=precision,
-        accelerate=accelerate,
-        residual_stop=residual_stop,
+        jax.lax.stop_gradient(K), pairs, tol=tol, sites=sites, pair_mask=pair_mask, **options
     )
     cov = covariance(state, jnp.ndim(K) == 1)
     evidence = evidence_from_posterior(
@@ -210,30 +191,20 @@ def _fit_eagerly(K, pairs, sites, pair_mask, **options) -> EPPosterior:
     K = check_covariance(K)
     pairs = check_pairs(pairs, K.shape[0]).pairs
     n, m = K.shape[0], pairs.shape[0]
-    N, M = bucket_size(n), bucket_size(m)
+    N = bucket_size(n)
     if K.ndim == 1:
         K_pad = np.ones(N, K.dtype)
         K_pad[:n] = K
     else:
         K_pad = np.eye(N, dtype=K.dtype)
         K_pad[:n, :n] = K
-    pairs_pad = np.tile(np.array([0, 1], np.int64), (M, 1))
-    pairs_pad[:m] = pairs
-    mask_pad = np.zeros(M, bool)
-    mask_pad[:m] = check_pair_mask(pair_mask, (m,))
-    sites_pad = None
-    if sites is not None:
-        sites_pad = Sites(*(np.pad(np.asarray(s, K.dtype), (0, M - m)) for s in sites))
-    tol = default_tol(K.dtype) if options["tol"] is None else options["tol"]
-    dtype = K.dtype
+    pairs_pad, mask_pad, sites_pad = pad_pairs(pairs, pair_mask, sites, K.dtype)
     result = _fit_jit(
         K_pad,
         pairs_pad,
         mask_pad,
         sites_pad,
-        np.asarray(options["max_iter"], np.int32),
-        np.asarray(tol, dtype),
-        np.asarray(options["damping"], dtype),
+        *loop_settings(options["max_iter"], options["tol"], options["damping"], K.dtype),
         schedule=options["schedule"],
         precision=options["precision"],
         accelerate=options["accelerate"],
@@ -241,6 +212,27 @@ def _fit_eagerly(K, pairs, sites, pair_mask, **options) -> EPPosterior:
         residual_stop=bool(options["residual_stop"]),
     )
     return unpad_posterior(result, n, m)
+
+
+def pad_pairs(pairs: np.ndarray, pair_mask, sites, dtype):
+    """``(pairs, pair_mask, sites)`` padded on the host to ``bucket_size(m)`` pairs: padded pairs
+    are ``(0, 1)``, masked out, with zero sites (which leaves the posterior as it is)."""
+    m = len(pairs)
+    M = bucket_size(m)
+    pairs_pad = np.tile(np.array([0, 1], np.int64), (M, 1))
+    pairs_pad[:m] = pairs
+    mask_pad = np.zeros(M, bool)
+    mask_pad[:m] = check_pair_mask(pair_mask, (m,))
+    if sites is not None:
+        sites = Sites(*(np.pad(np.asarray(s, dtype), (0, M - m)) for s in sites))
+    return pairs_pad, mask_pad, sites
+
+
+def loop_settings(max_iter, tol, damping, dtype) -> tuple[np.ndarray, ...]:
+    """``(max_iter, tol, damping)`` as host arrays (traced by the jitted programs: changing them
+    compiles nothing); ``tol=None`` is :func:`default_tol`."""
+    tol = default_tol(dtype) if tol is None else tol
+    return np.asarray(max_iter, np.int32), np.asarray(tol, dtype), np.asarray(damping, dtype)
 
 
 @partial(

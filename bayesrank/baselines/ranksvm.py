@@ -22,13 +22,12 @@ and Chapelle's Newton step ``delta = -(I + L K)^{-1} (beta + g)``, where ``g = d
 ``beta = -g``, i.e. ``beta = sum_p alpha_p (e_i - e_j)`` with dual variables ``alpha_p =
 C l'(r_p)``. With ``K = X X'`` it gives the linear solution (``w = X' beta``).
 
-Both solvers are damped Newton methods (Armijo backtracking) inside ``lax.while_loop``, stopping
-when ``||grad|| <= tol * max(1, ||grad at 0||)`` (linear) or ``||beta + g|| <= tol * max(1,
-||g at 0||)`` (kernel). They are pure functions (the caller jits; static: ``loss``, ``max_iter``,
-``smoothing``), ``vmap`` over queries with padded pairs masked out, and differentiable in ``X`` /
-``K``, ``C`` and the mask by the implicit function theorem: the loop runs on stopped gradients
-and one Newton step at the solution, taken on the live inputs, carries the derivative
-``dw/dtheta = -H^{-1} d(grad)/dtheta``.
+Both are two small parameterisations (:func:`_linear_parts`, :func:`_kernel_parts`) of the one
+solver in :mod:`bayesrank.baselines.newton`: damped Newton with Armijo backtracking, the Huber
+continuation, and implicit differentiation (gradients in ``X`` / ``K``, ``C`` and the pair
+weights). The residual whose norm stops the solve is ``grad J(w)`` (linear) or ``beta + g``
+(kernel), relative to its value at 0. :func:`fit_linear` and :func:`fit_kernel` are pure (never
+jitted here: ``jit``, ``vmap`` and ``grad`` them freely; padded pairs get ``pair_mask = False``).
 
 The estimator :class:`RankSVM` (scikit-learn style) builds the within-query pairs from
 ``fit(X, y, qid)`` and calls the jitted core.
@@ -36,13 +35,17 @@ The estimator :class:`RankSVM` (scikit-learn style) builds the within-query pair
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import newton
+from ._arrays import as_float, pair_weights
 from ._data import check_ranking_data, check_X, pairs_within_queries
+from .newton import SolverInfo
 
 __all__ = [
     "KernelSolution",
@@ -61,38 +64,22 @@ __all__ = [
 LOSSES = ("squared_hinge", "hinge")
 
 
-class SolverInfo(NamedTuple):
-    """Diagnostics of a Newton solve (scalars; batched under ``vmap``).
-
-    Attributes:
-        objective: ``J`` at the returned solution (for the hinge: the *hinge* objective).
-        grad_norm: the final stopping quantity (see the module docstring).
-        n_iter: Newton iterations, summed over the continuation stages of the hinge.
-        converged: whether the last stage met its tolerance within ``max_iter``.
-    """
-
-    objective: jax.Array
-    grad_norm: jax.Array
-    n_iter: jax.Array
-    converged: jax.Array
-
-
 class LinearSolution(NamedTuple):
-    """``w: (d,)`` and :class:`SolverInfo`."""
+    """``w: (d,)`` and :class:`~bayesrank.baselines.newton.SolverInfo`."""
 
     w: jax.Array
     info: SolverInfo
 
 
 class KernelSolution(NamedTuple):
-    """``beta: (n,)`` (scores ``f = K beta``, new points ``k(x, X) beta``), :class:`SolverInfo`."""
+    """``beta: (n,)`` (scores ``f = K beta``, new points ``k(x, X) beta``) and ``info``."""
 
     beta: jax.Array
     info: SolverInfo
 
 
 def default_tol(dtype) -> float:
-    """Relative gradient tolerance: ``1e-9`` in float64, ``1e-4`` in float32."""
+    """Relative tolerance on the residual: ``1e-9`` in float64, ``1e-4`` in float32."""
     return 1e-9 if jnp.dtype(dtype) == jnp.float64 else 1e-4
 
 
@@ -101,41 +88,77 @@ def _check_loss(loss):
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
 
 
-def _loss_terms(r, loss, h):
-    """``l(r), l'(r), l''(r)`` for the squared hinge, or the Huber-smoothed hinge of width ``h``."""
-    if loss == "squared_hinge":
-        rp = jnp.maximum(r, 0.0)
-        return rp**2, 2.0 * rp, 2.0 * (r > 0).astype(r.dtype)
-    if h is None:  # the plain hinge (objective reporting only)
-        return jnp.maximum(r, 0.0), (r > 0).astype(r.dtype), jnp.zeros_like(r)
-    band = jnp.abs(r) <= h
-    value = jnp.where(r > h, r, jnp.where(band, (r + h) ** 2 / (4 * h), 0.0))
-    d1 = jnp.where(r > h, 1.0, jnp.where(band, (r + h) / (2 * h), 0.0))
-    d2 = jnp.where(band, 1.0 / (2 * h), 0.0)
-    return value, d1, d2
+def _unless_overflow(M, delta):
+    """``delta``, or NaN where the Newton matrix overflowed (a factorisation of ``inf`` entries
+    can return a finite, meaningless step); the solver reports NaN steps as non-finite."""
+    return jnp.where(jnp.all(jnp.isfinite(M)), delta, jnp.nan)
 
 
-def _hinge_schedule(smoothing: float) -> tuple[float, ...]:
-    """Huber widths ``1, 0.1, ...`` down to ``smoothing`` (continuation for the hinge)."""
-    if not smoothing > 0:
-        raise ValueError(f"smoothing must be > 0, got {smoothing}")
-    hs = []
-    h = 1.0
-    while h > smoothing * (1 + 1e-12):
-        hs.append(h)
-        h /= 10.0
-    hs.append(float(smoothing))
-    return tuple(hs)
+def _linear_parts(operands, h, *, loss):
+    """``x = w: (d,)``; ``F = grad J = w - C A' (mask l')``, ``M = I + C A' diag(mask l'') A``
+    (Cholesky), with ``A: (m, d)`` the rows ``x_i - x_j``."""
+    X, pairs, C, mask = operands
+    A = X[pairs[:, 0]] - X[pairs[:, 1]]
+
+    def value(w):
+        loss_value, _, _ = newton.loss_terms(1.0 - A @ w, loss, h)
+        return 0.5 * w @ w + C * jnp.sum(mask * loss_value)
+
+    def residual(w):
+        _, d1, _ = newton.loss_terms(1.0 - A @ w, loss, h)
+        return w - C * (A.T @ (mask * d1))
+
+    def step(w):
+        _, d1, d2 = newton.loss_terms(1.0 - A @ w, loss, h)
+        g = w - C * (A.T @ (mask * d1))
+        H = jnp.eye(w.shape[0], dtype=w.dtype) + C * (A.T @ (A * (mask * d2)[:, None]))
+        delta = -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), g)
+        return _unless_overflow(H, delta), g @ delta
+
+    return newton.Parts(value, residual, step)
 
 
-def _pair_mask(pairs, pair_mask, dtype):
-    if pair_mask is None:
-        return jnp.ones(pairs.shape[0], dtype)
-    return jnp.asarray(pair_mask).astype(dtype)
+def _kernel_parts(operands, h, *, loss):
+    """``x = beta: (n,)``; ``F = beta + g`` with ``g = dLoss/df = -C D' (mask l')``,
+    ``M = I + L K`` (LU); the slope is ``(K F) . delta`` since ``grad J = K F``."""
+    K, pairs, C, mask = operands
+    n = K.shape[0]
+    i, j = pairs[:, 0], pairs[:, 1]
+
+    def residual_r(beta):
+        f = K @ beta
+        return f, 1.0 - (f[i] - f[j])
+
+    def grad_f(d1):
+        v = C * mask * d1
+        return jnp.zeros(n, K.dtype).at[j].add(v).at[i].add(-v)
+
+    def value(beta):
+        f, r = residual_r(beta)
+        loss_value, _, _ = newton.loss_terms(r, loss, h)
+        return 0.5 * beta @ f + C * jnp.sum(mask * loss_value)
+
+    def residual(beta):
+        _, d1, _ = newton.loss_terms(residual_r(beta)[1], loss, h)
+        return beta + grad_f(d1)
+
+    def step(beta):
+        _, d1, d2 = newton.loss_terms(residual_r(beta)[1], loss, h)
+        F = beta + grad_f(d1)
+        c = C * mask * d2
+        L = jnp.zeros((n, n), K.dtype).at[i, i].add(c).at[j, j].add(c)
+        L = L.at[i, j].add(-c).at[j, i].add(-c)
+        M = jnp.eye(n, dtype=K.dtype) + L @ K
+        delta = -jnp.linalg.solve(M, F)
+        return _unless_overflow(M, delta), (K @ F) @ delta
+
+    return newton.Parts(value, residual, step)
 
 
-def _differences(X, pairs):
-    return X[pairs[:, 0]] - X[pairs[:, 1]]
+def _operands(M, pairs, C, pair_mask):
+    M = as_float(M)
+    pairs = jnp.asarray(pairs)
+    return (M, pairs, jnp.asarray(C, M.dtype), pair_weights(pairs, pair_mask, M.dtype))
 
 
 def linear_objective(w, X, pairs, C, pair_mask=None, loss="squared_hinge"):
@@ -147,22 +170,13 @@ def linear_objective(w, X, pairs, C, pair_mask=None, loss="squared_hinge"):
         ``"hinge"``.
     """
     _check_loss(loss)
-    X = jnp.asarray(X)
-    mask = _pair_mask(pairs, pair_mask, X.dtype)
-    r = 1.0 - _differences(X, pairs) @ w
-    value, _, _ = _loss_terms(r, loss, None)
-    return 0.5 * w @ w + C * jnp.sum(mask * value)
+    return _linear_parts(_operands(X, pairs, C, pair_mask), None, loss=loss).value(w)
 
 
 def kernel_objective(beta, K, pairs, C, pair_mask=None, loss="squared_hinge"):
     """``1/2 beta' K beta + C sum_p mask_p l(1 - (f_i - f_j))`` with ``f = K beta``."""
     _check_loss(loss)
-    K = jnp.asarray(K)
-    mask = _pair_mask(pairs, pair_mask, K.dtype)
-    f = K @ beta
-    r = 1.0 - (f[pairs[:, 0]] - f[pairs[:, 1]])
-    value, _, _ = _loss_terms(r, loss, None)
-    return 0.5 * beta @ f + C * jnp.sum(mask * value)
+    return _kernel_parts(_operands(K, pairs, C, pair_mask), None, loss=loss).value(beta)
 
 
 def dual_variables(margins, C, loss="squared_hinge"):
@@ -172,75 +186,27 @@ def dual_variables(margins, C, loss="squared_hinge"):
     subgradient choice ``C [margin_p < 1]`` (margins exactly at 1 are ambiguous).
     """
     _check_loss(loss)
-    _, d1, _ = _loss_terms(1.0 - jnp.asarray(margins), loss, None)
+    _, d1, _ = newton.loss_terms(1.0 - jnp.asarray(margins), loss, None)
     return C * d1
 
 
-class _State(NamedTuple):
-    x: jax.Array
-    value: jax.Array
-    grad_norm: jax.Array
-    it: jax.Array
-    done: jax.Array
-    converged: jax.Array
-
-
-def _newton(x0, value_fn, direction_fn, stop_fn, threshold, max_iter, dtype):
-    """Damped Newton: ``direction_fn(x) -> (delta, slope)``, Armijo backtracking on ``value_fn``.
-
-    Stops when ``stop_fn(x) <= threshold`` (converged), after ``max_iter`` steps, or when no step
-    length in ``1, 1/2, ..., 2^-30`` decreases the objective (stalled at machine precision).
-    """
-    eps = jnp.finfo(dtype).eps
-
-    def line_search(x, value, delta, slope):
-        def cond(c):
-            t, v_new, k = c
-            ok = v_new <= value + 1e-4 * t * slope + 10 * eps * jnp.abs(value)
-            return (~ok) & (k < 30)
-
-        def body(c):
-            t, _, k = c
-            t = 0.5 * t
-            return t, value_fn(x + t * delta), k + 1
-
-        t, v_new, k = jax.lax.while_loop(cond, body, (jnp.ones((), dtype), value_fn(x + delta), 0))
-        ok = (k < 30) | (v_new <= value)
-        return t, v_new, ok
-
-    def cond(s):
-        return ~s.done
-
-    def body(s):
-        delta, slope = direction_fn(s.x)
-        t, v_new, ok = line_search(s.x, s.value, delta, slope)
-        x = jnp.where(ok, s.x + t * delta, s.x)
-        value = jnp.where(ok, v_new, s.value)
-        gn = stop_fn(x)
-        converged = gn <= threshold
-        it = s.it + 1
-        return _State(x, value, gn, it, converged | (it >= max_iter) | ~ok, converged)
-
-    g0 = stop_fn(x0)
-    conv0 = g0 <= threshold
-    init = _State(x0, value_fn(x0), g0, jnp.zeros((), jnp.int32), conv0 | (max_iter <= 0), conv0)
-    return jax.lax.while_loop(cond, body, init)
-
-
-def _linear_parts(X, pairs, C, mask, loss, h):
-    A = _differences(X, pairs)
-
-    def value_fn(w):
-        value, _, _ = _loss_terms(1.0 - A @ w, loss, h)
-        return 0.5 * w @ w + C * jnp.sum(mask * value)
-
-    def grad_hess(w):
-        _, d1, d2 = _loss_terms(1.0 - A @ w, loss, h)
-        grad = w - C * (A.T @ (mask * d1))
-        hess = jnp.eye(w.shape[0], dtype=w.dtype) + C * (A.T @ (A * (mask * d2)[:, None]))
-        return grad, hess
-
-    return A, value_fn, grad_hess
+def _solve(parts, M, pairs, C, pair_mask, x0, size, loss, tol, max_iter, smoothing):
+    _check_loss(loss)
+    if isinstance(smoothing, (int, float)) and not smoothing > 0:
+        raise ValueError(f"smoothing must be > 0, got {smoothing}")
+    operands = _operands(M, pairs, C, pair_mask)
+    dtype = operands[0].dtype
+    x0 = jnp.zeros(operands[0].shape[size], dtype) if x0 is None else jnp.asarray(x0, dtype)
+    tol = default_tol(dtype) if tol is None else tol
+    return newton.minimize(
+        functools.partial(parts, loss=loss),
+        operands,
+        x0,
+        loss=loss,
+        tol=tol,
+        max_iter=max_iter,
+        smoothing=smoothing,
+    )
 
 
 def fit_linear(
@@ -250,9 +216,9 @@ def fit_linear(
     pair_mask=None,
     *,
     loss: str = "squared_hinge",
-    tol: float | None = None,
+    tol=None,
     max_iter: int = 100,
-    smoothing: float = 1e-3,
+    smoothing=1e-3,
     w0=None,
 ) -> LinearSolution:
     """Linear RankSVM by primal Newton; see the module docstring for the objective.
@@ -263,99 +229,18 @@ def fit_linear(
         C: scalar > 0, the weight of the summed pair losses (differentiable).
         pair_mask: ``(m,)`` bool (padding) or nonnegative weights; None = all pairs.
         loss: ``"squared_hinge"`` (default) or ``"hinge"`` (Huber continuation to ``smoothing``).
-        tol: relative gradient tolerance (default :func:`default_tol` of ``X``'s dtype).
-        max_iter: Newton iterations per stage (static).
-        smoothing: final Huber width for the hinge (static); ignored for the squared hinge.
+        tol: relative tolerance, ``||grad J|| <= tol ||grad J(0)||`` (default :func:`default_tol`
+            of ``X``'s dtype; may be traced).
+        max_iter: Newton iterations per stage (static under ``jit``).
+        smoothing: final Huber width for the hinge (may be traced); ignored for the squared hinge.
         w0: ``(d,)`` warm start (default zeros).
 
     Returns:
         :class:`LinearSolution` ``(w: (d,), info)``; scores of new entities are ``X_new @ w``.
     """
-    _check_loss(loss)
-    X = jnp.asarray(X)
-    if not jnp.issubdtype(X.dtype, jnp.floating):
-        X = X.astype(jnp.result_type(float))
-    dtype = X.dtype
-    pairs = jnp.asarray(pairs)
-    C = jnp.asarray(C, dtype)
-    mask = _pair_mask(pairs, pair_mask, dtype)
-    tol = default_tol(dtype) if tol is None else tol
-    hs = _hinge_schedule(smoothing) if loss == "hinge" else (1.0,)  # h unused: squared hinge
-    w = jnp.zeros(X.shape[1], dtype) if w0 is None else jnp.asarray(w0, dtype)
-
-    Xs, Cs, ms = jax.lax.stop_gradient((X, C, mask))
-
-    def stage(carry, h):  # one Newton solve per Huber width (a single one for the squared hinge)
-        w, n_iter = carry
-        A, value_fn, grad_hess = _linear_parts(Xs, pairs, Cs, ms, loss, h)
-        _, d1_0, _ = _loss_terms(jnp.ones(A.shape[0], dtype), loss, h)
-        threshold = tol * jnp.maximum(1.0, jnp.linalg.norm(Cs * (A.T @ (ms * d1_0))))
-
-        def direction(w, grad_hess=grad_hess):
-            g, H = grad_hess(w)
-            delta = -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), g)
-            return delta, g @ delta
-
-        def stop(w, grad_hess=grad_hess):
-            return jnp.linalg.norm(grad_hess(w)[0])
-
-        state = _newton(w, value_fn, direction, stop, threshold, max_iter, dtype)
-        return (state.x, n_iter + state.it), (state.grad_norm, state.converged)
-
-    (w, n_iter), (grad_norm, converged) = jax.lax.scan(
-        stage, (w, jnp.zeros((), jnp.int32)), jnp.asarray(hs, dtype)
-    )
-
-    # Implicit differentiation: one Newton step on the live inputs at the (stopped) solution.
-    w = jax.lax.stop_gradient(w)
-    _, _, grad_hess = _linear_parts(X, pairs, C, mask, loss, hs[-1])
-    g, H = grad_hess(w)
-    w = w - jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), g)
-    info = SolverInfo(
-        objective=jax.lax.stop_gradient(linear_objective(w, Xs, pairs, Cs, ms, loss)),
-        grad_norm=grad_norm[-1],
-        n_iter=n_iter,
-        converged=converged[-1],
-    )
+    settings = (loss, tol, max_iter, smoothing)
+    w, info = _solve(_linear_parts, X, pairs, C, pair_mask, w0, 1, *settings)
     return LinearSolution(w, info)
-
-
-def _kernel_parts(K, pairs, C, mask, loss, h):
-    n = K.shape[0]
-    i, j = pairs[:, 0], pairs[:, 1]
-
-    def residual(beta):
-        f = K @ beta
-        return f, 1.0 - (f[i] - f[j])
-
-    def value_fn(beta):
-        f, r = residual(beta)
-        value, _, _ = _loss_terms(r, loss, h)
-        return 0.5 * beta @ f + C * jnp.sum(mask * value)
-
-    def grad_f(d1):  # dLoss/df = -C D' (mask l')
-        v = C * mask * d1
-        return jnp.zeros(n, K.dtype).at[j].add(v).at[i].add(-v)
-
-    def system(beta):
-        _, r = residual(beta)
-        _, d1, d2 = _loss_terms(r, loss, h)
-        F = beta + grad_f(d1)
-        c = C * mask * d2
-        L = (
-            jnp.zeros((n, n), K.dtype)
-            .at[i, i]
-            .add(c)
-            .at[j, j]
-            .add(c)
-            .at[i, j]
-            .add(-c)
-            .at[j, i]
-            .add(-c)
-        )
-        return F, jnp.eye(n, dtype=K.dtype) + L @ K
-
-    return value_fn, grad_f, system
 
 
 def fit_kernel(
@@ -365,66 +250,25 @@ def fit_kernel(
     pair_mask=None,
     *,
     loss: str = "squared_hinge",
-    tol: float | None = None,
+    tol=None,
     max_iter: int = 100,
-    smoothing: float = 1e-3,
+    smoothing=1e-3,
     beta0=None,
 ) -> KernelSolution:
     """Kernel RankSVM on entities by Chapelle's primal Newton method (``O(n^3)`` per step).
 
     Args:
         K: ``(n, n)`` PSD Gram matrix of the entities (e.g. :func:`rbf_kernel`; differentiable).
-        pairs, C, pair_mask, loss, tol, max_iter, smoothing: as in :func:`fit_linear`.
+            Rows and columns of zeros are padding: entities touched by no pair keep ``beta = 0``.
+        pairs, C, pair_mask, loss, tol, max_iter, smoothing: as in :func:`fit_linear` (the
+            residual is ``beta + dLoss/df``).
         beta0: ``(n,)`` warm start (default zeros).
 
     Returns:
         :class:`KernelSolution` ``(beta: (n,), info)``: training scores ``K @ beta``.
     """
-    _check_loss(loss)
-    K = jnp.asarray(K)
-    if not jnp.issubdtype(K.dtype, jnp.floating):
-        K = K.astype(jnp.result_type(float))
-    dtype = K.dtype
-    pairs = jnp.asarray(pairs)
-    C = jnp.asarray(C, dtype)
-    mask = _pair_mask(pairs, pair_mask, dtype)
-    tol = default_tol(dtype) if tol is None else tol
-    hs = _hinge_schedule(smoothing) if loss == "hinge" else (1.0,)  # h unused: squared hinge
-    beta = jnp.zeros(K.shape[0], dtype) if beta0 is None else jnp.asarray(beta0, dtype)
-
-    Ks, Cs, ms = jax.lax.stop_gradient((K, C, mask))
-
-    def stage(carry, h):
-        beta, n_iter = carry
-        value_fn, grad_f, system = _kernel_parts(Ks, pairs, Cs, ms, loss, h)
-        _, d1_0, _ = _loss_terms(jnp.ones(pairs.shape[0], dtype), loss, h)
-        threshold = tol * jnp.maximum(1.0, jnp.linalg.norm(grad_f(d1_0)))
-
-        def direction(beta, system=system, Ks=Ks):
-            F, M = system(beta)
-            delta = -jnp.linalg.solve(M, F)
-            return delta, (Ks @ F) @ delta
-
-        def stop(beta, system=system):
-            return jnp.linalg.norm(system(beta)[0])
-
-        state = _newton(beta, value_fn, direction, stop, threshold, max_iter, dtype)
-        return (state.x, n_iter + state.it), (state.grad_norm, state.converged)
-
-    (beta, n_iter), (grad_norm, converged) = jax.lax.scan(
-        stage, (beta, jnp.zeros((), jnp.int32)), jnp.asarray(hs, dtype)
-    )
-
-    beta = jax.lax.stop_gradient(beta)
-    _, _, system = _kernel_parts(K, pairs, C, mask, loss, hs[-1])
-    F, M = system(beta)
-    beta = beta - jnp.linalg.solve(M, F)
-    info = SolverInfo(
-        objective=jax.lax.stop_gradient(kernel_objective(beta, Ks, pairs, Cs, ms, loss)),
-        grad_norm=grad_norm[-1],
-        n_iter=n_iter,
-        converged=converged[-1],
-    )
+    settings = (loss, tol, max_iter, smoothing)
+    beta, info = _solve(_kernel_parts, K, pairs, C, pair_mask, beta0, 0, *settings)
     return KernelSolution(beta, info)
 
 

@@ -29,13 +29,16 @@ weights). The residual whose norm stops the solve is ``grad J(w)`` (linear) or `
 (kernel), relative to its value at 0. :func:`fit_linear` and :func:`fit_kernel` are pure (never
 jitted here: ``jit``, ``vmap`` and ``grad`` them freely; padded pairs get ``pair_mask = False``).
 
-The estimator :class:`RankSVM` (scikit-learn style) builds the within-query pairs from
-``fit(X, y, qid)`` and calls the jitted core.
+The estimator :class:`RankSVM` builds the within-query pairs from ``fit(X, y, qid)``, pads
+documents and pairs to bucketed sizes (:mod:`bayesrank.baselines._arrays`) and calls
+module-level jitted cores whose static arguments are ``loss`` and ``max_iter`` only, so a refit
+on data of similar size compiles nothing.
 """
 
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import NamedTuple
 
 import jax
@@ -43,8 +46,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import newton
-from ._arrays import as_float, pair_weights
+from ._arrays import as_float, cast_checked, float_dtype, pad_pairs, pad_rows, pair_weights
 from ._data import check_ranking_data, check_X, pairs_within_queries
+from ._estimator import Ranker, check_choice, check_int, check_real
 from .newton import SolverInfo
 
 __all__ = [
@@ -62,6 +66,7 @@ __all__ = [
 ]
 
 LOSSES = ("squared_hinge", "hinge")
+KERNELS = ("linear", "rbf")
 
 
 class LinearSolution(NamedTuple):
@@ -84,8 +89,7 @@ def default_tol(dtype) -> float:
 
 
 def _check_loss(loss):
-    if loss not in LOSSES:
-        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+    check_choice("loss", loss, LOSSES)
 
 
 def _unless_overflow(M, delta):
@@ -283,25 +287,44 @@ def rbf_kernel(X1, X2, gamma):
     return jnp.exp(-gamma * jnp.maximum(sq, 0.0))
 
 
-_fit_linear_jit = jax.jit(fit_linear, static_argnames=("loss", "tol", "max_iter", "smoothing"))
-_fit_kernel_jit = jax.jit(fit_kernel, static_argnames=("loss", "tol", "max_iter", "smoothing"))
-_rbf_jit = jax.jit(rbf_kernel)
+def _fit_rbf(X, doc_mask, pairs, C, pair_mask, gamma, **settings):
+    """The kernel estimator's core: padded documents (``doc_mask`` False) get zero rows and
+    columns of ``K``. Returns the solution and the training scores ``K beta``."""
+    K = jnp.where(doc_mask[:, None] & doc_mask[None, :], rbf_kernel(X, X, gamma), 0.0)
+    sol = fit_kernel(K, pairs, C, pair_mask, **settings)
+    return sol, K @ sol.beta
 
 
-class RankSVM:
+def _predict_rbf(X, X_fit, beta, gamma):
+    return rbf_kernel(X, X_fit, gamma) @ beta
+
+
+# The estimator's compiled cores: static are the loss (a string) and max_iter (a loop bound).
+_fit_linear_jit = jax.jit(fit_linear, static_argnames=("loss", "max_iter"))
+_fit_rbf_jit = jax.jit(_fit_rbf, static_argnames=("loss", "max_iter"))
+_predict_rbf_jit = jax.jit(_predict_rbf)
+
+
+class RankSVM(Ranker):
     """RankSVM estimator (scikit-learn style) on the pairs within each query.
 
     Args (hyperparameters only; nothing is computed here):
         C: weight of the summed pair losses (> 0).
         kernel: ``"linear"`` (``w`` in feature space) or ``"rbf"`` (representer on the training
             documents; ``O(n^3)`` in their number, so for single queries or small collections).
-        gamma: RBF width ``exp(-gamma ||x - x'||^2)``; None = ``1 / n_features``.
+        gamma: RBF width ``exp(-gamma ||x - x'||^2)`` (> 0); None = ``1 / n_features``.
         loss: ``"squared_hinge"`` (default) or ``"hinge"``.
-        tol, max_iter, smoothing: solver settings (see :func:`fit_linear`).
+        tol, max_iter, smoothing: solver settings (see :func:`fit_linear`); ``tol`` None = the
+            default of the float dtype (float64 under ``jax_enable_x64``, else float32).
 
-    Learned attributes: ``coef_: (d,)`` (linear), ``dual_coef_: (n_train,)`` and ``X_fit_``
-    (rbf), ``pairs_: (m, 2)`` training pairs, ``n_features_in_``, ``objective_``, ``n_iter_``,
-    ``converged_``.
+    Learned attributes: ``coef_: (d,)`` (linear), ``dual_coef_: (n_train,)``, ``X_fit_`` and
+    ``gamma_`` (rbf), ``pairs_: (m, 2)`` training pairs, ``n_features_in_``, ``objective_``,
+    ``n_iter_``, ``converged_``. ``converged_`` is False, with a ``RuntimeWarning`` naming the
+    cause, when the solver stopped short of ``tol``, overflowed, or returned scores that tie on
+    every training pair although the solution is not zero (features too small for the dtype).
+
+    :meth:`score` is the pairwise accuracy (see
+    :func:`~bayesrank.baselines._estimator.pairwise_accuracy`).
     """
 
     def __init__(
@@ -322,58 +345,88 @@ class RankSVM:
         self.max_iter = max_iter
         self.smoothing = smoothing
 
-    def get_params(self, deep: bool = True) -> dict:
-        names = ("C", "kernel", "gamma", "loss", "tol", "max_iter", "smoothing")
-        return {k: getattr(self, k) for k in names}
-
-    def set_params(self, **params) -> RankSVM:
-        for k, v in params.items():
-            if k not in self.get_params():
-                raise ValueError(f"unknown parameter {k!r}")
-            setattr(self, k, v)
-        return self
-
     def _check_params(self):
-        if not (np.isfinite(self.C) and self.C > 0):
-            raise ValueError(f"C must be a finite number > 0, got {self.C}")
-        if self.kernel not in ("linear", "rbf"):
-            raise ValueError(f"kernel must be 'linear' or 'rbf', got {self.kernel!r}")
+        check_real("C", self.C)
+        check_choice("kernel", self.kernel, KERNELS)
+        check_real("gamma", self.gamma, none_ok=True)
         _check_loss(self.loss)
-        if self.gamma is not None and not self.gamma > 0:
-            raise ValueError(f"gamma must be > 0, got {self.gamma}")
+        check_real("tol", self.tol, none_ok=True)
+        check_int("max_iter", self.max_iter, low=1)
+        check_real("smoothing", self.smoothing)
 
     def fit(self, X, y, qid) -> RankSVM:
         """Fit on documents ``X: (n, d)`` with grades ``y: (n,)`` and query ids ``qid: (n,)``."""
         self._check_params()
         X, y, qid = check_ranking_data(X, y, qid)
         pairs = pairs_within_queries(y, qid)
-        dtype = jnp.result_type(float)
-        Xj = jnp.asarray(X, dtype)
+        dtype = float_dtype()
+        Xd = cast_checked(X, dtype)
+        P, pair_mask = pad_pairs(pairs)
+        Xp = pad_rows(Xd, dtype)
+        C = np.asarray(self.C, dtype)
         settings = dict(
-            loss=self.loss, tol=self.tol, max_iter=self.max_iter, smoothing=self.smoothing
+            loss=self.loss,
+            max_iter=int(self.max_iter),
+            tol=np.asarray(default_tol(dtype) if self.tol is None else self.tol, dtype),
+            smoothing=np.asarray(self.smoothing, dtype),
         )
-        self.pairs_ = pairs
-        self.n_features_in_ = X.shape[1]
         if self.kernel == "linear":
-            sol = _fit_linear_jit(Xj, jnp.asarray(pairs), self.C, **settings)
+            sol = _fit_linear_jit(Xp, P, C, pair_mask, **settings)
             self.coef_ = np.asarray(sol.w)
+            x, scores = self.coef_, Xd @ self.coef_
         else:
             self.gamma_ = 1.0 / X.shape[1] if self.gamma is None else float(self.gamma)
-            K = _rbf_jit(Xj, Xj, self.gamma_)
-            sol = _fit_kernel_jit(K, jnp.asarray(pairs), self.C, **settings)
-            self.dual_coef_ = np.asarray(sol.beta)
+            doc_mask = np.arange(len(Xp)) < len(X)
+            gamma = np.asarray(self.gamma_, dtype)
+            sol, f = _fit_rbf_jit(Xp, doc_mask, P, C, pair_mask, gamma, **settings)
+            self.dual_coef_ = np.asarray(sol.beta)[: len(X)]
             self.X_fit_ = X
+            x, scores = self.dual_coef_, np.asarray(f)[: len(X)]
+        self.pairs_ = pairs
+        self.n_features_in_ = X.shape[1]
         self.objective_ = float(sol.info.objective)
         self.n_iter_ = int(sol.info.n_iter)
-        self.converged_ = bool(sol.info.converged)
+        self.converged_ = self._honest(sol.info, x, scores, X, dtype)
         return self
+
+    def _honest(self, info, x, scores, X, dtype) -> bool:
+        """``converged_``: the solver's flag, False (with a warning naming the cause) when it
+        stopped short, or when the scores tie on every pair although ``x != 0``."""
+        status = int(info.status)
+        pairs = self.pairs_
+        ties = len(pairs) > 0 and np.all(scores[pairs[:, 0]] == scores[pairs[:, 1]])
+        if status == newton.CONVERGED and not (ties and np.any(x != 0)):
+            return True
+        spread = float(np.max(np.abs(X[pairs[:, 0]] - X[pairs[:, 1]]))) if len(pairs) else 0.0
+        scale = f"max |x_i - x_j| over the training pairs = {spread:.3g}"
+        name = np.dtype(dtype).name
+        cause = {
+            newton.MAX_ITER: f"max_iter={self.max_iter} Newton iterations ended with a residual "
+            f"{float(info.grad_norm):.3g} above tol (raise max_iter or tol)",
+            newton.STALLED: f"the line search found no decrease at {name} precision with a "
+            f"residual {float(info.grad_norm):.3g} still above tol (loosen tol)",
+            newton.NONFINITE: f"the Newton system overflowed in {name} (non-finite step or "
+            f"objective): the features are too large ({scale}); standardise X",
+        }.get(
+            status,
+            f"the fitted scores tie on every training pair although the solution is not zero: "
+            f"they underflow in {name}, or the kernel cannot tell the documents apart ({scale}); "
+            "standardise X",
+        )
+        warnings.warn(f"RankSVM did not converge: {cause}", RuntimeWarning, stacklevel=3)
+        return False
 
     def predict(self, X) -> np.ndarray:
         """Scores ``(n,)`` of documents ``X: (n, d)``; higher = ranked earlier."""
-        if not hasattr(self, "n_features_in_"):
-            raise ValueError("this RankSVM is not fitted yet; call fit(X, y, qid) first")
+        self._check_fitted()
         X = check_X(X, self.n_features_in_)
         if self.kernel == "linear":
             return X @ self.coef_
-        Kx = _rbf_jit(jnp.asarray(X), jnp.asarray(self.X_fit_), self.gamma_)
-        return np.asarray(Kx @ self.dual_coef_)
+        dtype = float_dtype()
+        scores = _predict_rbf_jit(
+            pad_rows(cast_checked(X, dtype), dtype),
+            pad_rows(self.X_fit_, dtype),
+            pad_rows(self.dual_coef_, dtype),
+            np.asarray(self.gamma_, dtype),
+        )
+        return np.asarray(scores)[: len(X)]

@@ -44,6 +44,7 @@ __all__ = [
     "Parts",
     "SolverInfo",
     "damped_newton",
+    "explain",
     "huber_widths",
     "loss_terms",
     "minimize",
@@ -146,6 +147,20 @@ def safe_norm(x):
     ok = (top > 0) & jnp.isfinite(top)
     scale = jnp.where(ok, top, 1.0)
     return jnp.where(ok, scale * jnp.sqrt(jnp.sum((x / scale) ** 2)), top)
+
+
+def explain(status: int, grad_norm: float, max_iter: int, dtype) -> str:
+    """Why a solve with :class:`SolverInfo` ``status`` and ``grad_norm`` stopped, in words."""
+    name = jnp.dtype(dtype).name
+    return {
+        CONVERGED: "it converged",
+        MAX_ITER: f"max_iter={max_iter} Newton iterations ended with a residual {grad_norm:.3g} "
+        "above tol (raise max_iter or tol)",
+        STALLED: f"the line search found no decrease at {name} precision with a residual "
+        f"{grad_norm:.3g} still above tol (loosen tol)",
+        NONFINITE: f"the Newton system overflowed in {name} (a non-finite matrix, step or "
+        "objective)",
+    }[status]
 
 
 class _State(NamedTuple):

@@ -33,6 +33,10 @@ The estimator :class:`RankSVM` builds the within-query pairs from ``fit(X, y, qi
 documents and pairs to bucketed sizes (:mod:`bayesrank.baselines._arrays`) and calls
 module-level jitted cores whose static arguments are ``loss`` and ``max_iter`` only, so a refit
 on data of similar size compiles nothing.
+
+(The module is a little over 400 lines: the two parameterisations, their public cores and the
+estimator that calls them are one concept; the solver, the padding and the estimator face each
+live in their own module.)
 """
 
 from __future__ import annotations
@@ -392,27 +396,19 @@ class RankSVM(Ranker):
     def _honest(self, info, x, scores, X, dtype) -> bool:
         """``converged_``: the solver's flag, False (with a warning naming the cause) when it
         stopped short, or when the scores tie on every pair although ``x != 0``."""
-        status = int(info.status)
-        pairs = self.pairs_
+        status, pairs = int(info.status), self.pairs_
         ties = len(pairs) > 0 and np.all(scores[pairs[:, 0]] == scores[pairs[:, 1]])
         if status == newton.CONVERGED and not (ties and np.any(x != 0)):
             return True
-        spread = float(np.max(np.abs(X[pairs[:, 0]] - X[pairs[:, 1]]))) if len(pairs) else 0.0
-        scale = f"max |x_i - x_j| over the training pairs = {spread:.3g}"
-        name = np.dtype(dtype).name
-        cause = {
-            newton.MAX_ITER: f"max_iter={self.max_iter} Newton iterations ended with a residual "
-            f"{float(info.grad_norm):.3g} above tol (raise max_iter or tol)",
-            newton.STALLED: f"the line search found no decrease at {name} precision with a "
-            f"residual {float(info.grad_norm):.3g} still above tol (loosen tol)",
-            newton.NONFINITE: f"the Newton system overflowed in {name} (non-finite step or "
-            f"objective): the features are too large ({scale}); standardise X",
-        }.get(
-            status,
-            f"the fitted scores tie on every training pair although the solution is not zero: "
-            f"they underflow in {name}, or the kernel cannot tell the documents apart ({scale}); "
-            "standardise X",
-        )
+        cause = newton.explain(status, float(info.grad_norm), self.max_iter, dtype)
+        if status in (newton.CONVERGED, newton.NONFINITE):  # the scale of X is the cause
+            if status == newton.CONVERGED:
+                cause = (
+                    "the fitted scores tie on every training pair although the solution is not "
+                    "zero (they underflow, or the kernel cannot tell the documents apart)"
+                )
+            spread = np.max(np.abs(X[pairs[:, 0]] - X[pairs[:, 1]]))
+            cause += f"; max |x_i - x_j| over the training pairs = {spread:.3g}: standardise X"
         warnings.warn(f"RankSVM did not converge: {cause}", RuntimeWarning, stacklevel=3)
         return False
 

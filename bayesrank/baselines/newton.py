@@ -268,13 +268,18 @@ def minimize(
         threshold = tol * safe_norm(parts.residual(zero))
 
         def run(carry):
-            x, n_iter, _, _ = carry
-            s = damped_newton(x, parts, threshold, max_iter)
-            return s.x, n_iter + s.it, s.status, s.grad_norm
+            x, n_iter, status, _ = carry
+            # After a width that overflowed the later ones would start from nonsense: an
+            # infinite threshold stops them before their first step, and the overflowed
+            # width's status and residual stay for the report.
+            broken = status == NONFINITE
+            s = damped_newton(x, parts, jnp.where(broken, jnp.inf, threshold), max_iter)
+            new = (s.x, n_iter + s.it, s.status, s.grad_norm)
+            return jax.tree.map(lambda old, new: jnp.where(broken, old, new), carry, new)
 
-        # Inactive widths are skipped; so are all widths after one that overflowed (they would
-        # start from nonsense), which keeps its status and residual for the report.
-        carry = jax.lax.cond(on & (carry[2] != NONFINITE), run, lambda c: c, carry)
+        # Inactive widths are skipped. The predicate does not depend on the data, so under vmap
+        # (over anything but smoothing) this stays a cond and skipped widths cost nothing.
+        carry = jax.lax.cond(on, run, lambda c: c, carry)
         return carry, None
 
     init = (x0, jnp.zeros((), jnp.int32), jnp.int32(CONVERGED), jnp.zeros((), dtype))

@@ -79,7 +79,7 @@ ESTIMATORS = {
     "ranksvm-hinge": (lambda: RankSVM(loss="hinge"), {"smoothing": 3e-4, "C": 2.0}),
     "ranksvm-rbf-hinge": (
         lambda: RankSVM(kernel="rbf", loss="hinge", C=0.5),
-        {"gamma": 0.05, "C": 2.0, "smoothing": 1e-4},
+        {"gamma": 0.05, "C": 2.0, "smoothing": 2e-3},
     ),
     "rankboost": (
         lambda: RankBoost(n_rounds=20, n_thresholds=5),

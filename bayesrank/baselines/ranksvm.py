@@ -120,8 +120,8 @@ def _linear_parts(operands, h, *, loss):
         _, d1, d2 = newton.loss_terms(1.0 - A @ w, loss, h)
         g = w - C * (A.T @ (mask * d1))
         H = jnp.eye(w.shape[0], dtype=w.dtype) + C * (A.T @ (A * (mask * d2)[:, None]))
-        delta = -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), g)
-        return _unless_overflow(H, delta), g @ delta
+        delta = _unless_overflow(H, -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), g))
+        return delta, g @ delta
 
     return newton.Parts(value, residual, step)
 
@@ -157,8 +157,8 @@ def _kernel_parts(operands, h, *, loss):
         L = jnp.zeros((n, n), K.dtype).at[i, i].add(c).at[j, j].add(c)
         L = L.at[i, j].add(-c).at[j, i].add(-c)
         M = jnp.eye(n, dtype=K.dtype) + L @ K
-        delta = -jnp.linalg.solve(M, F)
-        return _unless_overflow(M, delta), (K @ F) @ delta
+        delta = _unless_overflow(M, -jnp.linalg.solve(M, F))
+        return delta, (K @ F) @ delta
 
     return newton.Parts(value, residual, step)
 

@@ -69,7 +69,8 @@ class SolverInfo(NamedTuple):
     """Diagnostics of a Newton solve (scalars; batched under ``vmap``).
 
     Attributes:
-        objective: ``J`` at the returned solution (for the hinge: the *hinge* objective).
+        objective: ``J`` at the returned solution (for the hinge: the *hinge* objective; after
+            an overflow, the last finite objective of the solve, smoothed for the hinge).
         grad_norm: the final stopping quantity ``||F(x)||`` of the last stage.
         n_iter: Newton iterations, summed over the continuation stages of the hinge.
         converged: whether the last stage met its tolerance within ``max_iter``
@@ -120,24 +121,22 @@ def loss_terms(r, loss: str, h):
 
 
 def huber_widths(smoothing, dtype) -> tuple[jax.Array, jax.Array]:
-    """The hinge continuation ``1, 0.1, ...`` down to ``smoothing``, as a fixed-length array.
+    """The hinge continuation ``1, 0.1, ...`` down to ``smoothing``, in a fixed-length array.
 
-    The widths of the ladder above ``smoothing`` (``h > smoothing (1 + 1e-12)``) followed by
-    ``smoothing`` itself, right-aligned in ``len(ladder) + 1 = 17`` slots; the slots in front are
-    inactive (``minimize`` skips them). The length does not depend on ``smoothing``, so it may be
-    traced; below ``1e-15`` the continuation jumps from ``1e-15`` straight to ``smoothing``.
+    The widths of the ladder above ``smoothing`` (``h > smoothing (1 + 1e-12)``), then
+    ``smoothing`` itself, then ``smoothing`` repeated to fill ``len(ladder) + 1 = 17`` slots. The
+    length does not depend on ``smoothing``, so it may be traced; below ``1e-15`` the
+    continuation jumps from ``1e-15`` straight to ``smoothing``.
 
     Returns:
-        ``(widths: (17,), active: (17,) bool)``; ``widths[-1] == smoothing``.
+        ``(widths: (17,), n_stages)``: the schedule is ``widths[:n_stages]`` (int32 scalar) and
+        ``widths[n_stages - 1] == widths[-1] == smoothing``.
     """
     s = jnp.asarray(smoothing, dtype)
-    ladder = jnp.asarray(_LADDER, dtype)
-    size = len(_LADDER)
-    n_keep = jnp.sum(ladder > s * (1 + 1e-12))  # a prefix: the ladder decreases
-    idx = jnp.arange(size) - (size - n_keep)
-    active = idx >= 0
-    widths = jnp.where(active, ladder[jnp.maximum(idx, 0)], s)
-    return jnp.append(widths, s), jnp.append(active, True)
+    ladder = jnp.append(jnp.asarray(_LADDER, dtype), s)
+    n_keep = jnp.sum(ladder[:-1] > s * (1 + 1e-12)).astype(jnp.int32)  # a prefix: it decreases
+    widths = jnp.where(jnp.arange(len(ladder)) < n_keep, ladder, s)
+    return widths, n_keep + 1
 
 
 def safe_norm(x):
@@ -203,28 +202,24 @@ def damped_newton(x0, parts: Parts, threshold, max_iter: int) -> _State:
 
     def body(s):
         delta, slope = parts.step(s.x)
-        finite = jnp.all(jnp.isfinite(delta)) & jnp.isfinite(slope)
-        delta = jnp.where(finite, delta, 0.0)  # an overflowed step is not taken
-        t, v_new, ok = line_search(s.x, s.value, delta, jnp.where(finite, slope, 0.0))
+        finite = jnp.isfinite(slope)  # NaN or inf in delta make the slope so
+        t, v_new, ok = line_search(s.x, s.value, delta, slope)  # a NaN step is never accepted
         x = jnp.where(ok, s.x + t * delta, s.x)
         value = jnp.where(ok, v_new, s.value)
         gn = safe_norm(parts.residual(x))
         it = s.it + 1
         stuck = ~ok | jnp.all(x == s.x)  # no decrease, or a step too small to move x
-        status = jnp.select(
-            [gn <= threshold, ~(finite & jnp.isfinite(gn)), stuck, it >= max_iter],
-            [CONVERGED, NONFINITE, STALLED, MAX_ITER],
-            _RUNNING,
-        ).astype(jnp.int32)
-        return _State(x, value, gn, it, status)
+        status = jnp.where(it >= max_iter, MAX_ITER, _RUNNING)
+        status = jnp.where(stuck, STALLED, status)
+        status = jnp.where(finite & jnp.isfinite(gn), status, NONFINITE)
+        status = jnp.where(gn <= threshold, CONVERGED, status)
+        return _State(x, value, gn, it, status.astype(jnp.int32))
 
     g0 = safe_norm(parts.residual(x0))
     v0 = parts.value(x0)
-    status0 = jnp.select(
-        [~(jnp.isfinite(g0) & jnp.isfinite(v0) & jnp.isfinite(threshold)), g0 <= threshold],
-        [NONFINITE, CONVERGED],
-        MAX_ITER if max_iter <= 0 else _RUNNING,
-    ).astype(jnp.int32)
+    status0 = jnp.where(g0 <= threshold, CONVERGED, MAX_ITER if max_iter <= 0 else _RUNNING)
+    finite0 = jnp.isfinite(g0) & jnp.isfinite(v0) & jnp.isfinite(threshold)
+    status0 = jnp.where(finite0, status0, NONFINITE).astype(jnp.int32)
     init = _State(x0, v0, g0, jnp.zeros((), jnp.int32), status0)
     return jax.lax.while_loop(lambda s: s.status == _RUNNING, body, init)
 
@@ -256,45 +251,42 @@ def minimize(
     """
     dtype = x0.dtype
     stopped = jax.lax.stop_gradient(operands)
-    if loss == "hinge":
-        widths, active = huber_widths(smoothing, dtype)
-    else:  # one stage; the width is unused
-        widths, active = jnp.ones(1, dtype), jnp.ones(1, bool)
+    x0 = jax.lax.stop_gradient(x0)  # the solution does not depend on the starting point
     zero = jnp.zeros_like(x0)
+    if loss == "hinge":
+        widths, n_stages = huber_widths(smoothing, dtype)
+    else:  # one stage; the width is unused
+        widths, n_stages = jnp.ones(1, dtype), 1
 
-    def stage(carry, width_active):
-        h, on = width_active
-        parts = parts_fn(stopped, h)
-        threshold = tol * safe_norm(parts.residual(zero))
+    def stage(carry):
+        k, x, n_iter, _, _, _ = carry
+        parts = parts_fn(stopped, widths[k])
+        s = damped_newton(x, parts, tol * safe_norm(parts.residual(zero)), max_iter)
+        return k + 1, s.x, n_iter + s.it, s.status, s.grad_norm, s.value
 
-        def run(carry):
-            x, n_iter, status, _ = carry
-            # After a width that overflowed the later ones would start from nonsense: an
-            # infinite threshold stops them before their first step, and the overflowed
-            # width's status and residual stay for the report.
-            broken = status == NONFINITE
-            s = damped_newton(x, parts, jnp.where(broken, jnp.inf, threshold), max_iter)
-            new = (s.x, n_iter + s.it, s.status, s.grad_norm)
-            return jax.tree.map(lambda old, new: jnp.where(broken, old, new), carry, new)
+    nothing = jnp.zeros((), dtype)
+    init = (0, x0, jnp.zeros((), jnp.int32), jnp.int32(CONVERGED), nothing, nothing)
+    if loss == "hinge":
+        # One Newton solve per width; a width that overflowed ends the continuation (the next
+        # would start from nonsense) and its status and residual stay for the report.
+        def more(carry):
+            return (carry[0] < n_stages) & (carry[3] != NONFINITE)
 
-        # Inactive widths are skipped. The predicate does not depend on the data, so under vmap
-        # (over anything but smoothing) this stays a cond and skipped widths cost nothing.
-        carry = jax.lax.cond(on, run, lambda c: c, carry)
-        return carry, None
-
-    init = (x0, jnp.zeros((), jnp.int32), jnp.int32(CONVERGED), jnp.zeros((), dtype))
-    (x, n_iter, status, grad_norm), _ = jax.lax.scan(stage, init, (widths, active))
+        carry = jax.lax.while_loop(more, stage, init)
+    else:
+        carry = stage(init)
+    _, x, n_iter, status, grad_norm, last = carry
 
     # Implicit differentiation: one Newton step on the live operands at the stopped solution.
-    # It is not taken after an overflow, nor where it is not finite or leaves J non-finite.
+    # It is not taken after an overflow, nor where it is not finite or leaves J non-finite;
+    # the objective is then the last finite one of the solve.
     x = jax.lax.stop_gradient(x)
-    delta, _ = parts_fn(operands, widths[-1]).step(x)
-    value = parts_fn(stopped, None).value
-    stepped = x + jnp.where(jnp.isfinite(delta), delta, 0.0)
-    ok = (status != NONFINITE) & jnp.all(jnp.isfinite(delta))
-    ok = ok & jnp.isfinite(jax.lax.stop_gradient(value(stepped)))
+    delta, _ = parts_fn(operands, widths[-1]).step(x)  # widths[-1] is the final width
+    stepped = x + delta
+    objective = jax.lax.stop_gradient(parts_fn(stopped, None).value(stepped))
+    ok = (status != NONFINITE) & jnp.isfinite(objective)  # a non-finite step makes J so
     x = jnp.where(ok, stepped, x)
-    objective = jax.lax.stop_gradient(value(x))
-    status = jnp.where(ok & jnp.isfinite(objective), status, NONFINITE)
+    objective = jnp.where(ok, objective, last)
+    status = jnp.where(ok, status, NONFINITE)
     info = SolverInfo(objective, grad_norm, n_iter, status == CONVERGED, status)
     return x, info

@@ -203,7 +203,8 @@ def damped_newton(x0, parts: Parts, threshold, max_iter: int) -> _State:
     def body(s):
         delta, slope = parts.step(s.x)
         finite = jnp.isfinite(slope)  # NaN or inf in delta make the slope so
-        t, v_new, ok = line_search(s.x, s.value, delta, slope)  # a NaN step is never accepted
+        t, v_new, ok = line_search(s.x, s.value, delta, slope)
+        ok = ok & finite  # an overflowed step is not taken
         x = jnp.where(ok, s.x + t * delta, s.x)
         value = jnp.where(ok, v_new, s.value)
         gn = safe_norm(parts.residual(x))

@@ -1,24 +1,27 @@
 """Fit time of bayesrank's RankSVM and RankBoost on one OHSUMED fold against today's peers.
 
 One training set (OHSUMED QueryLevelNorm Fold1 ``train``: 63 queries, 9,219 documents, all
-367,663 within-query pairs), every method in this one process, one after the other:
+367,663 within-query pairs), every method in this one process, one after the other. bayesrank
+is called as a user calls it, through the public estimators on ``(X, y, qid)`` (never wrapped in
+a ``jax.jit`` of ours; the estimators call their own compiled cores), float64:
 
-* ``bayesrank-ranksvm``: ``ranksvm.fit_linear`` (squared hinge, primal Newton, default
-  ``tol``), jitted, float64; the input is the documents and the pair indices.
+* ``bayesrank-ranksvm``: ``RankSVM(C).fit(X, y, qid)`` (linear, squared hinge, primal Newton,
+  default ``tol``); the time includes building the within-query pairs and the padding.
 * ``sklearn-linearsvc``: scikit-learn's ``LinearSVC(loss="squared_hinge", fit_intercept=False)``
   (liblinear) on the explicit pairwise transform (the seed tutorial's construction, balanced
   classes by flipping every other pair): the same objective ``1/2 ||w||^2 + C sum sqhinge``.
   Building the transform is timed separately (``sklearn-transform``) and not included in ``fit``.
   Both objectives are printed, so the comparison is at equal (or stated) accuracy.
-* ``bayesrank-ranksvm-hinge``: the hinge objective (Huber continuation), for reference.
-* ``bayesrank-rankboost``: ``rankboost.fit``, ``T`` rounds, 10 thresholds per feature.
+* ``bayesrank-ranksvm-hinge``: ``RankSVM(C, loss="hinge")`` (Huber continuation), for reference.
+* ``bayesrank-rankboost``: ``RankBoost(n_rounds=T, n_thresholds=10)``.
 * ``xgboost-pairwise``: ``XGBRanker(objective="rank:pairwise")``, ``--trees`` trees of depth 6.
 * ``lightgbm-lambdarank``: ``LGBMRanker(objective="lambdarank")``, ``--trees`` trees.
 
-bayesrank: "compile" = first call minus the best later call; ``best``/``median`` over
-``--repeats`` steady-state calls (``block_until_ready``). Peers: ``--repeats`` calls after one
-untimed warm-up on a small slice. ``ratio`` = method best / ``bayesrank-ranksvm`` best (>1: slower
-than ours). Output: a table on stdout and ``benchmarks/out/bench_baselines.json`` with the
+A peer that is not installed is skipped with a printed line; so is the whole run (exit 0) when
+the data are absent. bayesrank: "compile" = first call minus the best later call;
+``best``/``median`` over ``--repeats`` steady-state calls. Peers: ``--repeats`` calls after one
+untimed warm-up on a small slice. ``ratio`` = method best / ``bayesrank-ranksvm`` best (>1:
+slower than ours). Output: a table on stdout and ``benchmarks/out/bench_baselines.json`` with the
 settings, versions and machine.
 
 Usage::
@@ -30,6 +33,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import platform
@@ -45,14 +49,22 @@ from bayesrank.runtime import enable_compilation_cache  # noqa: E402
 
 enable_compilation_cache()  # compiled programs kept on disk between runs
 
-import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bayesrank.baselines import rankboost, ranksvm  # noqa: E402
+from bayesrank.baselines import RankBoost, RankSVM  # noqa: E402
 from bayesrank.baselines._data import pairs_within_queries  # noqa: E402
 from bayesrank.data.letor import load_letor  # noqa: E402
+
+
+def optional(name):
+    """The module ``name``, or None (saying so) when it is not installed or fails to load."""
+    try:
+        return importlib.import_module(name)
+    except Exception as err:  # ImportError, or a native library missing (e.g. OpenMP)
+        print(f"{name} not available ({type(err).__name__}: {err}): skipped", flush=True)
+        return None
 
 
 def timed(fn, repeats):
@@ -86,13 +98,15 @@ def main(argv=None):
     args = p.parse_args(argv)
 
     path = Path(args.data_dir) / "OHSUMED" / "QueryLevelNorm" / f"Fold{args.fold}" / "train.txt.gz"
+    if not path.is_file():
+        print(f"{path} not found (the LETOR data, see --data-dir): nothing to measure")
+        return
     queries = load_letor(path)
     X = np.concatenate([q.X for q in queries])
     y = np.concatenate([q.grades for q in queries])
     qid = np.concatenate([[q.qid] * q.n_docs for q in queries])
     groups = [q.n_docs for q in queries]
     pairs = pairs_within_queries(y, qid)
-    Xj, Pj = jnp.asarray(X), jnp.asarray(pairs)
     print(f"{path}: {len(queries)} queries, {X.shape[0]} documents, {len(pairs)} pairs", flush=True)
     rows = []
 
@@ -113,43 +127,44 @@ def main(argv=None):
             flush=True,
         )
 
-    def bayes(method, fn, **extra_fn):
+    def bayes(method, make, **extra_fn):
+        """``make().fit(X, y, qid)``: the estimators return NumPy arrays, so a fit is finished
+        when it returns."""
         t0 = time.perf_counter()
-        out = jax.block_until_ready(fn())
+        make().fit(X, y, qid)
         first = time.perf_counter() - t0
-        out, times = timed(lambda: jax.block_until_ready(fn()), args.repeats)
-        extra = {k: f(out) for k, f in extra_fn.items()}
+        est, times = timed(lambda: make().fit(X, y, qid), args.repeats)
+        extra = {k: f(est) for k, f in extra_fn.items()}
         record(method, times, compile_s=first - min(times), **extra)
-        return out
+        return est
 
     A = X[pairs[:, 0]] - X[pairs[:, 1]]
 
     def objective(w):
         return float(0.5 * w @ w + args.C * np.sum(np.maximum(0.0, 1.0 - A @ w) ** 2))
 
-    fit_svm = jax.jit(ranksvm.fit_linear, static_argnames=("loss",))
-    sol = bayes(
+    svm = bayes(
         "bayesrank-ranksvm",
-        lambda: fit_svm(Xj, Pj, args.C),
-        objective=lambda s: round(objective(np.asarray(s.w)), 6),
-        newton_iters=lambda s: int(s.info.n_iter),
+        lambda: RankSVM(C=args.C),
+        objective=lambda e: round(objective(e.coef_), 6),
+        newton_iters=lambda e: e.n_iter_,
+        converged=lambda e: e.converged_,
     )
     bayes(
         "bayesrank-ranksvm-hinge",
-        lambda: fit_svm(Xj, Pj, args.C, loss="hinge"),
-        newton_iters=lambda s: int(s.info.n_iter),
+        lambda: RankSVM(C=args.C, loss="hinge"),
+        newton_iters=lambda e: e.n_iter_,
+        converged=lambda e: e.converged_,
     )
-    fit_rb = jax.jit(rankboost.fit, static_argnames=("n_rounds",))
-    th = jnp.asarray(rankboost.candidate_thresholds(X, 10))
-    bayes("bayesrank-rankboost", lambda: fit_rb(Xj, Pj, th, n_rounds=args.rounds))
+    bayes("bayesrank-rankboost", lambda: RankBoost(n_rounds=args.rounds, n_thresholds=10))
 
     versions = {
         "python": platform.python_version(),
         "jax": jax.__version__,
         "numpy": np.__version__,
     }
-    try:
-        import sklearn
+    sklearn = optional("sklearn")
+    if sklearn is not None:
         from sklearn.svm import LinearSVC
 
         versions["scikit-learn"] = sklearn.__version__
@@ -167,32 +182,24 @@ def main(argv=None):
             "sklearn-linearsvc",
             times,
             objective=round(objective(clf.coef_.ravel()), 6),
-            max_abs_w_diff=float(np.max(np.abs(clf.coef_.ravel() - np.asarray(sol.w)))),
+            max_abs_w_diff=float(np.max(np.abs(clf.coef_.ravel() - svm.coef_))),
         )
-    except ImportError:
-        print("scikit-learn not installed: LinearSVC skipped")
-    try:
-        import xgboost as xgb
-
+    xgb = optional("xgboost")
+    if xgb is not None:
         versions["xgboost"] = xgb.__version__
         kw = dict(objective="rank:pairwise", max_depth=6, learning_rate=0.1, n_jobs=2)
         xgb.XGBRanker(n_estimators=2, tree_method="hist", **kw).fit(X[:500], y[:500], group=[500])
         model = xgb.XGBRanker(n_estimators=args.trees, tree_method="hist", random_state=0, **kw)
         _, times = timed(lambda: model.fit(X, y, group=groups), args.repeats)
         record("xgboost-pairwise", times)
-    except ImportError:
-        print("xgboost not installed: skipped")
-    try:
-        import lightgbm as lgb
-
+    lgb = optional("lightgbm")
+    if lgb is not None:
         versions["lightgbm"] = lgb.__version__
         kw = dict(objective="lambdarank", learning_rate=0.05, n_jobs=2, verbose=-1)
         lgb.LGBMRanker(n_estimators=2, **kw).fit(X[:500], y[:500], group=[500])
         model = lgb.LGBMRanker(n_estimators=args.trees, random_state=0, **kw)
         _, times = timed(lambda: model.fit(X, y, group=groups), args.repeats)
         record("lightgbm-lambdarank", times)
-    except ImportError:
-        print("lightgbm not installed: skipped")
 
     base = next(r["best_s"] for r in rows if r["method"] == "bayesrank-ranksvm")
     for r in rows:

@@ -30,9 +30,17 @@ The edge of every candidate is computed from the per-document potential
 ``pi_i = sum_{p: w_p = i} D(p) - sum_{p: l_p = i} D(p)`` as ``r(k, theta) = sum_{i: x_ik > theta}
 pi_i``: a suffix sum over the documents sorted once per feature, ``O(d n)`` per round.
 
-Everything is a pure function of arrays (static: ``n_rounds``), ``vmap``-able over padded queries
-(masked pairs get no weight); :func:`predict` with ``temperature > 0`` replaces the step by a
-sigmoid ``sigma((x_k - theta) / temperature)`` so scores are differentiable in ``X``.
+Everything is a pure function of arrays (never jitted here; static under ``jit``: ``n_rounds``
+and ``complements``), ``vmap``-able over padded queries (masked pairs get no weight; padded
+documents touched by no pair change no edge); :func:`predict` with ``temperature > 0`` replaces
+the step by a sigmoid ``sigma((x_k - theta) / temperature)`` so scores are differentiable in ``X``.
+
+It shares no numerics with the RankSVM's Newton solver (boosting is a ``lax.scan`` of greedy
+rounds, nothing is minimised by Newton steps): only the estimator face
+(:mod:`~bayesrank.baselines._estimator`) and the padding (:mod:`~bayesrank.baselines._arrays`).
+The estimator :class:`RankBoost` pads documents and pairs to bucketed sizes, and the candidate
+thresholds to ``n_thresholds`` columns by repeating each feature's last candidate (a repeat never
+wins the first-candidate tie rule over its original, so the rounds are unchanged).
 """
 
 from __future__ import annotations
@@ -43,9 +51,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..data.batch import bucket_size
+from ._arrays import as_float, cast_checked, float_dtype, pad_pairs, pad_rows, pair_weights
 from ._data import check_ranking_data, check_X, pairs_within_queries
+from ._estimator import Ranker, check_choice, check_flag, check_int, check_real
 
 __all__ = [
+    "THRESHOLD_METHODS",
     "RankBoost",
     "RankBoostInfo",
     "RankBoostModel",
@@ -54,6 +66,9 @@ __all__ = [
     "fit",
     "predict",
 ]
+
+
+THRESHOLD_METHODS = ("uniform", "quantile")
 
 
 class RankBoostModel(NamedTuple):
@@ -101,10 +116,8 @@ def candidate_thresholds(X, n_thresholds: int | None = 10, method: str = "unifor
         (a weak ranker that is 0 everywhere, edge 0).
     """
     X = check_X(X)
-    if method not in ("uniform", "quantile"):
-        raise ValueError(f"method must be 'uniform' or 'quantile', got {method!r}")
-    if n_thresholds is not None and n_thresholds < 1:
-        raise ValueError(f"n_thresholds must be >= 1 or None, got {n_thresholds}")
+    check_choice("method", method, THRESHOLD_METHODS)
+    check_int("n_thresholds", n_thresholds, low=1, none_ok=True)
     cols = []
     for k in range(X.shape[1]):
         x = X[:, k]
@@ -125,10 +138,9 @@ def candidate_thresholds(X, n_thresholds: int | None = 10, method: str = "unifor
 TIE = 1e-12
 
 
-def _pair_mask(pairs, pair_mask, dtype):
-    if pair_mask is None:
-        return jnp.ones(pairs.shape[0], dtype)
-    return jnp.asarray(pair_mask).astype(dtype)
+def _pad_thresholds(thresholds: np.ndarray, width: int, dtype) -> np.ndarray:
+    """``(d, K)`` candidates widened to ``(d, width)`` by repeating each row's last entry."""
+    return np.pad(thresholds, ((0, 0), (0, width - thresholds.shape[1])), mode="edge").astype(dtype)
 
 
 def fit(
@@ -157,16 +169,14 @@ def fit(
     Returns:
         ``(RankBoostModel, RankBoostInfo)``, arrays of length ``T``.
     """
-    X = jnp.asarray(X)
-    if not jnp.issubdtype(X.dtype, jnp.floating):
-        X = X.astype(jnp.result_type(float))
+    X = as_float(X)
     dtype = X.dtype
     thresholds = jnp.asarray(thresholds, dtype)
     pairs = jnp.asarray(pairs)
     n, d = X.shape
     K = thresholds.shape[1]
     win, lose = pairs[:, 0], pairs[:, 1]
-    mask = _pair_mask(pairs, pair_mask, dtype)
+    mask = pair_weights(pairs, pair_mask, dtype)
     D0 = mask / jnp.maximum(jnp.sum(mask), 1.0)
 
     # Sort each feature once: r(k, theta) is a suffix sum of pi in that order.
@@ -235,29 +245,34 @@ def predict(model: RankBoostModel, X, temperature: float | None = None, n_rounds
 def exp_loss(scores, pairs, pair_mask=None):
     """The exponential ranking loss ``mean_p exp(-(s_w - s_l))`` over the unmasked pairs."""
     scores = jnp.asarray(scores)
-    mask = _pair_mask(pairs, pair_mask, scores.dtype)
+    mask = pair_weights(pairs, pair_mask, scores.dtype)
     terms = jnp.exp(-(scores[pairs[:, 0]] - scores[pairs[:, 1]]))
     return jnp.sum(mask * terms) / jnp.maximum(jnp.sum(mask), 1.0)
 
 
+# The estimator's compiled cores: static are n_rounds (a loop length) and complements (a flag);
+# smoothing, temperature and the number of rounds used by predict are traced.
 _fit_jit = jax.jit(fit, static_argnames=("n_rounds", "complements"))
-_predict_jit = jax.jit(predict, static_argnames=("temperature",))
+_predict_jit = jax.jit(predict)
 
 
-class RankBoost:
+class RankBoost(Ranker):
     """RankBoost estimator (scikit-learn style) on the pairs within each query.
 
     Args (hyperparameters only):
-        n_rounds: ``T``, boosting rounds.
-        n_thresholds: candidate thresholds per feature (None = all distinct values).
+        n_rounds: ``T``, boosting rounds (an integer >= 1).
+        n_thresholds: candidate thresholds per feature (>= 1; None = all distinct values).
         threshold_method: ``"uniform"`` (RankLib) or ``"quantile"``.
-        temperature: None = hard weak rankers in :meth:`predict`; ``> 0`` = sigmoid (smooth).
-        smoothing: ``s`` in ``alpha``.
+        temperature: None or 0 = hard weak rankers in :meth:`predict`; ``> 0`` = sigmoid (smooth).
+        smoothing: ``s > 0`` in ``alpha`` (0 would give an error-free weak ranker infinite weight).
         complements: also use the complement weak rankers ``[x_k <= theta]`` (see :func:`fit`).
 
     Learned attributes: ``model_`` (:class:`RankBoostModel`), ``info_``
     (:class:`RankBoostInfo`), ``features_``, ``thresholds_``, ``alphas_`` (each ``(T,)``),
     ``signs_``, ``candidates_: (d, K)``, ``pairs_: (m, 2)``, ``n_features_in_``.
+
+    :meth:`score` is the pairwise accuracy (see
+    :func:`~bayesrank.baselines._estimator.pairwise_accuracy`).
     """
 
     def __init__(
@@ -276,40 +291,32 @@ class RankBoost:
         self.smoothing = smoothing
         self.complements = complements
 
-    def get_params(self, deep: bool = True) -> dict:
-        names = (
-            "n_rounds",
-            "n_thresholds",
-            "threshold_method",
-            "temperature",
-            "smoothing",
-            "complements",
-        )
-        return {k: getattr(self, k) for k in names}
-
-    def set_params(self, **params) -> RankBoost:
-        for k, v in params.items():
-            if k not in self.get_params():
-                raise ValueError(f"unknown parameter {k!r}")
-            setattr(self, k, v)
-        return self
+    def _check_params(self):
+        check_int("n_rounds", self.n_rounds, low=1)
+        check_int("n_thresholds", self.n_thresholds, low=1, none_ok=True)
+        check_choice("threshold_method", self.threshold_method, THRESHOLD_METHODS)
+        check_real("temperature", self.temperature, inclusive=True, none_ok=True)
+        check_real("smoothing", self.smoothing)
+        check_flag("complements", self.complements)
 
     def fit(self, X, y, qid) -> RankBoost:
         """Fit on documents ``X: (n, d)`` with grades ``y: (n,)`` and query ids ``qid: (n,)``."""
-        if int(self.n_rounds) != self.n_rounds or self.n_rounds < 1:
-            raise ValueError(f"n_rounds must be an integer >= 1, got {self.n_rounds}")
-        if self.temperature is not None and not self.temperature >= 0:
-            raise ValueError(f"temperature must be None or >= 0, got {self.temperature}")
+        self._check_params()
         X, y, qid = check_ranking_data(X, y, qid)
+        dtype = float_dtype()
+        Xd = cast_checked(X, dtype)
         self.candidates_ = candidate_thresholds(X, self.n_thresholds, self.threshold_method)
         self.pairs_ = pairs_within_queries(y, qid)
-        dtype = jnp.result_type(float)
+        width = self.candidates_.shape[1]
+        width = bucket_size(width) if self.n_thresholds is None else self.n_thresholds
+        P, pair_mask = pad_pairs(self.pairs_)
         model, info = _fit_jit(
-            jnp.asarray(X, dtype),
-            jnp.asarray(self.pairs_),
-            jnp.asarray(self.candidates_, dtype),
+            pad_rows(Xd, dtype),
+            P,
+            _pad_thresholds(self.candidates_, width, dtype),
             n_rounds=int(self.n_rounds),
-            smoothing=self.smoothing,
+            pair_mask=pair_mask,
+            smoothing=np.asarray(self.smoothing, dtype),
             complements=bool(self.complements),
         )
         self.model_ = model
@@ -323,10 +330,15 @@ class RankBoost:
 
     def predict(self, X, n_rounds: int | None = None) -> np.ndarray:
         """Scores ``(n,)`` of ``X: (n, d)`` from the first ``n_rounds`` rounds (None = all)."""
-        if not hasattr(self, "model_"):
-            raise ValueError("this RankBoost is not fitted yet; call fit(X, y, qid) first")
+        self._check_fitted()
+        check_int("n_rounds", n_rounds, low=0, none_ok=True)
         X = check_X(X, self.n_features_in_)
-        dtype = jnp.result_type(float)
-        return np.asarray(
-            _predict_jit(self.model_, jnp.asarray(X, dtype), self.temperature, n_rounds)
+        dtype = float_dtype()
+        smooth = self.temperature is not None and self.temperature != 0
+        scores = _predict_jit(
+            self.model_,
+            pad_rows(cast_checked(X, dtype), dtype),
+            np.asarray(self.temperature, dtype) if smooth else None,
+            np.int32(len(self.alphas_) if n_rounds is None else min(n_rounds, len(self.alphas_))),
         )
+        return np.asarray(scores)[: len(X)]

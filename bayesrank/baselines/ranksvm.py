@@ -22,27 +22,38 @@ and Chapelle's Newton step ``delta = -(I + L K)^{-1} (beta + g)``, where ``g = d
 ``beta = -g``, i.e. ``beta = sum_p alpha_p (e_i - e_j)`` with dual variables ``alpha_p =
 C l'(r_p)``. With ``K = X X'`` it gives the linear solution (``w = X' beta``).
 
-Both solvers are damped Newton methods (Armijo backtracking) inside ``lax.while_loop``, stopping
-when ``||grad|| <= tol * max(1, ||grad at 0||)`` (linear) or ``||beta + g|| <= tol * max(1,
-||g at 0||)`` (kernel). They are pure functions (the caller jits; static: ``loss``, ``max_iter``,
-``smoothing``), ``vmap`` over queries with padded pairs masked out, and differentiable in ``X`` /
-``K``, ``C`` and the mask by the implicit function theorem: the loop runs on stopped gradients
-and one Newton step at the solution, taken on the live inputs, carries the derivative
-``dw/dtheta = -H^{-1} d(grad)/dtheta``.
+Both are two small parameterisations (:func:`_linear_parts`, :func:`_kernel_parts`) of the one
+solver in :mod:`bayesrank.baselines.newton`: damped Newton with Armijo backtracking, the Huber
+continuation, and implicit differentiation (gradients in ``X`` / ``K``, ``C`` and the pair
+weights). The residual whose norm stops the solve is ``grad J(w)`` (linear) or ``beta + g``
+(kernel), relative to its value at 0. :func:`fit_linear` and :func:`fit_kernel` are pure (never
+jitted here: ``jit``, ``vmap`` and ``grad`` them freely; padded pairs get ``pair_mask = False``).
 
-The estimator :class:`RankSVM` (scikit-learn style) builds the within-query pairs from
-``fit(X, y, qid)`` and calls the jitted core.
+The estimator :class:`RankSVM` builds the within-query pairs from ``fit(X, y, qid)``, pads
+documents and pairs to bucketed sizes (:mod:`bayesrank.baselines._arrays`) and calls
+module-level jitted cores whose static arguments are ``loss`` and ``max_iter`` only, so a refit
+on data of similar size compiles nothing.
+
+(The module is a little over 400 lines: the two parameterisations, their public cores and the
+estimator that calls them are one concept; the solver, the padding and the estimator face each
+live in their own module.)
 """
 
 from __future__ import annotations
 
+import functools
+import warnings
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import newton
+from ._arrays import as_float, cast_checked, float_dtype, pad_pairs, pad_rows, pair_weights
 from ._data import check_ranking_data, check_X, pairs_within_queries
+from ._estimator import Ranker, check_choice, check_int, check_real
+from .newton import SolverInfo
 
 __all__ = [
     "KernelSolution",
@@ -59,83 +70,103 @@ __all__ = [
 ]
 
 LOSSES = ("squared_hinge", "hinge")
-
-
-class SolverInfo(NamedTuple):
-    """Diagnostics of a Newton solve (scalars; batched under ``vmap``).
-
-    Attributes:
-        objective: ``J`` at the returned solution (for the hinge: the *hinge* objective).
-        grad_norm: the final stopping quantity (see the module docstring).
-        n_iter: Newton iterations, summed over the continuation stages of the hinge.
-        converged: whether the last stage met its tolerance within ``max_iter``.
-    """
-
-    objective: jax.Array
-    grad_norm: jax.Array
-    n_iter: jax.Array
-    converged: jax.Array
+KERNELS = ("linear", "rbf")
 
 
 class LinearSolution(NamedTuple):
-    """``w: (d,)`` and :class:`SolverInfo`."""
+    """``w: (d,)`` and :class:`~bayesrank.baselines.newton.SolverInfo`."""
 
     w: jax.Array
     info: SolverInfo
 
 
 class KernelSolution(NamedTuple):
-    """``beta: (n,)`` (scores ``f = K beta``, new points ``k(x, X) beta``), :class:`SolverInfo`."""
+    """``beta: (n,)`` (scores ``f = K beta``, new points ``k(x, X) beta``) and ``info``."""
 
     beta: jax.Array
     info: SolverInfo
 
 
 def default_tol(dtype) -> float:
-    """Relative gradient tolerance: ``1e-9`` in float64, ``1e-4`` in float32."""
+    """Relative tolerance on the residual: ``1e-9`` in float64, ``1e-4`` in float32."""
     return 1e-9 if jnp.dtype(dtype) == jnp.float64 else 1e-4
 
 
 def _check_loss(loss):
-    if loss not in LOSSES:
-        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+    check_choice("loss", loss, LOSSES)
 
 
-def _loss_terms(r, loss, h):
-    """``l(r), l'(r), l''(r)`` for the squared hinge, or the Huber-smoothed hinge of width ``h``."""
-    if loss == "squared_hinge":
-        rp = jnp.maximum(r, 0.0)
-        return rp**2, 2.0 * rp, 2.0 * (r > 0).astype(r.dtype)
-    if h is None:  # the plain hinge (objective reporting only)
-        return jnp.maximum(r, 0.0), (r > 0).astype(r.dtype), jnp.zeros_like(r)
-    band = jnp.abs(r) <= h
-    value = jnp.where(r > h, r, jnp.where(band, (r + h) ** 2 / (4 * h), 0.0))
-    d1 = jnp.where(r > h, 1.0, jnp.where(band, (r + h) / (2 * h), 0.0))
-    d2 = jnp.where(band, 1.0 / (2 * h), 0.0)
-    return value, d1, d2
+def _unless_overflow(M, delta):
+    """``delta``, or NaN where the Newton matrix overflowed (a factorisation of ``inf`` entries
+    can return a finite, meaningless step); the solver reports NaN steps as non-finite."""
+    return jnp.where(jnp.all(jnp.isfinite(M)), delta, jnp.nan)
 
 
-def _hinge_schedule(smoothing: float) -> tuple[float, ...]:
-    """Huber widths ``1, 0.1, ...`` down to ``smoothing`` (continuation for the hinge)."""
-    if not smoothing > 0:
-        raise ValueError(f"smoothing must be > 0, got {smoothing}")
-    hs = []
-    h = 1.0
-    while h > smoothing * (1 + 1e-12):
-        hs.append(h)
-        h /= 10.0
-    hs.append(float(smoothing))
-    return tuple(hs)
+def _linear_parts(operands, h, *, loss):
+    """``x = w: (d,)``; ``F = grad J = w - C A' (mask l')``, ``M = I + C A' diag(mask l'') A``
+    (Cholesky), with ``A: (m, d)`` the rows ``x_i - x_j``."""
+    X, pairs, C, mask = operands
+    A = X[pairs[:, 0]] - X[pairs[:, 1]]
+
+    def value(w):
+        loss_value, _, _ = newton.loss_terms(1.0 - A @ w, loss, h)
+        return 0.5 * w @ w + C * jnp.sum(mask * loss_value)
+
+    def residual(w):
+        _, d1, _ = newton.loss_terms(1.0 - A @ w, loss, h)
+        return w - C * (A.T @ (mask * d1))
+
+    def step(w):
+        _, d1, d2 = newton.loss_terms(1.0 - A @ w, loss, h)
+        g = w - C * (A.T @ (mask * d1))
+        H = jnp.eye(w.shape[0], dtype=w.dtype) + C * (A.T @ (A * (mask * d2)[:, None]))
+        delta = _unless_overflow(H, -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), g))
+        return delta, g @ delta
+
+    return newton.Parts(value, residual, step)
 
 
-def _pair_mask(pairs, pair_mask, dtype):
-    if pair_mask is None:
-        return jnp.ones(pairs.shape[0], dtype)
-    return jnp.asarray(pair_mask).astype(dtype)
+def _kernel_parts(operands, h, *, loss):
+    """``x = beta: (n,)``; ``F = beta + g`` with ``g = dLoss/df = -C D' (mask l')``,
+    ``M = I + L K`` (LU); the slope is ``(K F) . delta`` since ``grad J = K F``."""
+    K, pairs, C, mask = operands
+    n = K.shape[0]
+    i, j = pairs[:, 0], pairs[:, 1]
+
+    def residual_r(beta):
+        f = K @ beta
+        return f, 1.0 - (f[i] - f[j])
+
+    def grad_f(d1):
+        v = C * mask * d1
+        return jnp.zeros(n, K.dtype).at[j].add(v).at[i].add(-v)
+
+    def value(beta):
+        f, r = residual_r(beta)
+        loss_value, _, _ = newton.loss_terms(r, loss, h)
+        return 0.5 * beta @ f + C * jnp.sum(mask * loss_value)
+
+    def residual(beta):
+        _, d1, _ = newton.loss_terms(residual_r(beta)[1], loss, h)
+        return beta + grad_f(d1)
+
+    def step(beta):
+        _, d1, d2 = newton.loss_terms(residual_r(beta)[1], loss, h)
+        F = beta + grad_f(d1)
+        c = C * mask * d2
+        L = jnp.zeros((n, n), K.dtype).at[i, i].add(c).at[j, j].add(c)
+        L = L.at[i, j].add(-c).at[j, i].add(-c)
+        M = jnp.eye(n, dtype=K.dtype) + L @ K
+        delta = _unless_overflow(M, -jnp.linalg.solve(M, F))
+        return delta, (K @ F) @ delta
+
+    return newton.Parts(value, residual, step)
 
 
-def _differences(X, pairs):
-    return X[pairs[:, 0]] - X[pairs[:, 1]]
+def _operands(M, pairs, C, pair_mask):
+    M = as_float(M)
+    pairs = jnp.asarray(pairs)
+    return (M, pairs, jnp.asarray(C, M.dtype), pair_weights(pairs, pair_mask, M.dtype))
 
 
 def linear_objective(w, X, pairs, C, pair_mask=None, loss="squared_hinge"):
@@ -147,22 +178,13 @@ def linear_objective(w, X, pairs, C, pair_mask=None, loss="squared_hinge"):
         ``"hinge"``.
     """
     _check_loss(loss)
-    X = jnp.asarray(X)
-    mask = _pair_mask(pairs, pair_mask, X.dtype)
-    r = 1.0 - _differences(X, pairs) @ w
-    value, _, _ = _loss_terms(r, loss, None)
-    return 0.5 * w @ w + C * jnp.sum(mask * value)
+    return _linear_parts(_operands(X, pairs, C, pair_mask), None, loss=loss).value(w)
 
 
 def kernel_objective(beta, K, pairs, C, pair_mask=None, loss="squared_hinge"):
     """``1/2 beta' K beta + C sum_p mask_p l(1 - (f_i - f_j))`` with ``f = K beta``."""
     _check_loss(loss)
-    K = jnp.asarray(K)
-    mask = _pair_mask(pairs, pair_mask, K.dtype)
-    f = K @ beta
-    r = 1.0 - (f[pairs[:, 0]] - f[pairs[:, 1]])
-    value, _, _ = _loss_terms(r, loss, None)
-    return 0.5 * beta @ f + C * jnp.sum(mask * value)
+    return _kernel_parts(_operands(K, pairs, C, pair_mask), None, loss=loss).value(beta)
 
 
 def dual_variables(margins, C, loss="squared_hinge"):
@@ -172,75 +194,27 @@ def dual_variables(margins, C, loss="squared_hinge"):
     subgradient choice ``C [margin_p < 1]`` (margins exactly at 1 are ambiguous).
     """
     _check_loss(loss)
-    _, d1, _ = _loss_terms(1.0 - jnp.asarray(margins), loss, None)
+    _, d1, _ = newton.loss_terms(1.0 - jnp.asarray(margins), loss, None)
     return C * d1
 
 
-class _State(NamedTuple):
-    x: jax.Array
-    value: jax.Array
-    grad_norm: jax.Array
-    it: jax.Array
-    done: jax.Array
-    converged: jax.Array
-
-
-def _newton(x0, value_fn, direction_fn, stop_fn, threshold, max_iter, dtype):
-    """Damped Newton: ``direction_fn(x) -> (delta, slope)``, Armijo backtracking on ``value_fn``.
-
-    Stops when ``stop_fn(x) <= threshold`` (converged), after ``max_iter`` steps, or when no step
-    length in ``1, 1/2, ..., 2^-30`` decreases the objective (stalled at machine precision).
-    """
-    eps = jnp.finfo(dtype).eps
-
-    def line_search(x, value, delta, slope):
-        def cond(c):
-            t, v_new, k = c
-            ok = v_new <= value + 1e-4 * t * slope + 10 * eps * jnp.abs(value)
-            return (~ok) & (k < 30)
-
-        def body(c):
-            t, _, k = c
-            t = 0.5 * t
-            return t, value_fn(x + t * delta), k + 1
-
-        t, v_new, k = jax.lax.while_loop(cond, body, (jnp.ones((), dtype), value_fn(x + delta), 0))
-        ok = (k < 30) | (v_new <= value)
-        return t, v_new, ok
-
-    def cond(s):
-        return ~s.done
-
-    def body(s):
-        delta, slope = direction_fn(s.x)
-        t, v_new, ok = line_search(s.x, s.value, delta, slope)
-        x = jnp.where(ok, s.x + t * delta, s.x)
-        value = jnp.where(ok, v_new, s.value)
-        gn = stop_fn(x)
-        converged = gn <= threshold
-        it = s.it + 1
-        return _State(x, value, gn, it, converged | (it >= max_iter) | ~ok, converged)
-
-    g0 = stop_fn(x0)
-    conv0 = g0 <= threshold
-    init = _State(x0, value_fn(x0), g0, jnp.zeros((), jnp.int32), conv0 | (max_iter <= 0), conv0)
-    return jax.lax.while_loop(cond, body, init)
-
-
-def _linear_parts(X, pairs, C, mask, loss, h):
-    A = _differences(X, pairs)
-
-    def value_fn(w):
-        value, _, _ = _loss_terms(1.0 - A @ w, loss, h)
-        return 0.5 * w @ w + C * jnp.sum(mask * value)
-
-    def grad_hess(w):
-        _, d1, d2 = _loss_terms(1.0 - A @ w, loss, h)
-        grad = w - C * (A.T @ (mask * d1))
-        hess = jnp.eye(w.shape[0], dtype=w.dtype) + C * (A.T @ (A * (mask * d2)[:, None]))
-        return grad, hess
-
-    return A, value_fn, grad_hess
+def _solve(parts, M, pairs, C, pair_mask, x0, size, loss, tol, max_iter, smoothing):
+    _check_loss(loss)
+    if isinstance(smoothing, (int, float)) and not smoothing > 0:
+        raise ValueError(f"smoothing must be > 0, got {smoothing}")
+    operands = _operands(M, pairs, C, pair_mask)
+    dtype = operands[0].dtype
+    x0 = jnp.zeros(operands[0].shape[size], dtype) if x0 is None else jnp.asarray(x0, dtype)
+    tol = default_tol(dtype) if tol is None else tol
+    return newton.minimize(
+        functools.partial(parts, loss=loss),
+        operands,
+        x0,
+        loss=loss,
+        tol=tol,
+        max_iter=max_iter,
+        smoothing=smoothing,
+    )
 
 
 def fit_linear(
@@ -250,9 +224,9 @@ def fit_linear(
     pair_mask=None,
     *,
     loss: str = "squared_hinge",
-    tol: float | None = None,
+    tol=None,
     max_iter: int = 100,
-    smoothing: float = 1e-3,
+    smoothing=1e-3,
     w0=None,
 ) -> LinearSolution:
     """Linear RankSVM by primal Newton; see the module docstring for the objective.
@@ -263,99 +237,18 @@ def fit_linear(
         C: scalar > 0, the weight of the summed pair losses (differentiable).
         pair_mask: ``(m,)`` bool (padding) or nonnegative weights; None = all pairs.
         loss: ``"squared_hinge"`` (default) or ``"hinge"`` (Huber continuation to ``smoothing``).
-        tol: relative gradient tolerance (default :func:`default_tol` of ``X``'s dtype).
-        max_iter: Newton iterations per stage (static).
-        smoothing: final Huber width for the hinge (static); ignored for the squared hinge.
+        tol: relative tolerance, ``||grad J|| <= tol ||grad J(0)||`` (default :func:`default_tol`
+            of ``X``'s dtype; may be traced).
+        max_iter: Newton iterations per stage (static under ``jit``).
+        smoothing: final Huber width for the hinge (may be traced); ignored for the squared hinge.
         w0: ``(d,)`` warm start (default zeros).
 
     Returns:
         :class:`LinearSolution` ``(w: (d,), info)``; scores of new entities are ``X_new @ w``.
     """
-    _check_loss(loss)
-    X = jnp.asarray(X)
-    if not jnp.issubdtype(X.dtype, jnp.floating):
-        X = X.astype(jnp.result_type(float))
-    dtype = X.dtype
-    pairs = jnp.asarray(pairs)
-    C = jnp.asarray(C, dtype)
-    mask = _pair_mask(pairs, pair_mask, dtype)
-    tol = default_tol(dtype) if tol is None else tol
-    hs = _hinge_schedule(smoothing) if loss == "hinge" else (1.0,)  # h unused: squared hinge
-    w = jnp.zeros(X.shape[1], dtype) if w0 is None else jnp.asarray(w0, dtype)
-
-    Xs, Cs, ms = jax.lax.stop_gradient((X, C, mask))
-
-    def stage(carry, h):  # one Newton solve per Huber width (a single one for the squared hinge)
-        w, n_iter = carry
-        A, value_fn, grad_hess = _linear_parts(Xs, pairs, Cs, ms, loss, h)
-        _, d1_0, _ = _loss_terms(jnp.ones(A.shape[0], dtype), loss, h)
-        threshold = tol * jnp.maximum(1.0, jnp.linalg.norm(Cs * (A.T @ (ms * d1_0))))
-
-        def direction(w, grad_hess=grad_hess):
-            g, H = grad_hess(w)
-            delta = -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), g)
-            return delta, g @ delta
-
-        def stop(w, grad_hess=grad_hess):
-            return jnp.linalg.norm(grad_hess(w)[0])
-
-        state = _newton(w, value_fn, direction, stop, threshold, max_iter, dtype)
-        return (state.x, n_iter + state.it), (state.grad_norm, state.converged)
-
-    (w, n_iter), (grad_norm, converged) = jax.lax.scan(
-        stage, (w, jnp.zeros((), jnp.int32)), jnp.asarray(hs, dtype)
-    )
-
-    # Implicit differentiation: one Newton step on the live inputs at the (stopped) solution.
-    w = jax.lax.stop_gradient(w)
-    _, _, grad_hess = _linear_parts(X, pairs, C, mask, loss, hs[-1])
-    g, H = grad_hess(w)
-    w = w - jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), g)
-    info = SolverInfo(
-        objective=jax.lax.stop_gradient(linear_objective(w, Xs, pairs, Cs, ms, loss)),
-        grad_norm=grad_norm[-1],
-        n_iter=n_iter,
-        converged=converged[-1],
-    )
+    settings = (loss, tol, max_iter, smoothing)
+    w, info = _solve(_linear_parts, X, pairs, C, pair_mask, w0, 1, *settings)
     return LinearSolution(w, info)
-
-
-def _kernel_parts(K, pairs, C, mask, loss, h):
-    n = K.shape[0]
-    i, j = pairs[:, 0], pairs[:, 1]
-
-    def residual(beta):
-        f = K @ beta
-        return f, 1.0 - (f[i] - f[j])
-
-    def value_fn(beta):
-        f, r = residual(beta)
-        value, _, _ = _loss_terms(r, loss, h)
-        return 0.5 * beta @ f + C * jnp.sum(mask * value)
-
-    def grad_f(d1):  # dLoss/df = -C D' (mask l')
-        v = C * mask * d1
-        return jnp.zeros(n, K.dtype).at[j].add(v).at[i].add(-v)
-
-    def system(beta):
-        _, r = residual(beta)
-        _, d1, d2 = _loss_terms(r, loss, h)
-        F = beta + grad_f(d1)
-        c = C * mask * d2
-        L = (
-            jnp.zeros((n, n), K.dtype)
-            .at[i, i]
-            .add(c)
-            .at[j, j]
-            .add(c)
-            .at[i, j]
-            .add(-c)
-            .at[j, i]
-            .add(-c)
-        )
-        return F, jnp.eye(n, dtype=K.dtype) + L @ K
-
-    return value_fn, grad_f, system
 
 
 def fit_kernel(
@@ -365,66 +258,25 @@ def fit_kernel(
     pair_mask=None,
     *,
     loss: str = "squared_hinge",
-    tol: float | None = None,
+    tol=None,
     max_iter: int = 100,
-    smoothing: float = 1e-3,
+    smoothing=1e-3,
     beta0=None,
 ) -> KernelSolution:
     """Kernel RankSVM on entities by Chapelle's primal Newton method (``O(n^3)`` per step).
 
     Args:
         K: ``(n, n)`` PSD Gram matrix of the entities (e.g. :func:`rbf_kernel`; differentiable).
-        pairs, C, pair_mask, loss, tol, max_iter, smoothing: as in :func:`fit_linear`.
+            Rows and columns of zeros are padding: entities touched by no pair keep ``beta = 0``.
+        pairs, C, pair_mask, loss, tol, max_iter, smoothing: as in :func:`fit_linear` (the
+            residual is ``beta + dLoss/df``).
         beta0: ``(n,)`` warm start (default zeros).
 
     Returns:
         :class:`KernelSolution` ``(beta: (n,), info)``: training scores ``K @ beta``.
     """
-    _check_loss(loss)
-    K = jnp.asarray(K)
-    if not jnp.issubdtype(K.dtype, jnp.floating):
-        K = K.astype(jnp.result_type(float))
-    dtype = K.dtype
-    pairs = jnp.asarray(pairs)
-    C = jnp.asarray(C, dtype)
-    mask = _pair_mask(pairs, pair_mask, dtype)
-    tol = default_tol(dtype) if tol is None else tol
-    hs = _hinge_schedule(smoothing) if loss == "hinge" else (1.0,)  # h unused: squared hinge
-    beta = jnp.zeros(K.shape[0], dtype) if beta0 is None else jnp.asarray(beta0, dtype)
-
-    Ks, Cs, ms = jax.lax.stop_gradient((K, C, mask))
-
-    def stage(carry, h):
-        beta, n_iter = carry
-        value_fn, grad_f, system = _kernel_parts(Ks, pairs, Cs, ms, loss, h)
-        _, d1_0, _ = _loss_terms(jnp.ones(pairs.shape[0], dtype), loss, h)
-        threshold = tol * jnp.maximum(1.0, jnp.linalg.norm(grad_f(d1_0)))
-
-        def direction(beta, system=system, Ks=Ks):
-            F, M = system(beta)
-            delta = -jnp.linalg.solve(M, F)
-            return delta, (Ks @ F) @ delta
-
-        def stop(beta, system=system):
-            return jnp.linalg.norm(system(beta)[0])
-
-        state = _newton(beta, value_fn, direction, stop, threshold, max_iter, dtype)
-        return (state.x, n_iter + state.it), (state.grad_norm, state.converged)
-
-    (beta, n_iter), (grad_norm, converged) = jax.lax.scan(
-        stage, (beta, jnp.zeros((), jnp.int32)), jnp.asarray(hs, dtype)
-    )
-
-    beta = jax.lax.stop_gradient(beta)
-    _, _, system = _kernel_parts(K, pairs, C, mask, loss, hs[-1])
-    F, M = system(beta)
-    beta = beta - jnp.linalg.solve(M, F)
-    info = SolverInfo(
-        objective=jax.lax.stop_gradient(kernel_objective(beta, Ks, pairs, Cs, ms, loss)),
-        grad_norm=grad_norm[-1],
-        n_iter=n_iter,
-        converged=converged[-1],
-    )
+    settings = (loss, tol, max_iter, smoothing)
+    beta, info = _solve(_kernel_parts, K, pairs, C, pair_mask, beta0, 0, *settings)
     return KernelSolution(beta, info)
 
 
@@ -439,25 +291,44 @@ def rbf_kernel(X1, X2, gamma):
     return jnp.exp(-gamma * jnp.maximum(sq, 0.0))
 
 
-_fit_linear_jit = jax.jit(fit_linear, static_argnames=("loss", "tol", "max_iter", "smoothing"))
-_fit_kernel_jit = jax.jit(fit_kernel, static_argnames=("loss", "tol", "max_iter", "smoothing"))
-_rbf_jit = jax.jit(rbf_kernel)
+def _fit_rbf(X, doc_mask, pairs, C, pair_mask, gamma, **settings):
+    """The kernel estimator's core: padded documents (``doc_mask`` False) get zero rows and
+    columns of ``K``. Returns the solution and the training scores ``K beta``."""
+    K = jnp.where(doc_mask[:, None] & doc_mask[None, :], rbf_kernel(X, X, gamma), 0.0)
+    sol = fit_kernel(K, pairs, C, pair_mask, **settings)
+    return sol, K @ sol.beta
 
 
-class RankSVM:
+def _predict_rbf(X, X_fit, beta, gamma):
+    return rbf_kernel(X, X_fit, gamma) @ beta
+
+
+# The estimator's compiled cores: static are the loss (a string) and max_iter (a loop bound).
+_fit_linear_jit = jax.jit(fit_linear, static_argnames=("loss", "max_iter"))
+_fit_rbf_jit = jax.jit(_fit_rbf, static_argnames=("loss", "max_iter"))
+_predict_rbf_jit = jax.jit(_predict_rbf)
+
+
+class RankSVM(Ranker):
     """RankSVM estimator (scikit-learn style) on the pairs within each query.
 
     Args (hyperparameters only; nothing is computed here):
         C: weight of the summed pair losses (> 0).
         kernel: ``"linear"`` (``w`` in feature space) or ``"rbf"`` (representer on the training
             documents; ``O(n^3)`` in their number, so for single queries or small collections).
-        gamma: RBF width ``exp(-gamma ||x - x'||^2)``; None = ``1 / n_features``.
+        gamma: RBF width ``exp(-gamma ||x - x'||^2)`` (> 0); None = ``1 / n_features``.
         loss: ``"squared_hinge"`` (default) or ``"hinge"``.
-        tol, max_iter, smoothing: solver settings (see :func:`fit_linear`).
+        tol, max_iter, smoothing: solver settings (see :func:`fit_linear`); ``tol`` None = the
+            default of the float dtype (float64 under ``jax_enable_x64``, else float32).
 
-    Learned attributes: ``coef_: (d,)`` (linear), ``dual_coef_: (n_train,)`` and ``X_fit_``
-    (rbf), ``pairs_: (m, 2)`` training pairs, ``n_features_in_``, ``objective_``, ``n_iter_``,
-    ``converged_``.
+    Learned attributes: ``coef_: (d,)`` (linear), ``dual_coef_: (n_train,)``, ``X_fit_`` and
+    ``gamma_`` (rbf), ``pairs_: (m, 2)`` training pairs, ``n_features_in_``, ``objective_``,
+    ``n_iter_``, ``converged_``. ``converged_`` is False, with a ``RuntimeWarning`` naming the
+    cause, when the solver stopped short of ``tol``, overflowed, or returned scores that tie on
+    every training pair although the solution is not zero (features too small for the dtype).
+
+    :meth:`score` is the pairwise accuracy (see
+    :func:`~bayesrank.baselines._estimator.pairwise_accuracy`).
     """
 
     def __init__(
@@ -478,58 +349,80 @@ class RankSVM:
         self.max_iter = max_iter
         self.smoothing = smoothing
 
-    def get_params(self, deep: bool = True) -> dict:
-        names = ("C", "kernel", "gamma", "loss", "tol", "max_iter", "smoothing")
-        return {k: getattr(self, k) for k in names}
-
-    def set_params(self, **params) -> RankSVM:
-        for k, v in params.items():
-            if k not in self.get_params():
-                raise ValueError(f"unknown parameter {k!r}")
-            setattr(self, k, v)
-        return self
-
     def _check_params(self):
-        if not (np.isfinite(self.C) and self.C > 0):
-            raise ValueError(f"C must be a finite number > 0, got {self.C}")
-        if self.kernel not in ("linear", "rbf"):
-            raise ValueError(f"kernel must be 'linear' or 'rbf', got {self.kernel!r}")
+        check_real("C", self.C)
+        check_choice("kernel", self.kernel, KERNELS)
+        check_real("gamma", self.gamma, none_ok=True)
         _check_loss(self.loss)
-        if self.gamma is not None and not self.gamma > 0:
-            raise ValueError(f"gamma must be > 0, got {self.gamma}")
+        check_real("tol", self.tol, none_ok=True)
+        check_int("max_iter", self.max_iter, low=1)
+        check_real("smoothing", self.smoothing)
 
     def fit(self, X, y, qid) -> RankSVM:
         """Fit on documents ``X: (n, d)`` with grades ``y: (n,)`` and query ids ``qid: (n,)``."""
         self._check_params()
         X, y, qid = check_ranking_data(X, y, qid)
         pairs = pairs_within_queries(y, qid)
-        dtype = jnp.result_type(float)
-        Xj = jnp.asarray(X, dtype)
+        dtype = float_dtype()
+        Xd = cast_checked(X, dtype)
+        P, pair_mask = pad_pairs(pairs)
+        Xp = pad_rows(Xd, dtype)
+        C = np.asarray(self.C, dtype)
         settings = dict(
-            loss=self.loss, tol=self.tol, max_iter=self.max_iter, smoothing=self.smoothing
+            loss=self.loss,
+            max_iter=int(self.max_iter),
+            tol=np.asarray(default_tol(dtype) if self.tol is None else self.tol, dtype),
+            smoothing=np.asarray(self.smoothing, dtype),
         )
-        self.pairs_ = pairs
-        self.n_features_in_ = X.shape[1]
         if self.kernel == "linear":
-            sol = _fit_linear_jit(Xj, jnp.asarray(pairs), self.C, **settings)
+            sol = _fit_linear_jit(Xp, P, C, pair_mask, **settings)
             self.coef_ = np.asarray(sol.w)
+            x, scores = self.coef_, Xd @ self.coef_
         else:
             self.gamma_ = 1.0 / X.shape[1] if self.gamma is None else float(self.gamma)
-            K = _rbf_jit(Xj, Xj, self.gamma_)
-            sol = _fit_kernel_jit(K, jnp.asarray(pairs), self.C, **settings)
-            self.dual_coef_ = np.asarray(sol.beta)
+            doc_mask = np.arange(len(Xp)) < len(X)
+            gamma = np.asarray(self.gamma_, dtype)
+            sol, f = _fit_rbf_jit(Xp, doc_mask, P, C, pair_mask, gamma, **settings)
+            self.dual_coef_ = np.asarray(sol.beta)[: len(X)]
             self.X_fit_ = X
+            x, scores = self.dual_coef_, np.asarray(f)[: len(X)]
+        self.pairs_ = pairs
+        self.n_features_in_ = X.shape[1]
         self.objective_ = float(sol.info.objective)
         self.n_iter_ = int(sol.info.n_iter)
-        self.converged_ = bool(sol.info.converged)
+        self.converged_ = self._honest(sol.info, x, scores, X, dtype)
         return self
+
+    def _honest(self, info, x, scores, X, dtype) -> bool:
+        """``converged_``: the solver's flag, False (with a warning naming the cause) when it
+        stopped short, or when the scores tie on every pair although ``x != 0``."""
+        status, pairs = int(info.status), self.pairs_
+        ties = len(pairs) > 0 and np.all(scores[pairs[:, 0]] == scores[pairs[:, 1]])
+        if status == newton.CONVERGED and not (ties and np.any(x != 0)):
+            return True
+        cause = newton.explain(status, float(info.grad_norm), self.max_iter, dtype)
+        if status in (newton.CONVERGED, newton.NONFINITE):  # the scale of X is the cause
+            if status == newton.CONVERGED:
+                cause = (
+                    "the fitted scores tie on every training pair although the solution is not "
+                    "zero (they underflow, or the kernel cannot tell the documents apart)"
+                )
+            spread = np.max(np.abs(X[pairs[:, 0]] - X[pairs[:, 1]]))
+            cause += f"; max |x_i - x_j| over the training pairs = {spread:.3g}: standardise X"
+        warnings.warn(f"RankSVM did not converge: {cause}", RuntimeWarning, stacklevel=3)
+        return False
 
     def predict(self, X) -> np.ndarray:
         """Scores ``(n,)`` of documents ``X: (n, d)``; higher = ranked earlier."""
-        if not hasattr(self, "n_features_in_"):
-            raise ValueError("this RankSVM is not fitted yet; call fit(X, y, qid) first")
+        self._check_fitted()
         X = check_X(X, self.n_features_in_)
         if self.kernel == "linear":
             return X @ self.coef_
-        Kx = _rbf_jit(jnp.asarray(X), jnp.asarray(self.X_fit_), self.gamma_)
-        return np.asarray(Kx @ self.dual_coef_)
+        dtype = float_dtype()
+        scores = _predict_rbf_jit(
+            pad_rows(cast_checked(X, dtype), dtype),
+            pad_rows(self.X_fit_, dtype),
+            pad_rows(self.dual_coef_, dtype),
+            np.asarray(self.gamma_, dtype),
+        )
+        return np.asarray(scores)[: len(X)]

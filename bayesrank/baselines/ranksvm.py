@@ -34,9 +34,9 @@ documents and pairs to bucketed sizes (:mod:`bayesrank.baselines._arrays`) and c
 module-level jitted cores whose static arguments are ``loss`` and ``max_iter`` only, so a refit
 on data of similar size compiles nothing.
 
-(The module is a little over 400 lines: the two parameterisations, their public cores and the
+Length: a little over 400 lines, because the two parameterisations, their public cores and the
 estimator that calls them are one concept; the solver, the padding and the estimator face each
-live in their own module.)
+live in their own module.
 """
 
 from __future__ import annotations

@@ -119,3 +119,32 @@ def test_a_second_process_with_the_cache_compiles_nothing(tmp_path):
     assert runs[0]["compiled"] > 0 and runs[0]["loaded"] == 0
     assert runs[1]["compiled"] == 0 and runs[1]["loaded"] == runs[0]["compiled"], runs
     assert runs[1]["mean"] == runs[0]["mean"]
+
+
+def test_baselines_and_metrics_per_query_equal_the_single_query_cores():
+    from bayesrank.baselines import rankboost, ranksvm
+    from bayesrank.metrics import pairwise_error_from_scores
+
+    rng = np.random.default_rng(4)
+    Xs, pairs_list = [], []
+    for n, m in ((15, 30), (22, 50), (9, 12)):
+        X = rng.normal(size=(n, 3))
+        u = X @ np.array([1.0, -0.5, 0.2]) + 0.3 * rng.normal(size=n)
+        i = rng.integers(0, n, m)
+        j = (i + rng.integers(1, n, m)) % n
+        Xs.append(X)
+        pairs_list.append(np.where((u[i] > u[j])[:, None], np.c_[i, j], np.c_[j, i]))
+    svm = parallel.fit_ranksvm(Xs, pairs_list, C=0.5)
+    boost, _ = parallel.fit_rankboost(Xs, pairs_list, n_rounds=5, n_thresholds=4)
+    errors = parallel.pairwise_errors([X @ w for X, w in zip(Xs, svm.w, strict=True)], pairs_list)
+    tol = 1e-8 if jax.config.jax_enable_x64 else 1e-4
+    for q, (X, p) in enumerate(zip(Xs, pairs_list, strict=True)):
+        ref = ranksvm.fit_linear(X, p, 0.5)
+        np.testing.assert_allclose(svm.w[q], ref.w, atol=tol)
+        model, _ = rankboost.fit(X, p, rankboost.candidate_thresholds(X, 4), 5)
+        np.testing.assert_allclose(boost.alphas[q], model.alphas, atol=tol)
+        np.testing.assert_array_equal(boost.features[q], model.features)
+        ref_error = pairwise_error_from_scores(X @ np.asarray(svm.w[q]), p)
+        np.testing.assert_allclose(errors[q], ref_error, atol=1e-12)
+    with pytest.raises(ValueError, match=r"pairs\[1\]\[0, 0\]"):
+        parallel.fit_ranksvm(Xs, [pairs_list[0], pairs_list[1] + 100, pairs_list[2]])

@@ -77,3 +77,32 @@ def test_model_fit_and_prediction_compile_once_per_bucket():
         for p in range(1, 1001, 13):
             post.predict_pairs(np.zeros((p, 2), np.int64))
     assert n[0] <= 7  # 8, 16, ..., 1024 (8 was compiled above)
+
+
+def test_evaluate_queries_second_call_compiles_nothing():
+    from bayesrank.data.sample import load_sample
+    from bayesrank.evaluation import evaluate_queries
+
+    queries = load_sample()
+    rng = np.random.default_rng(0)
+    first = evaluate_queries(queries, [rng.normal(size=q.n_docs) for q in queries])
+    with count_compilations() as n:
+        again = evaluate_queries(queries, [rng.normal(size=q.n_docs) for q in queries])
+    assert n[0] == 0
+    assert first["n_queries"] == again["n_queries"] == len(queries)
+
+
+def test_fit_hyperparameters_second_call_compiles_nothing():
+    from bayesrank.learning import fit_hyperparameters
+
+    prior = XPGP(RBF(), (), entity=Independent(0.3))
+    X, _, pairs = random_problem(7, n=20, m=40)
+    problem = PreferenceProblem.create(pairs, X=X)
+    fit_hyperparameters(prior, problem, method="evidence", n_iter=4)
+    X, _, pairs = random_problem(8, n=19, m=38)  # a new split: the same buckets
+    with count_compilations() as n:
+        fit = fit_hyperparameters(
+            prior, PreferenceProblem.create(pairs, X=X), method="evidence", n_iter=4
+        )
+    assert n[0] == 0
+    assert fit.posteriors.mean.shape == (1, 19)

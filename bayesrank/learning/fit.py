@@ -312,7 +312,7 @@ def fit_hyperparameters(
         batch, groups, restrict, single = layout(problems, method, optimizer, per_query, bucket)
         if coarse is None:
             result = _fit(prior, batch, groups, restrict, single, **options)
-            return result if per_query or not single else _unbatched(result)
+            return result if per_query or not single else _unbatched(result, batch)
         if method != "evidence" or per_query or isinstance(problems, ProblemBatch):
             raise ValueError("coarse needs method='evidence', a shared theta and problems")
         if isinstance(coarse, bool) or not isinstance(coarse, int | np.integer) or coarse < 2:
@@ -321,7 +321,7 @@ def fit_hyperparameters(
         subsets, origins = subsample(problems, coarse)
         if not subsets:  # no query keeps a pair
             result = _fit(prior, batch, groups, restrict, single, **options)
-            return _unbatched(result) if single else result
+            return _unbatched(result, batch) if single else result
         first = {**options, "init": False, "restarts": 0, "tol": 10 * tol, "progress": False}
         coarse_layout = layout(subsets, method, optimizer, per_query, bucket)
         start, (tau, nu) = _fit(center, *coarse_layout, final=False, **first)
@@ -333,18 +333,29 @@ def fit_hyperparameters(
         if single:
             start = jax.tree_util.tree_map(lambda x: np.asarray(x)[0], start)
         result = _fit(start, batch, groups, restrict, single, center=center, sites=sites, **options)
-        return _unbatched(result) if single else result
+        return _unbatched(result, batch) if single else result
 
 
-def _unbatched(result: FitResult) -> FitResult:
+def _unbatched(result: FitResult, batch: ProblemBatch) -> FitResult:
     """A single problem's fit as a shared one: the prior, trace and flag without the query
-    axis (the posteriors keep it, as every fit's do)."""
+    axis; the posteriors keep it, as every fit's do, over the problem's own entities and pairs
+    (the bucketed padding removed)."""
 
     def drop(tree):  # on the host: an eager slice compiles a program per shape
         return jax.device_put(jax.tree_util.tree_map(lambda x: np.asarray(x)[0], tree))
 
+    n, m = int(batch.mask[0].sum()), int(batch.pair_mask[0].sum())
+    post = jax.device_get(result.posteriors)
+    post = post._replace(
+        mean=post.mean[:, :n],
+        cov=post.cov[:, :n, :n],
+        sites=ep.Sites(post.sites.tau[:, :m], post.sites.nu[:, :m]),
+    )
     return result._replace(
-        prior=drop(result.prior), trace=drop(result.trace), converged=bool(result.converged[0])
+        prior=drop(result.prior),
+        posteriors=jax.device_put(post),
+        trace=drop(result.trace),
+        converged=bool(result.converged[0]),
     )
 
 

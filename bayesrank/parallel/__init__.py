@@ -1,0 +1,45 @@
+"""The one batching path: many queries, padded to bucketed shapes, mapped with the single-query
+functions.
+
+Every function of bayesrank computes for ONE query; this module runs them over a collection:
+
+1. **pad and bucket** (:mod:`bayesrank.data.batch`): problems are stacked to common shapes with
+   masks (padded entities get a decoupled unit prior, padded pairs a zero site, so a padded
+   problem gives exactly the unpadded answer), at sizes from
+   :func:`~bayesrank.data.batch.bucket_size` so that collections of similar sizes reuse
+   compiled programs; collections of very different sizes are split into size buckets (EP
+   costs ``n^3``: padding every query to the largest wastes most of the work);
+2. **map over the query axis** (:func:`map_queries`): the single-query function, ``vmap``-ped on
+   accelerators and ``lax.map``-ped (one query after another, inside the same compiled program)
+   on the CPU, where batched LAPACK calls are slow and, run concurrently, can deadlock jaxlib
+   0.10's CPU thread pool (``docs/model.md``). :func:`query_map_method` says which is used.
+
+Learning (:mod:`bayesrank.learning`) builds its shared and per-query objectives on these pieces;
+the collection façades (:func:`fit_ep`, :func:`sample_nuts`, :func:`letor_metrics`,
+:func:`fit_ranksvm`, ...) are the ones users call. Modules: :mod:`.mapping` (the query map),
+:mod:`.batching` (stacked problems, covariances), :mod:`.collection` (EP, prediction, NUTS,
+metrics), :mod:`.baselines` (RankSVM, RankBoost, pairwise errors per query).
+"""
+
+from __future__ import annotations
+
+from .baselines import fit_rankboost, fit_ranksvm, pairwise_errors
+from .batching import PreparedBatch, covariances, prepare_batch, size_groups
+from .collection import fit_ep, letor_metrics, predict_pairs, sample_nuts
+from .mapping import map_queries, query_map_method
+
+__all__ = [
+    "PreparedBatch",
+    "covariances",
+    "fit_ep",
+    "fit_rankboost",
+    "fit_ranksvm",
+    "letor_metrics",
+    "map_queries",
+    "pairwise_errors",
+    "predict_pairs",
+    "prepare_batch",
+    "query_map_method",
+    "sample_nuts",
+    "size_groups",
+]

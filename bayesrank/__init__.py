@@ -5,7 +5,7 @@ and relations (XPGP, Kersting & Xu 2009); EP inference with two-dimensional site
 evaluation. The public API is re-exported here; submodules hold the rest.
 """
 
-from . import metrics, ordering, predict
+from . import metrics, ordering, parallel, predict, runtime
 from .baselines import RankBoost, RankSVM
 from .data.letor import Query, load_letor
 from .data.pairs import pairs_from_grades, sample_pairs, split_pairs, validate_pairs
@@ -48,7 +48,9 @@ __all__ = [
     "nuts",
     "ordering",
     "pairs_from_grades",
+    "parallel",
     "predict",
+    "runtime",
     "sample_pairs",
     "split_pairs",
     "validate_pairs",

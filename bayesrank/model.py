@@ -22,9 +22,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .data.batch import bucket_size
+from .data.checks import check_choice
 from .data.problem import PreferenceProblem
-from .inference import ep
-from .inference.posterior import GaussianPosterior
+from .inference import ep, laplace
 from .kernels.xpgp import XPGP, ComponentPosterior, component_posterior
 from .runtime import one_blas_thread
 
@@ -32,22 +32,44 @@ __all__ = ["Posterior", "XPGPModel"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class Posterior(GaussianPosterior):
-    """An EP posterior over one problem's entities, with prediction methods.
+class Posterior:
+    """A posterior over one problem's entities, whichever engine computed it, with prediction.
 
     Attributes:
         prior: the prior it was computed under (the fitted one, after hyperparameter learning).
         problem: the :class:`~bayesrank.data.problem.PreferenceProblem`.
-        result: the :class:`~bayesrank.inference.ep.EPPosterior` (``mean: (n,)``,
-            ``cov: (n, n)``, evidence, sites, diagnostics).
+        result: the engine's posterior: :class:`~bayesrank.inference.ep.EPPosterior`,
+            :class:`~bayesrank.inference.laplace.LaplacePosterior` or
+            :class:`~bayesrank.inference.nuts.NUTSPosterior` (``mean: (n,)``, ``cov: (n, n)``,
+            diagnostics). Prediction goes through its face
+            (:mod:`bayesrank.inference.posterior`): Eq. 13-14 for the Gaussian engines, the
+            Monte Carlo average over draws for NUTS.
         learning: the :class:`~bayesrank.learning.FitResult` of hyperparameter learning (its
             ``trace`` and ``converged`` flag), or ``None`` when the prior was kept as given.
+        inference: ``"ep"``, ``"laplace"`` or ``"nuts"``.
     """
 
     prior: XPGP
     problem: PreferenceProblem
-    result: ep.EPPosterior
+    result: object
     learning: object | None = None
+    inference: str = "ep"
+
+    def predict_pairs(self, pairs):
+        """``P(i > j | data)`` and the moments of ``xi_i - xi_j`` for ``pairs: (p, 2)``."""
+        return self.result.predict_pairs(pairs)
+
+    def probability_matrix(self) -> jax.Array:
+        """``(n, n)`` matrix of ``P(i > j | data)``."""
+        return self.result.probability_matrix()
+
+    def scores(self) -> tuple[jax.Array, jax.Array]:
+        """Posterior mean and variance of every entity's preference degree."""
+        return self.result.scores()
+
+    def rank(self) -> np.ndarray:
+        """Entity indices by decreasing posterior mean (ties by index)."""
+        return self.result.rank()
 
     @property
     def mean(self) -> jax.Array:
@@ -59,12 +81,22 @@ class Posterior(GaussianPosterior):
 
     @property
     def log_evidence(self) -> jax.Array:
+        """The engine's evidence (EP or Laplace); NUTS has none (``ValueError``)."""
+        if not hasattr(self.result, "log_evidence"):
+            raise ValueError(
+                f"inference={self.inference!r} gives no evidence (use 'ep' or 'laplace')"
+            )
         return self.result.log_evidence
 
     @property
     def converged(self) -> bool:
-        """EP converged and, with hyperparameter learning, so did the learning."""
+        """The engine converged (NUTS: no divergence and split R-hat below 1.01) and, with
+        hyperparameter learning, so did the learning."""
         learned = True if self.learning is None else bool(np.all(self.learning.converged))
+        if self.inference == "nuts":
+            d = self.result.diagnostics
+            ok = int(np.sum(d.divergences)) == 0 and bool(np.nanmax(d.r_hat) < 1.01)
+            return ok and learned
         return bool(self.result.converged) and learned
 
     @cached_property
@@ -121,37 +153,47 @@ def _predict_new(prior: XPGP, X, X_new, mean, cov, pairs, sites):
     return ep.predict_new(mean, cov, pairs, sites, K_cross, K_new)
 
 
+INFERENCE = ("ep", "laplace", "nuts")
+
+
 class XPGPModel:
-    """XPGP prior + EP, optionally with hyperparameter learning (``bayesrank.learning``).
+    """XPGP prior + an inference engine, optionally with hyperparameter learning.
 
     Args:
         prior: the :class:`~bayesrank.kernels.xpgp.XPGP` prior (never modified).
+        inference: ``"ep"`` (EP with 2-D sites, default), ``"laplace"`` (the Laplace
+            approximation, :mod:`bayesrank.inference.laplace`) or ``"nuts"`` (NumPyro's NUTS at
+            the prior's hyperparameters: ``fit`` then needs a ``key``).
         schedule, max_iter, tol, damping, precision: EP settings (see
             :func:`bayesrank.inference.ep.fit`; ``precision="mixed"`` is faster on a CPU from a
-            cold start).
+            cold start); ``max_iter`` and ``tol`` are Newton's for Laplace.
+        nuts_options: the sampler's settings for ``"nuts"``
+            (:class:`~bayesrank.inference.nuts.NUTSSettings`).
     """
 
     def __init__(
         self,
         prior: XPGP,
         *,
+        inference: str = "ep",
         schedule: str = "parallel",
         max_iter: int = 200,
         tol: float | None = None,
         damping: float = 1.0,
         precision: str = "full",
+        nuts_options: dict | None = None,
     ):
         self.prior = prior
+        self.inference = inference
         self.precision = precision
         self.schedule = schedule
         self.max_iter = max_iter
         self.tol = tol
         self.damping = damping
+        self.nuts_options = nuts_options
 
     def __repr__(self) -> str:
-        return (
-            f"XPGPModel({self.prior!r}, schedule={self.schedule!r}, precision={self.precision!r})"
-        )
+        return f"XPGPModel({self.prior!r}, inference={self.inference!r})"
 
     def covariance(self, problem: PreferenceProblem) -> tuple[jax.Array, tuple]:
         """The prior covariance ``K: (n, n)`` of the problem and the prepared graph data."""
@@ -164,10 +206,12 @@ class XPGPModel:
         problem: PreferenceProblem,
         sites: ep.Sites | None = None,
         *,
+        key=None,
         learn_hyperparameters: bool | str = False,
         **learning_options,
     ) -> Posterior:
-        """EP posterior of the problem's entities (``sites``: optional warm start).
+        """The posterior of the problem's entities by the model's engine (``sites``: EP's
+        optional warm start; ``key``: the PRNG key NUTS needs).
 
         ``learn_hyperparameters``: ``True`` or ``"em"`` (EM-EP), ``"evidence"`` (evidence
         maximisation), or ``False`` (keep the prior as given). ``learning_options`` go to
@@ -179,6 +223,9 @@ class XPGPModel:
                 f"problem must be a PreferenceProblem (PreferenceProblem.create), got "
                 f"{type(problem).__name__}"
             )
+        inference = check_choice(self.inference, "inference", INFERENCE)
+        if inference == "nuts" and key is None:
+            raise ValueError("inference='nuts' needs a key: XPGPModel(...).fit(problem, key=...)")
         prior, learning = self.prior, None
         if learn_hyperparameters:
             from .learning import fit_hyperparameters
@@ -186,22 +233,28 @@ class XPGPModel:
             method = "em" if learn_hyperparameters is True else learn_hyperparameters
             learning = fit_hyperparameters(prior, [problem], method=method, **learning_options)
             prior = learning.prior
+        if inference == "nuts":
+            from .inference import nuts  # NumPyro loads only when sampling is asked for
+
+            result = nuts.sample_problem(key, prior, problem, **(self.nuts_options or {}))
+            return Posterior(prior, problem, result, learning, inference)
         with one_blas_thread():  # bayesrank.runtime: XLA's and BLAS's thread pools contend
             result = _fit_problem(
                 prior,
                 problem,
                 sites,
+                engine=inference,
                 schedule=self.schedule,
                 max_iter=self.max_iter,
                 tol=self.tol,
                 damping=self.damping,
                 precision=self.precision,
             )
-        return Posterior(prior, problem, result, learning)
+        return Posterior(prior, problem, result, learning, inference)
 
 
-def _fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings) -> ep.EPPosterior:
-    """EP on ``problem`` under ``prior``, padded to size buckets, in one jitted call."""
+def _fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings):
+    """EP or Laplace on ``problem`` under ``prior``, padded to size buckets, one jitted call."""
     ep.check_settings(settings["schedule"], settings["precision"], settings["damping"])
     n, m = problem.n, len(problem.pairs)
     N = bucket_size(n)
@@ -218,6 +271,11 @@ def _fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings) -> 
         X[:n] = problem.X
     mask = np.arange(N) < n
     pairs, pair_mask, sites = ep.pad_pairs(problem.pairs, None, sites, dtype)
+    engine = settings["engine"]
+    tol = settings["tol"]
+    if engine == "laplace":
+        sites = None  # EP's warm start
+        tol = laplace.default_tol(dtype) if tol is None else tol
     result = _fit_jit(
         _as_arrays(prior, dtype),
         X,
@@ -226,11 +284,15 @@ def _fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings) -> 
         pairs,
         pair_mask,
         sites,
-        *ep.loop_settings(settings["max_iter"], settings["tol"], settings["damping"], dtype),
+        *ep.loop_settings(settings["max_iter"], tol, settings["damping"], dtype),
+        engine=engine,
         schedule=settings["schedule"],
         precision=settings["precision"],
     )
-    return ep.unpad_posterior(result, n, m)
+    if engine == "ep":
+        return ep.unpad_posterior(result, n, m)
+    result = jax.device_get(result)  # sliced on the host (an eager slice compiles per shape)
+    return jax.device_put(result._replace(mean=result.mean[:n], cov=result.cov[:n, :n]))
 
 
 def _as_arrays(tree, dtype):
@@ -240,9 +302,13 @@ def _as_arrays(tree, dtype):
     )
 
 
-@partial(jax.jit, static_argnames=("schedule", "precision"))
-def _fit_jit(prior, X, graphs, mask, pairs, pair_mask, sites, max_iter, tol, damping, **static):
+@partial(jax.jit, static_argnames=("engine", "schedule", "precision"))
+def _fit_jit(
+    prior, X, graphs, mask, pairs, pair_mask, sites, max_iter, tol, damping, engine, **static
+):
     K = prior.covariance(X, graphs, mask)
+    if engine == "laplace":
+        return laplace.fit(K, pairs, pair_mask=pair_mask, max_iter=max_iter, tol=tol)
     return ep.fit_core(
         K,
         pairs,

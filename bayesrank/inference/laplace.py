@@ -43,10 +43,16 @@ from .ep.factor import covariance, dense, from_root, posterior_from_sites
 from .ep.sites import Sites, informative_pairs, pair_mask_or_all
 from .posterior import GaussianPosterior
 
-__all__ = ["LaplacePosterior", "LaplaceState", "fit", "log_evidence", "mode"]
+__all__ = ["LaplacePosterior", "LaplaceState", "default_tol", "fit", "log_evidence", "mode"]
 
 #: Step halvings of the Newton line search before a step is given up.
 MAX_HALVINGS = 30
+
+
+def default_tol(dtype) -> float:
+    """Newton's tolerance on the mode, relative to ``max(1, max|xi|)``: 1e-10 in float64, 1e-5
+    in float32."""
+    return 1e-10 if jnp.finfo(dtype).bits == 64 else 1e-5
 
 
 class LaplaceState(NamedTuple):
@@ -103,8 +109,8 @@ def _apply_w(w, pairs, x):
 def mode(K, pairs, *, pair_mask=None, max_iter: int = 100, tol=None, xi0=None) -> LaplaceState:
     """Newton's method for the posterior mode ``xi_hat`` (module docstring). Pure.
 
-    ``tol`` (default 1e-10 in float64, 1e-5 in float32): stop when no entry of ``xi`` moved by
-    more than ``tol`` times ``max(1, max|xi|)``. ``xi0``: a warm start (default zero, the prior
+    ``tol`` (default :func:`default_tol`): stop when no entry of ``xi`` moved by more than
+    ``tol`` times ``max(1, max|xi|)``. ``xi0``: a warm start (default zero, the prior
     mode).
     """
     K = jnp.asarray(K)
@@ -112,7 +118,7 @@ def mode(K, pairs, *, pair_mask=None, max_iter: int = 100, tol=None, xi0=None) -
     active = informative_pairs(K, pairs, pair_mask)
     root = prior_root(K)
     dtype = K.dtype
-    tol = (1e-10 if jnp.finfo(dtype).bits == 64 else 1e-5) if tol is None else tol
+    tol = default_tol(dtype) if tol is None else tol
     n = K.shape[0]
     if xi0 is None:
         xi, alpha = jnp.zeros(n, dtype), jnp.zeros(n, dtype)
@@ -219,7 +225,7 @@ def fit(K, pairs, *, pair_mask=None, max_iter: int = 100, tol=None) -> LaplacePo
     sites = _sites(state.xi, pairs, active)
     post = from_root(root, pairs, sites, active)
     dtype = K.dtype
-    tol = (1e-10 if jnp.finfo(dtype).bits == 64 else 1e-5) if tol is None else tol
+    tol = default_tol(dtype) if tol is None else tol
     scale = jnp.maximum(1.0, jnp.max(jnp.abs(state.xi)))
     return LaplacePosterior(
         mean=state.xi,

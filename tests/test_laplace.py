@@ -133,3 +133,61 @@ def test_duplicates_and_an_uninformative_pair():
     assert bool(post.converged)
     assert np.all(np.isfinite(np.asarray(post.mean))) and np.isfinite(float(post.log_evidence))
     np.testing.assert_allclose(post.mean[0], post.mean[1], atol=1e-10)
+
+
+def test_laplace_evidence_maximisation_reaches_an_independent_optimiser():
+    """``fit_hyperparameters(..., inference="laplace")``: BFGS on the Laplace evidence (gradient
+    by implicit differentiation) reaches the optimum Nelder-Mead finds on the re-converged Laplace
+    evidence of a NumPy-built ``K`` (derivative-free)."""
+    from scipy import optimize
+
+    from bayesrank import PreferenceProblem
+    from bayesrank.kernels import XPGP, Independent
+    from bayesrank.learning import fit_hyperparameters
+
+    rng = np.random.default_rng(5)
+    probs = []
+    for _ in range(2):
+        X = rng.normal(size=(20, 2))
+        u = np.sin(2 * X[:, 0]) + X[:, 1] + 0.8 * rng.normal(size=20)
+        i = rng.integers(0, 20, 50)
+        j = (i + rng.integers(1, 20, 50)) % 20
+        win = rng.uniform(size=50) < 1 / (1 + np.exp(-2 * (u[i] - u[j])))
+        probs.append(
+            PreferenceProblem.create(np.where(win[:, None], np.c_[i, j], np.c_[j, i]), X=X)
+        )
+    start = XPGP(RBF(1.0, 1.0), (), jnp.ones(1), entity=Independent(0.3))
+    fit = fit_hyperparameters(
+        start,
+        probs,
+        method="evidence",
+        init=False,
+        hyperprior_scale=None,
+        tol=1e-9,
+        n_iter=100,
+        inference="laplace",
+    )
+    assert fit.converged
+    evidence = jax.jit(laplace.log_evidence)
+
+    def negative(v):  # v = log (w, rho - 1e-6, s)
+        w, rho, s = np.exp(v[0]), 1e-6 + np.exp(v[1]), np.exp(v[2])
+        total = 0.0
+        for p in probs:
+            d2 = ((p.X[:, None] - p.X[None]) ** 2).sum(-1)
+            K = w**2 * np.exp(-0.5 * rho**2 * d2) + s**2 * np.eye(p.n)
+            total += float(evidence(jnp.asarray(K), jnp.asarray(p.pairs)))
+        return -total
+
+    ref = optimize.minimize(
+        negative,
+        np.log([1.0, 1.0, 0.3]),
+        method="Nelder-Mead",
+        options={"xatol": 1e-7, "fatol": 1e-10, "maxiter": 4000},
+    )
+    assert ref.success
+    got = fit.prior
+    v = np.log([float(got.weights[0]), float(got.attribute.rho) - 1e-6, float(got.entity.scale)])
+    assert float(fit.trace.objective[-1]) == pytest.approx(-ref.fun, abs=1e-6)
+    np.testing.assert_allclose(v, ref.x, atol=1e-4)
+    assert type(fit.posteriors).__name__ == "LaplacePosterior"

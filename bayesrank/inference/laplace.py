@@ -106,11 +106,15 @@ def _apply_w(w, pairs, x):
     return jnp.zeros_like(x).at[pairs[:, 0]].add(v).at[pairs[:, 1]].add(-v)
 
 
-def mode(K, pairs, *, pair_mask=None, max_iter: int = 100, tol=None, xi0=None) -> LaplaceState:
+def mode(
+    K, pairs, *, pair_mask=None, max_iter: int = 100, tol=None, sites: Sites | None = None
+) -> LaplaceState:
     """Newton's method for the posterior mode ``xi_hat`` (module docstring). Pure.
 
     ``tol`` (default :func:`default_tol`): stop when no entry of ``xi`` moved by more than
-    ``tol`` times ``max(1, max|xi|)``. ``xi0``: a warm start (default zero, the prior
+    ``tol`` times ``max(1, max|xi|)``. ``sites``: a warm start, e.g. a previous fit's
+    (:attr:`LaplacePosterior.sites`): Newton starts at the mean of ``N(0, K) prod_s site_s``,
+    where ``alpha = K^-1 xi = eta - S xi`` is known without ``K^-1`` (default: zero, the prior
     mode).
     """
     K = jnp.asarray(K)
@@ -120,10 +124,12 @@ def mode(K, pairs, *, pair_mask=None, max_iter: int = 100, tol=None, xi0=None) -
     dtype = K.dtype
     tol = default_tol(dtype) if tol is None else tol
     n = K.shape[0]
-    if xi0 is None:
+    if sites is None:
         xi, alpha = jnp.zeros(n, dtype), jnp.zeros(n, dtype)
-    else:  # alpha = K^-1 xi0 is not available without K^-1: start from one Newton step
-        xi, alpha, _ = _newton_point(root, jnp.asarray(xi0, dtype), pairs, active)
+    else:
+        sites = Sites(jnp.where(active, sites.tau, 0.0), jnp.where(active, sites.nu, 0.0))
+        xi = from_root(root, pairs, sites, active).mean
+        alpha = _eta(sites, pairs, n) - _apply_w(sites.tau, pairs, xi)
     state = LaplaceState(xi, alpha, _objective(xi, alpha, pairs, active), 0, jnp.inf)
 
     def step(s: LaplaceState) -> LaplaceState:
@@ -198,6 +204,7 @@ class _LaplaceFields(NamedTuple):
     mean: jax.Array
     cov: jax.Array
     log_evidence: jax.Array
+    sites: Sites
     n_iter: jax.Array
     converged: jax.Array
     max_change: jax.Array
@@ -206,21 +213,26 @@ class _LaplaceFields(NamedTuple):
 
 class LaplacePosterior(_LaplaceFields, GaussianPosterior):
     """The Laplace posterior ``N(mean, cov)``: ``mean = xi_hat: (n,)``, ``cov = (K^-1 + W)^-1:
-    (n, n)``, the Laplace evidence, Newton's iterations, ``converged``, ``max_change`` and the
-    number of uninformative pairs. Predicts through
+    (n, n)``, the Laplace evidence, the ``sites`` at the mode (``tau = w``, ``nu = w d + r``:
+    ``N(0, K) prod_s site_s`` is Newton's next iterate, the mode itself at convergence; a warm
+    start for the next fit), Newton's iterations, ``converged``, ``max_change`` and the number of
+    uninformative pairs. Predicts through
     :class:`~bayesrank.inference.posterior.GaussianPosterior` (Eq. 13-14 from its moments)."""
 
     __slots__ = ()
 
 
-def fit(K, pairs, *, pair_mask=None, max_iter: int = 100, tol=None) -> LaplacePosterior:
-    """The Laplace approximation of the posterior and its evidence. Pure (jit, vmap, grad)."""
+def fit(
+    K, pairs, *, pair_mask=None, max_iter: int = 100, tol=None, sites: Sites | None = None
+) -> LaplacePosterior:
+    """The Laplace approximation of the posterior and its evidence (differentiable in ``K``).
+    Pure (jit, vmap, grad). ``sites``: a warm start (:func:`mode`)."""
     K = jnp.asarray(K)
     pairs = jnp.asarray(pairs)
     valid = pair_mask_or_all(pairs, pair_mask)
     K0 = jax.lax.stop_gradient(K)
     active = informative_pairs(K0, pairs, valid)
-    state = mode(K0, pairs, pair_mask=valid, max_iter=max_iter, tol=tol)
+    state = mode(K0, pairs, pair_mask=valid, max_iter=max_iter, tol=tol, sites=sites)
     root = prior_root(K0)
     sites = _sites(state.xi, pairs, active)
     post = from_root(root, pairs, sites, active)
@@ -231,6 +243,7 @@ def fit(K, pairs, *, pair_mask=None, max_iter: int = 100, tol=None) -> LaplacePo
         mean=state.xi,
         cov=covariance(post, K.ndim == 1),
         log_evidence=_evidence_at(dense(K), jax.lax.stop_gradient(state.xi), pairs, active, valid),
+        sites=sites,
         n_iter=state.n_iter,
         converged=state.max_change <= tol * scale,
         max_change=state.max_change,

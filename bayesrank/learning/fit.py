@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..data.batch import ProblemBatch
+from ..data.checks import check_choice
 from ..data.problem import PreferenceProblem
 from ..inference import ep
 from ..kernels.params import unconstrain
@@ -56,6 +57,7 @@ def _check_options(o: dict) -> None:
         if value is not None and not (np.isfinite(value) and value > 0):
             raise ValueError(f"{name} must be a finite number > 0 or None, got {value!r}")
     ep.check_settings(o["schedule"], "full", 1.0)
+    check_choice(o["inference"], "inference", ("ep", "laplace"))
     check_optimizer(o["optimizer"] or ("lbfgs" if o["method"] == "em" else "bfgs"), o["method"])
 
 
@@ -105,6 +107,7 @@ def _fit(
     tol,
     schedule,
     progress,
+    inference,
 ):
     dtype = jnp.result_type(float)
     start = _starts(prior, batch, init, per_query)
@@ -138,6 +141,7 @@ def _fit(
         schedule,
         hyperprior_scale is not None,
         per_query,
+        inference,
     )
     settings = Settings(
         *(
@@ -213,6 +217,7 @@ def fit_hyperparameters(
     schedule: str = "parallel",
     progress: bool = False,
     coarse: int | None = None,
+    inference: str = "ep",
 ) -> FitResult:
     """Fit the prior's hyperparameters to one or many queries.
 
@@ -271,10 +276,16 @@ def fit_hyperparameters(
             compiles a second set of programs (about 4 s more on a first call), so it pays
             for repeated fits of large problems, not for one-off ones.
 
+        inference: ``"ep"`` (default: EP posteriors, the EP evidence) or ``"laplace"`` (the
+            Laplace approximation and its evidence, :mod:`bayesrank.inference.laplace`, with its
+            gradient by implicit differentiation); EP's settings then do not apply. With
+            ``"laplace"`` the posteriors are :class:`~bayesrank.inference.laplace.LaplacePosterior`.
+
     Returns:
-        :class:`FitResult` with the fitted prior, the EP posteriors at it (they predict:
-        ``posteriors.predict_pairs``), the :class:`Trace` and the ``converged`` flag (per-query
-        fits: every leaf gains a leading query axis). The prior passed in is not modified.
+        :class:`FitResult` with the fitted prior, the EP (or Laplace) posteriors at it (they
+        predict: ``posteriors.predict_pairs``), the :class:`Trace` and the ``converged`` flag
+        (per-query fits: every leaf gains a leading query axis). The prior passed in is not
+        modified.
     """
     options = dict(
         method=method,
@@ -293,6 +304,7 @@ def fit_hyperparameters(
         tol=tol,
         schedule=schedule,
         progress=progress,
+        inference=inference,
     )
     _check_options(options)
     if not isinstance(prior, XPGP):

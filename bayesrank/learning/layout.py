@@ -87,9 +87,10 @@ def merge(posts, groups, m: int) -> ep.EPPosterior:
     from the merged sites)."""
     B = sum(len(idx) for idx, *_ in groups)
     tau, nu = gather_sites(tuple(p.sites for p in posts), groups, (B, m))
-    names = [f for f in ep.EPPosterior._fields if f not in ("mean", "cov", "sites")]
+    cls = type(posts[0])  # EP's or Laplace's posterior
+    names = [f for f in cls._fields if f not in ("mean", "cov", "sites")]
     rest = {f: np.zeros(B, getattr(posts[0], f).dtype) for f in names}
     for (idx, *_), p in zip(groups, posts, strict=True):
         for f in names:
             rest[f][idx] = np.asarray(getattr(p, f))
-    return ep.EPPosterior(mean=None, cov=None, sites=ep.Sites(tau, nu), **rest)
+    return cls(mean=None, cov=None, sites=ep.Sites(tau, nu), **rest)

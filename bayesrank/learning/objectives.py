@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 from jax.flatten_util import ravel_pytree
 
-from ..inference import ep
+from ..inference import ep, laplace
 from ..parallel import PreparedBatch, covariances, map_queries
 from .config import Config, combine
 
@@ -48,13 +48,21 @@ def expected_log_prior(K: jax.Array, mean: jax.Array, cov: jax.Array) -> jax.Arr
 
 
 def bucket_posteriors(prior, data: PreparedBatch, sites, cfg: Config, tol, relative=0.0):
-    """EP for every query of one batch at the prior (``tol`` and ``relative`` may be traced).
+    """EP (or, with ``cfg.inference == "laplace"``, the Laplace approximation, warm-started from
+    its sites) for every query of one batch at the prior (``tol`` and ``relative``, EP's, may be
+    traced).
 
     ``relative`` (0 for none): a query's tolerance is at least ``relative`` times its largest
     prior sd, so that at large kernel scales the steps' EP stops at the same accuracy relative
     to the marginals' scale as at unit scale (EP's ``tol`` is absolute).
     """
     K = covariances(prior, data)
+    if cfg.inference == "laplace":  # Newton to its own tolerance: it converges quadratically
+
+        def newton(K, pairs, pair_mask, sites):
+            return laplace.fit(K, pairs, pair_mask=pair_mask, sites=sites, max_iter=cfg.ep_max_iter)
+
+        return map_queries(newton, K, data.pairs, data.pair_mask, sites, method="vmap")
     accelerate = cfg.schedule == "parallel"
     # A fit of one query, in a step (relative tolerance): EP also stops on the sites' residual,
     # one factorisation sooner (ep.run). Under vmap both branches of that test are computed, so

@@ -8,6 +8,8 @@ and predicts the held-out pairs:
 - ``bayesrank-em``: ``fit_hyperparameters(XPGP(ARD()), problem, method="em")`` with its defaults
   (median-heuristic start, MAP-II hyperprior, L-BFGS M-steps);
 - ``bayesrank-evidence``: the same with ``method="evidence"``;
+- ``bayesrank-laplace``: the same with the Laplace evidence (``inference="laplace"``), the
+  approximation BoTorch's ``PairwiseGP`` makes; the held-out log-likelihood from its posterior;
 - ``bayesrank-evidence-coarse``: the same with ``coarse=n // 2`` (a first fit on half the
   entities starts the full fit; the same objective);
 - ``botorch-fit``: ``PairwiseGP(X, comparisons)`` (its default ``ScaleKernel(RBF-ARD)`` with its
@@ -47,7 +49,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_ep import SEED, D, machine_info, make_problem
 
 OUT = Path(__file__).resolve().parent / "out" / "bench_learning.json"
-METHODS = ("bayesrank-em", "bayesrank-evidence", "bayesrank-evidence-coarse", "botorch-fit")
+METHODS = (
+    "bayesrank-em",
+    "bayesrank-evidence",
+    "bayesrank-evidence-coarse",
+    "bayesrank-laplace",
+    "botorch-fit",
+)
 
 
 def split_problem(n, m, held_out):
@@ -90,12 +98,14 @@ def worker_bayesrank(n, m, held_out, method, repeats, device):
     problem = PreferenceProblem.create(known, X=X)
     prior = XPGP(ARD(1.0, jnp.ones(D)), ())
 
-    coarse = None
+    coarse, inference = None, "ep"
     if method == "evidence-coarse":
         method, coarse = "evidence", n // 2
+    if method == "laplace":
+        method, inference = "evidence", "laplace"
 
     def call():
-        fit = fit_hyperparameters(prior, problem, method=method, coarse=coarse)
+        fit = fit_hyperparameters(prior, problem, method=method, coarse=coarse, inference=inference)
         return jax.block_until_ready(fit)
 
     times = []

@@ -216,6 +216,7 @@ def _evidence_at(K, xi_hat, pairs, active, valid, post=None):
         post = from_root(prior_root(K0), pairs, sites, active)
     d = _differences(xi_hat, pairs)
     log_lik, r, w = _curvature(d)
+    r, w = jnp.where(active, r, 0.0), jnp.where(active, w, 0.0)  # padded, uninformative: none
     alpha = _eta(Sites(w, r), pairs, n)  # K^-1 xi_hat = A^T r at the mode
     flat = jnp.sum(jnp.where(valid & ~active, log_ndtr(jnp.zeros_like(d)), 0.0))
     value = jnp.sum(jnp.where(active, log_lik, 0.0)) - 0.5 * xi_hat @ alpha - 0.5 * post.logdet

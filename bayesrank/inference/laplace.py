@@ -40,7 +40,7 @@ from ..likelihoods import inverse_mills
 from ..linalg import prior_root
 from .ep.evidence import pseudo_data_precision
 from .ep.factor import covariance, dense, from_root
-from .ep.sites import Sites, informative_pairs, marginals, pair_mask_or_all
+from .ep.sites import Sites, informative_pairs, marginals, pair_mask_or_all, to_entities
 from .posterior import GaussianPosterior
 
 __all__ = ["LaplacePosterior", "LaplaceState", "default_tol", "fit", "log_evidence", "mode"]
@@ -88,22 +88,17 @@ def _objective(xi, alpha, pairs, active):
     return jnp.sum(jnp.where(active, log_lik, 0.0)) - 0.5 * xi @ alpha
 
 
+def _alpha(sites: Sites, pairs, xi):
+    """``K^-1 xi = eta - S xi`` for ``xi`` the mean of ``N(0, K) prod_s site_s`` (no ``K^-1``)."""
+    n = xi.shape[0]
+    return to_entities(sites.nu - sites.tau * _differences(xi, pairs), pairs, n)
+
+
 def _newton_point(root, xi, pairs, active):
-    """Newton's full step from ``xi``: ``(xi_new, alpha_new, factor)``."""
+    """Newton's full step from ``xi``: ``(xi_new, alpha_new)``."""
     sites = _sites(xi, pairs, active)
-    post = from_root(root, pairs, sites, active)
-    eta_minus_w_xi = _eta(sites, pairs, xi.shape[0]) - _apply_w(sites.tau, pairs, post.mean)
-    return post.mean, eta_minus_w_xi, post
-
-
-def _eta(sites: Sites, pairs, n):
-    return jnp.zeros(n, sites.nu.dtype).at[pairs[:, 0]].add(sites.nu).at[pairs[:, 1]].add(-sites.nu)
-
-
-def _apply_w(w, pairs, x):
-    """``W x = A^T diag(w) A x``."""
-    v = w * _differences(x, pairs)
-    return jnp.zeros_like(x).at[pairs[:, 0]].add(v).at[pairs[:, 1]].add(-v)
+    xi_new = from_root(root, pairs, sites, active).mean
+    return xi_new, _alpha(sites, pairs, xi_new)
 
 
 def mode(
@@ -120,20 +115,24 @@ def mode(
     K = jnp.asarray(K)
     pairs = jnp.asarray(pairs)
     active = informative_pairs(K, pairs, pair_mask)
-    root = prior_root(K)
-    dtype = K.dtype
+    return _mode(prior_root(K), pairs, active, max_iter, tol, sites)
+
+
+def _mode(root, pairs, active, max_iter, tol, sites) -> LaplaceState:
+    """:func:`mode` given ``K``'s root (``K = M M^T``) and the active pairs."""
+    dtype = root.dtype
     tol = default_tol(dtype) if tol is None else tol
-    n = K.shape[0]
+    n = root.shape[0]
     if sites is None:
         xi, alpha = jnp.zeros(n, dtype), jnp.zeros(n, dtype)
     else:
         sites = Sites(jnp.where(active, sites.tau, 0.0), jnp.where(active, sites.nu, 0.0))
         xi = from_root(root, pairs, sites, active).mean
-        alpha = _eta(sites, pairs, n) - _apply_w(sites.tau, pairs, xi)
+        alpha = _alpha(sites, pairs, xi)
     state = LaplaceState(xi, alpha, _objective(xi, alpha, pairs, active), 0, jnp.inf)
 
     def step(s: LaplaceState) -> LaplaceState:
-        xi_new, alpha_new, _ = _newton_point(root, s.xi, pairs, active)
+        xi_new, alpha_new = _newton_point(root, s.xi, pairs, active)
 
         def trial(t):
             x = s.xi + t * (xi_new - s.xi)
@@ -192,10 +191,10 @@ def _evidence_bwd(res, ct):
     cov, pairs, r, w, dw, active = res
     n = cov.shape[0]
     r, w, dw = (jnp.where(active, x, 0.0) for x in (r, w, dw))
-    g = _eta(Sites(w, r), pairs, n)
+    g = to_entities(r, pairs, n)
     _, v = marginals(jnp.zeros(n, cov.dtype), cov, pairs)
-    b = _eta(Sites(w, v * dw), pairs, n)
-    u = b - _apply_w(w, pairs, cov @ b)
+    b = to_entities(v * dw, pairs, n)
+    u = b - to_entities(w * _differences(cov @ b, pairs), pairs, n)  # (I - W Sigma) b
     R = pseudo_data_precision(cov, pairs, Sites(w, w))  # W - W Sigma W
     grad = 0.5 * jnp.outer(g, g) - 0.5 * R - 0.25 * (jnp.outer(u, g) + jnp.outer(g, u))
     grad = 0.5 * (grad + grad.T)
@@ -205,23 +204,19 @@ def _evidence_bwd(res, ct):
 _evidence.defvjp(_evidence_fwd, _evidence_bwd)
 
 
-def _evidence_at(K, xi_hat, pairs, active, valid, post=None):
+def _evidence_at(K, xi_hat, pairs, active, valid, logdet, cov):
     """``log Z`` at the (stopped) mode ``xi_hat``, differentiable in ``K`` (closed-form VJP).
 
-    ``post``: the factored posterior at the mode (:func:`.ep.factor.from_root`), if computed."""
-    K0 = jax.lax.stop_gradient(K)
-    n = K0.shape[0]
-    sites = _sites(xi_hat, pairs, active)
-    if post is None:
-        post = from_root(prior_root(K0), pairs, sites, active)
+    ``logdet = log|I + K W|`` and ``cov = (K^-1 + W)^-1`` of the mode's curvature (the
+    factorisation :func:`.ep.factor.from_root` of its sites gives both)."""
+    n = xi_hat.shape[0]
     d = _differences(xi_hat, pairs)
     log_lik, r, w = _curvature(d)
     r, w = jnp.where(active, r, 0.0), jnp.where(active, w, 0.0)  # padded, uninformative: none
-    alpha = _eta(Sites(w, r), pairs, n)  # K^-1 xi_hat = A^T r at the mode
+    alpha = to_entities(r, pairs, n)  # K^-1 xi_hat = A^T r at the mode
     flat = jnp.sum(jnp.where(valid & ~active, log_ndtr(jnp.zeros_like(d)), 0.0))
-    value = jnp.sum(jnp.where(active, log_lik, 0.0)) - 0.5 * xi_hat @ alpha - 0.5 * post.logdet
+    value = jnp.sum(jnp.where(active, log_lik, 0.0)) - 0.5 * xi_hat @ alpha - 0.5 * logdet
     dw = -w * (d + r) + r * (1.0 - w)  # w'(d): the third derivative of log Phi, negated
-    cov = covariance(post, False)
     return _evidence(K, value + flat, cov, pairs, r, w, dw, active)
 
 
@@ -233,8 +228,10 @@ def log_evidence(K, pairs, *, pair_mask=None, max_iter: int = 100, tol=None) -> 
     valid = pair_mask_or_all(pairs, pair_mask)
     K0 = jax.lax.stop_gradient(K)
     active = informative_pairs(K0, pairs, valid)
-    state = mode(K0, pairs, pair_mask=valid, max_iter=max_iter, tol=tol)
-    return _evidence_at(K, jax.lax.stop_gradient(state.xi), pairs, active, valid)
+    root = prior_root(K0)  # one factorisation for Newton and the evidence
+    xi = _mode(root, pairs, active, max_iter, tol, None).xi
+    post = from_root(root, pairs, _sites(xi, pairs, active), active)
+    return _evidence_at(K, xi, pairs, active, valid, post.logdet, covariance(post, False))
 
 
 class _LaplaceFields(NamedTuple):
@@ -269,19 +266,18 @@ def fit(
     valid = pair_mask_or_all(pairs, pair_mask)
     K0 = jax.lax.stop_gradient(K)
     active = informative_pairs(K0, pairs, valid)
-    state = mode(K0, pairs, pair_mask=valid, max_iter=max_iter, tol=tol, sites=sites)
-    root = prior_root(K0)
+    root = prior_root(K0)  # one factorisation for Newton, the posterior and the evidence
+    state = _mode(root, pairs, active, max_iter, tol, sites)
     sites = _sites(state.xi, pairs, active)
     post = from_root(root, pairs, sites, active)
     dtype = K.dtype
     tol = default_tol(dtype) if tol is None else tol
     scale = jnp.maximum(1.0, jnp.max(jnp.abs(state.xi)))
+    cov = covariance(post, K.ndim == 1)
     return LaplacePosterior(
         mean=state.xi,
-        cov=covariance(post, K.ndim == 1),
-        log_evidence=_evidence_at(
-            dense(K), jax.lax.stop_gradient(state.xi), pairs, active, valid, post
-        ),
+        cov=cov,
+        log_evidence=_evidence_at(dense(K), state.xi, pairs, active, valid, post.logdet, cov),
         sites=sites,
         n_iter=state.n_iter,
         converged=state.max_change <= tol * scale,

@@ -45,12 +45,12 @@ def _traced(*values) -> bool:
 def _check_pairs(pairs, n: int, batch: int | None) -> np.ndarray:
     """Prediction pairs as int64 ``(p, 2)`` (or ``(B, p, 2)``), every index in ``[0, n)``;
     self-pairs and repeats are fine (``P(i > i) = 1/2``)."""
-    arr = np.asarray(pairs) if batch is not None else pairs
-    if batch is not None and np.ndim(arr) == 3:
-        if arr.shape[0] != batch:
-            raise ValueError(f"pairs must be (p, 2) or ({batch}, p, 2), got shape {arr.shape}")
-        return np.stack([check_index_pairs(a, n, name=f"pairs[{b}]") for b, a in enumerate(arr)])
-    return check_index_pairs(arr, n)
+    if batch is None or np.ndim(pairs) != 3:
+        return check_index_pairs(pairs, n)
+    pairs = np.asarray(pairs)
+    if pairs.shape[0] != batch:
+        raise ValueError(f"pairs must be (p, 2) or ({batch}, p, 2), got shape {pairs.shape}")
+    return np.stack([check_index_pairs(p, n, name=f"pairs[{b}]") for b, p in enumerate(pairs)])
 
 
 def _pad_pairs(pairs: np.ndarray) -> np.ndarray:

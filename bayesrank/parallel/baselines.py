@@ -11,7 +11,7 @@ import numpy as np
 
 from ..baselines import rankboost, ranksvm
 from ..data.batch import bucket_size
-from ..data.checks import check_choice, check_features, check_float, check_int, check_pair_array
+from ..data.checks import check_choice, check_features, check_float, check_index_pairs, check_int
 from ..metrics import pairwise_error_from_scores
 from ..runtime import one_blas_thread
 from .mapping import map_queries
@@ -28,14 +28,10 @@ def _stack_queries(Xs, pairs_list):
     for q, X in enumerate(Xs):
         if X.shape[1] != d:
             raise ValueError(f"X[{q}] has {X.shape[1]} features, X[0] has {d}")
-    pairs_list = [check_pair_array(p, name=f"pairs[{q}]") for q, p in enumerate(pairs_list)]
-    for q, (X, p) in enumerate(zip(Xs, pairs_list, strict=True)):
-        bad = np.argwhere((p < 0) | (p >= len(X)))
-        if bad.size:
-            r, c = bad[0]
-            raise ValueError(
-                f"pairs[{q}][{r}, {c}] = {p[r, c]} is not a row of X[{q}] (n = {len(X)})"
-            )
+    pairs_list = [
+        check_index_pairs(p, len(X), name=f"pairs[{q}]")
+        for q, (X, p) in enumerate(zip(Xs, pairs_list, strict=True))
+    ]
     Q = len(Xs)
     rows = bucket_size(Q, per_octave=4)
     n = bucket_size(max(len(X) for X in Xs))

@@ -23,7 +23,6 @@ import numpy as np
 
 from ...data.batch import bucket_size
 from ...data.checks import check_covariance, check_pair_mask, check_pairs
-from ...data.checks import check_pairs as validate_pairs
 from ...runtime import one_blas_thread
 from ..posterior import GaussianPosterior
 from .evidence import evidence_from_posterior
@@ -274,4 +273,4 @@ def validate_problem(K, pairs) -> None:
     Raises ``ValueError`` naming the offending entry. (Inside compiled code nothing is checked.)
     """
     K = check_covariance(K)
-    validate_pairs(pairs, K.shape[0])
+    check_pairs(pairs, K.shape[0])

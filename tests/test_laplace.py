@@ -140,22 +140,12 @@ def test_laplace_evidence_maximisation_reaches_an_independent_optimiser():
     by implicit differentiation) reaches the optimum Nelder-Mead finds on the re-converged Laplace
     evidence of a NumPy-built ``K`` (derivative-free)."""
     from scipy import optimize
+    from test_learning_bfgs import numpy_covariance, problems
 
-    from bayesrank import PreferenceProblem
     from bayesrank.kernels import XPGP, Independent
     from bayesrank.learning import fit_hyperparameters
 
-    rng = np.random.default_rng(5)
-    probs = []
-    for _ in range(2):
-        X = rng.normal(size=(20, 2))
-        u = np.sin(2 * X[:, 0]) + X[:, 1] + 0.8 * rng.normal(size=20)
-        i = rng.integers(0, 20, 50)
-        j = (i + rng.integers(1, 20, 50)) % 20
-        win = rng.uniform(size=50) < 1 / (1 + np.exp(-2 * (u[i] - u[j])))
-        probs.append(
-            PreferenceProblem.create(np.where(win[:, None], np.c_[i, j], np.c_[j, i]), X=X)
-        )
+    probs = problems(5, n_queries=2, n=20, m=50)
     start = XPGP(RBF(1.0, 1.0), (), jnp.ones(1), entity=Independent(0.3))
     fit = fit_hyperparameters(
         start,
@@ -172,12 +162,10 @@ def test_laplace_evidence_maximisation_reaches_an_independent_optimiser():
 
     def negative(v):  # v = log (w, rho - 1e-6, s)
         w, rho, s = np.exp(v[0]), 1e-6 + np.exp(v[1]), np.exp(v[2])
-        total = 0.0
-        for p in probs:
-            d2 = ((p.X[:, None] - p.X[None]) ** 2).sum(-1)
-            K = w**2 * np.exp(-0.5 * rho**2 * d2) + s**2 * np.eye(p.n)
-            total += float(evidence(jnp.asarray(K), jnp.asarray(p.pairs)))
-        return -total
+        return -sum(
+            float(evidence(jnp.asarray(numpy_covariance(p.X, w, rho, s)), jnp.asarray(p.pairs)))
+            for p in probs
+        )
 
     ref = optimize.minimize(
         negative,

@@ -91,6 +91,26 @@ def _initial_inverse_hessian(F: np.ndarray, precision: float) -> np.ndarray:
     return H
 
 
+def _bfgs_update(H, s, y, accepted, first):
+    """The BFGS update of every accepting fit's inverse Hessian ``H: (B, p, p)`` at once.
+
+    ``s``: the steps, ``y``: the changes in the gradient of ``-f`` (``(B, p)``); a fit updates
+    where it accepted its step and the curvature ``s^T y`` is positive; at its ``first``
+    iteration its Fisher start is first scaled to the curvature seen (Nocedal & Wright, 6.20).
+    """
+    sy = np.einsum("bi,bi->b", s, y)
+    ok = accepted & (
+        sy > 1e-12 * np.sqrt(np.einsum("bi,bi->b", s, s) * np.einsum("bi,bi->b", y, y))
+    )
+    safe = np.where(ok, sy, 1.0)
+    yHy = np.einsum("bi,bij,bj->b", y, H, y)
+    scale = np.where(ok & first, sy / np.where(ok & first, yHy, 1.0), 1.0)
+    H = H * scale[:, None, None]
+    V = np.eye(H.shape[-1]) - np.einsum("bi,bj->bij", s, y) / safe[:, None, None]
+    updated = V @ H @ np.swapaxes(V, 1, 2) + np.einsum("bi,bj->bij", s, s) / safe[:, None, None]
+    return np.where(ok[:, None, None], updated, H)
+
+
 def minimize(
     evaluate: Callable[[np.ndarray, object], Evaluation],
     fisher: Callable[[np.ndarray, object], np.ndarray],
@@ -168,14 +188,7 @@ def minimize(
         if not ends.any():
             continue
         before = f.copy()
-        for b in np.flatnonzero(accepted):  # BFGS update of each accepting fit (p x p, host)
-            s, y = trial[b] - x[b], g[b] - g_new[b]  # y: the change in the gradient of -f
-            sy = float(s @ y)
-            if sy > 1e-12 * float(np.sqrt((s @ s) * (y @ y))):
-                if not rows[b]:  # scale the Fisher start to the curvature seen (N-W 6.20)
-                    H[b] = H[b] * (sy / float(y @ H[b] @ y))
-                V = np.eye(p) - np.outer(s, y) / sy
-                H[b] = V @ H[b] @ V.T + np.outer(s, s) / sy
+        H = _bfgs_update(H, trial - x, g - g_new, accepted, first=np.array([not r for r in rows]))
         x = np.where(accepted[:, None], trial, x)
         f = np.where(accepted, f_new, f)
         g = np.where(accepted[:, None], g_new, g)

@@ -1,9 +1,11 @@
 """Hyperparameter fitting: bayesrank (EM-EP, EP evidence) vs BoTorch ``PairwiseGP`` (Laplace).
 
-Issue 5's benchmark. Problems as in ``bench_ep.py`` (``X ~ N(0, I_5)``, a smooth utility, noisy
-winners), with ``m`` known pairs and ``H`` held-out distinct pairs on the same ``n`` entities.
-Each method fits an RBF-ARD prior's hyperparameters on the known pairs, from its own defaults,
-and predicts the held-out pairs:
+Issue 5's benchmark, in two modes.
+
+**Synthetic problems (the default).** Problems as in ``bench_ep.py`` (``X ~ N(0, I_5)``, a
+smooth utility, noisy winners), with ``m`` known pairs and ``H`` held-out distinct pairs on the
+same ``n`` entities. Each method fits an RBF-ARD prior's hyperparameters on the known pairs, from
+its own defaults, and predicts the held-out pairs:
 
 - ``bayesrank-em``: ``fit_hyperparameters(XPGP(ARD()), problem, method="em")`` with its defaults
   (median-heuristic start, MAP-II hyperprior, L-BFGS M-steps);
@@ -15,20 +17,55 @@ and predicts the held-out pairs:
 - ``botorch-fit``: ``PairwiseGP(X, comparisons)`` (its default ``ScaleKernel(RBF-ARD)`` with its
   priors) and ``fit_gpytorch_mll(PairwiseLaplaceMarginalLogLikelihood)``.
 
+Each bayesrank method and size runs in two fresh processes on one new, empty compilation cache
+directory (``BAYESRANK_CACHE_DIR``): the first (cold) compiles and writes the cache in its first
+call, the second (warm) loads the compiled programs from disk in its first call. Reported: the
+first fit call's wall time in each (``first_call_cold_s``, ``first_call_warm_s``; imports
+excluded, ``import_s`` apart: from the process's spawn to its imports done, interpreter start
+included), and the steady state ``best_s``, the best of the later calls of both processes
+(``compile_s`` = cold first call minus ``best_s``). BoTorch compiles nothing: its first call in a
+fresh process (``first_call_s``, after its imports, before any warm-up) is its first-call figure;
+its steady state is the best of the calls after an untimed warm-up. Ratios: BoTorch's best over
+ours (steady state) and BoTorch's first call over our cold and our warm first calls.
+
 Held-out log-likelihood: mean ``log P(observed winner)`` over the held-out pairs, with
 ``P = Phi(dmu / sqrt(1 + dvar))`` for bayesrank (likelihood ``Phi(xi_i - xi_j)``) and
 ``Phi(dmu / sqrt(2 + dvar))`` for BoTorch (likelihood ``Phi((f_i - f_j) / sqrt 2)``), each from
-its own posterior over the entities' utilities. bayesrank runs under ``jit`` in float64, its
-compile time reported apart (first call minus the best later call); torch in float64 with 2
-threads. Each method and size runs in its own process.
+its own posterior over the entities' utilities. bayesrank runs the public API (its façades' own
+``jit``, none added here) in float64; torch in float64 with 2 threads.
+
+**OHSUMED, every query its own fit (``--ohsumed [DATA_DIR]``).** All 106 LETOR 3.0 OHSUMED
+queries (the union of ``QueryLevelNorm/Fold1/{train,vali,test}``, 45 features as ``X``). Per query:
+all preference pairs from the grades (``pairs_from_grades``) and a seeded random split
+(``split_pairs``) into at most 150 known pairs (at least a fifth of a query's pairs held out), the
+rest held out; queries with no pair are skipped (reported). Each in a fresh process, the wall
+time of fitting all queries, compilation included (imports apart):
+
+- ``bayesrank-{laplace,ep}-ard``: one call, ``fit_hyperparameters(XPGP(ARD(1.0, ones(45)), ()),
+  problems, per_query=True, method="evidence", inference="laplace" | "ep")``, every query's own
+  hyperparameters; a cold cache, then a second process on the same cache (warm);
+- ``bayesrank-{laplace,ep}-rbf``: the same with the isotropic ``XPGP(RBF(1.0, 1.0), ())`` (2
+  hyperparameters a query instead of 46), cold cache only;
+- ``botorch-loop``: a Python loop over the queries, ``PairwiseGP(X, comparisons)`` (default
+  ``ScaleKernel(RBF-ARD)`` over the 45 features) and ``fit_gpytorch_mll``, ``np.random.seed``
+  before each; its predictions are timed apart (``predict_s``).
+
+Per method: the mean over queries of the held-out pair error (the fraction of held-out pairs whose
+predicted probability of the observed winner is below 0.5) and of the mean held-out
+log-likelihood (the conventions above; bayesrank's ``1`` is ``2 sigma^2`` of the fitted prior),
+and BoTorch's loop time over ours. ``--max-queries K`` keeps the first ``K`` queries (a quick
+check). Written to ``benchmarks/out/bench_learning_ohsumed.json``, per-query figures included.
 
 ``--device gpu`` runs both sides on the first GPU: bayesrank on JAX's default (GPU) backend,
-BoTorch with its tensors on ``cuda``. The default, ``cpu``, hides GPUs from JAX.
+BoTorch with its tensors on ``cuda``. The default, ``cpu``, hides GPUs from JAX
+(``JAX_PLATFORMS=cpu``).
 
 Usage::
 
     python benchmarks/bench_learning.py [--sizes 150x200,300x600,1000x2000] [--held-out 1000]
-        [--repeats 3] [--methods bayesrank-em,bayesrank-evidence,botorch-fit] [--device cpu|gpu]
+        [--repeats 2] [--methods bayesrank-em,bayesrank-evidence,botorch-fit] [--device cpu|gpu]
+    python benchmarks/bench_learning.py --ohsumed [DATA_DIR] [--max-queries K]
+        [--methods bayesrank-laplace-ard,bayesrank-ep-ard,botorch-loop] [--timeout S]
 """
 
 from __future__ import annotations
@@ -36,6 +73,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -49,6 +87,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_ep import SEED, D, machine_info, make_problem
 
 OUT = Path(__file__).resolve().parent / "out" / "bench_learning.json"
+OUT_OHSUMED = Path(__file__).resolve().parent / "out" / "bench_learning_ohsumed.json"
+DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 METHODS = (
     "bayesrank-em",
     "bayesrank-evidence",
@@ -56,6 +96,16 @@ METHODS = (
     "bayesrank-laplace",
     "botorch-fit",
 )
+# OHSUMED mode: name -> (attribute kernel, inference engine, also run with the cache warm)
+OHSUMED_METHODS = {
+    "bayesrank-laplace-ard": ("ard", "laplace", True),
+    "bayesrank-ep-ard": ("ard", "ep", True),
+    "bayesrank-laplace-rbf": ("rbf", "laplace", False),
+    "bayesrank-ep-rbf": ("rbf", "ep", False),
+    "botorch-loop": (None, None, False),
+}
+OHSUMED_KNOWN = 150  # known pairs per query, at most
+OHSUMED_FILES = ("train", "vali", "test")
 
 
 def split_problem(n, m, held_out):
@@ -72,15 +122,37 @@ def log_phi(z):
 
 def held_out_loglik(mean, cov, pairs, noise_var):
     """Mean ``log Phi(dmu / sqrt(noise_var + dvar))`` over ``pairs`` (winner first)."""
+    return held_out_scores(mean, cov, pairs, noise_var)[0]
+
+
+def held_out_scores(mean, cov, pairs, noise_var):
+    """``(mean log P(winner), fraction of pairs with P(winner) < 0.5)`` over ``pairs``."""
     i, j = pairs[:, 0], pairs[:, 1]
     dmu = mean[i] - mean[j]
     dvar = cov[i, i] + cov[j, j] - 2 * cov[i, j]
-    return float(np.mean(log_phi(dmu / np.sqrt(noise_var + dvar))))
+    z = dmu / np.sqrt(noise_var + dvar)
+    return float(np.mean(log_phi(z))), float(np.mean(z < 0))
 
 
-def worker_bayesrank(n, m, held_out, method, repeats, device):
-    import os
+def since_spawn(spawned_at):
+    """Seconds from the driver's spawn (``time.monotonic()``, system-wide on Linux) to now."""
+    return None if spawned_at is None else time.monotonic() - spawned_at
 
+
+def cache_entries():
+    """Files in ``BAYESRANK_CACHE_DIR`` (the worker's compilation cache), or ``None``."""
+    path = os.environ.get("BAYESRANK_CACHE_DIR")
+    if not path or path == "off" or not Path(path).is_dir():
+        return None
+    return sum(len(files) for _, _, files in os.walk(path))
+
+
+# ---------------------------------------------------------------------------------------------
+# Workers (each in its own process)
+# ---------------------------------------------------------------------------------------------
+
+
+def worker_bayesrank(n, m, held_out, method, repeats, device, spawned_at=None):
     if device == "cpu":
         os.environ["JAX_PLATFORMS"] = "cpu"
     import jax
@@ -88,12 +160,13 @@ def worker_bayesrank(n, m, held_out, method, repeats, device):
     jax.config.update("jax_enable_x64", True)
     from bayesrank.runtime import enable_compilation_cache
 
-    enable_compilation_cache()  # compiled programs kept on disk between runs
+    cache = enable_compilation_cache()  # BAYESRANK_CACHE_DIR, a directory set by the driver
     import jax.numpy as jnp
 
     from bayesrank import ARD, XPGP, PreferenceProblem
     from bayesrank.learning import fit_hyperparameters
 
+    import_s = since_spawn(spawned_at)
     X, known, test = split_problem(n, m, held_out)
     problem = PreferenceProblem.create(known, X=X)
     prior = XPGP(ARD(1.0, jnp.ones(D)), ())
@@ -116,9 +189,9 @@ def worker_bayesrank(n, m, held_out, method, repeats, device):
     post = jax.tree_util.tree_map(lambda x: np.asarray(x[0]), fit.posteriors)
     fitted = fit.prior
     return {
+        "import_s": import_s,
         "first_call_s": times[0],
         "times_s": times[1:],
-        "compile_s": times[0] - min(times[1:]),
         "held_out_loglik": held_out_loglik(post.mean, post.cov, test, 1.0),
         "train_loglik_ep_evidence": float(post.log_evidence),
         "iterations": int(fit.trace.objective.shape[0]),
@@ -127,14 +200,26 @@ def worker_bayesrank(n, m, held_out, method, repeats, device):
             "w": np.asarray(fitted.weights).tolist(),
             "lengthscales": np.asarray(fitted.attribute.lengthscales).ravel().tolist(),
         },
+        "cache_dir": None if cache is None else str(cache),
+        "cache_entries": cache_entries(),
         "versions": {"jax": jax.__version__},
         "device": str(jax.devices()[0].device_kind),
     }
 
 
-def worker_botorch(n, m, held_out, repeats, device):
+def botorch_fit(PairwiseGP, MLL, fit_gpytorch_mll, Xt, comp):
+    """``PairwiseGP(Xt, comp)`` fitted by ``fit_gpytorch_mll``, warnings suppressed."""
     import warnings
 
+    np.random.seed(SEED)  # noqa: NPY002 (PairwiseGP perturbs its fsolve start with it)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = PairwiseGP(Xt, comp)
+        fit_gpytorch_mll(MLL(model.likelihood, model))
+    return model
+
+
+def worker_botorch(n, m, held_out, repeats, device, spawned_at=None):
     import torch
 
     torch.set_num_threads(2)
@@ -143,28 +228,29 @@ def worker_botorch(n, m, held_out, repeats, device):
     from botorch.fit import fit_gpytorch_mll
     from botorch.models.pairwise_gp import PairwiseGP, PairwiseLaplaceMarginalLogLikelihood
 
+    import_s = since_spawn(spawned_at)
     X, known, test = split_problem(n, m, held_out)
     Xt = torch.tensor(X, dtype=torch.float64, device=dev)
     comp = torch.tensor(known, dtype=torch.long, device=dev)
 
     def call(Xt, comp):
-        np.random.seed(SEED)  # noqa: NPY002 (PairwiseGP perturbs its fsolve start with it)
-        model = PairwiseGP(Xt, comp)
-        mll = PairwiseLaplaceMarginalLogLikelihood(model.likelihood, model)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fit_gpytorch_mll(mll)
+        model = botorch_fit(
+            PairwiseGP, PairwiseLaplaceMarginalLogLikelihood, fit_gpytorch_mll, Xt, comp
+        )
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
         return model
 
+    start = time.perf_counter()
+    call(Xt, comp)  # the first call in this process: its first-use costs included
+    first = time.perf_counter() - start
     Xw, pw, _ = split_problem(20, 30, 0)
     warm = torch.tensor(Xw, dtype=torch.float64, device=dev), torch.tensor(pw, device=dev)
-    call(*warm)  # warm-up (first-use costs)
+    call(*warm)  # warm-up (first-use costs at another shape)
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         model = call(Xt, comp)
-        if dev.type == "cuda":
-            torch.cuda.synchronize()
         times.append(time.perf_counter() - start)
     model.eval()
     with torch.no_grad():
@@ -172,7 +258,8 @@ def worker_botorch(n, m, held_out, repeats, device):
         mean = post.mean.squeeze(-1).cpu().numpy()
         cov = post.covariance_matrix.cpu().numpy()
     return {
-        "first_call_s": times[0],
+        "import_s": import_s,
+        "first_call_s": first,
         "times_s": times,
         "compile_s": None,
         "held_out_loglik": held_out_loglik(mean, cov, test, 2.0),
@@ -189,25 +276,228 @@ def worker_botorch(n, m, held_out, repeats, device):
     }
 
 
+def load_ohsumed_npz(path):
+    """``(qids, [(X, known, held_out), ...])`` as the driver wrote them."""
+    with np.load(path) as z:
+        qids = [str(q) for q in z["qids"]]
+        queries = [(z[f"X_{k}"], z[f"known_{k}"], z[f"held_{k}"]) for k in range(len(qids))]
+    return qids, queries
+
+
+def worker_ohsumed_bayesrank(data, kernel, engine, device, spawned_at=None):
+    if device == "cpu":
+        os.environ["JAX_PLATFORMS"] = "cpu"
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    from bayesrank.runtime import enable_compilation_cache
+
+    cache = enable_compilation_cache()  # BAYESRANK_CACHE_DIR, a directory set by the driver
+    import jax.numpy as jnp
+
+    from bayesrank import ARD, RBF, XPGP, PreferenceProblem
+    from bayesrank.learning import fit_hyperparameters
+
+    import_s = since_spawn(spawned_at)
+    qids, queries = load_ohsumed_npz(data)
+    d = queries[0][0].shape[1]
+    problems = [PreferenceProblem.create(known, X=X) for X, known, _ in queries]
+    prior = XPGP(ARD(1.0, jnp.ones(d)), ()) if kernel == "ard" else XPGP(RBF(1.0, 1.0), ())
+
+    start = time.perf_counter()
+    fit = fit_hyperparameters(prior, problems, per_query=True, method="evidence", inference=engine)
+    fit = jax.block_until_ready(fit)
+    total = time.perf_counter() - start
+
+    post = jax.device_get(fit.posteriors)  # leading query axis, entities padded
+    fitted = jax.device_get(fit.prior)
+    sigma = np.broadcast_to(np.asarray(fitted.sigma, dtype=float).reshape(-1), (len(queries),))
+    per_query = []
+    for b, (X, _, held) in enumerate(queries):
+        n = X.shape[0]
+        ll, err = held_out_scores(
+            post.mean[b, :n], post.cov[b, :n, :n], held, 2.0 * float(sigma[b]) ** 2
+        )
+        per_query.append({"qid": qids[b], "ll": ll, "pair_error": err})
+    att = fitted.attribute  # its kappa is frozen by default (the weight w is the scale)
+    if kernel == "rbf":
+        scale = {"rho": np.asarray(att.rho).reshape(len(queries), -1)[:, 0].tolist()}
+    else:
+        ell = np.asarray(att.lengthscales).reshape(len(queries), -1)
+        scale = {"lengthscales_median": np.median(ell, axis=1).tolist()}
+    return {
+        "import_s": import_s,
+        "total_s": total,
+        "queries": len(queries),
+        "mean_pair_error": float(np.mean([r["pair_error"] for r in per_query])),
+        "mean_loglik": float(np.mean([r["ll"] for r in per_query])),
+        "converged": int(np.sum(np.asarray(fit.converged))),
+        "trace_length": int(np.asarray(fit.trace.objective).shape[-1]),
+        "entities_padded_to": int(post.mean.shape[1]),
+        "per_query": per_query,
+        "fitted": {
+            "w": np.asarray(fitted.weights).reshape(len(queries), -1)[:, 0].tolist(),
+            **scale,
+        },
+        "cache_dir": None if cache is None else str(cache),
+        "cache_entries": cache_entries(),
+        "versions": {"jax": jax.__version__},
+        "device": str(jax.devices()[0].device_kind),
+    }
+
+
+def worker_ohsumed_botorch(data, device, spawned_at=None):
+    import torch
+
+    torch.set_num_threads(2)
+    dev = torch.device("cuda" if device == "gpu" else "cpu")
+    import botorch
+    from botorch.fit import fit_gpytorch_mll
+    from botorch.models.pairwise_gp import PairwiseGP, PairwiseLaplaceMarginalLogLikelihood
+
+    import_s = since_spawn(spawned_at)
+    qids, queries = load_ohsumed_npz(data)
+    tensors = [
+        (
+            torch.tensor(X, dtype=torch.float64, device=dev),
+            torch.tensor(known, dtype=torch.long, device=dev),
+        )
+        for X, known, _ in queries
+    ]
+
+    models, errors, per_query_s = [], {}, []
+    start = time.perf_counter()
+    for k, (Xt, comp) in enumerate(tensors):
+        t0 = time.perf_counter()
+        try:
+            model = botorch_fit(
+                PairwiseGP, PairwiseLaplaceMarginalLogLikelihood, fit_gpytorch_mll, Xt, comp
+            )
+        except Exception as exc:  # reported, and the loop goes on
+            model, errors[qids[k]] = None, f"{type(exc).__name__}: {exc}"[:500]
+        models.append(model)
+        per_query_s.append(time.perf_counter() - t0)
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+    total = time.perf_counter() - start
+
+    start = time.perf_counter()
+    per_query = []
+    for k, (model, (Xt, _)) in enumerate(zip(models, tensors, strict=True)):
+        if model is None:
+            continue
+        model.eval()
+        with torch.no_grad():
+            post = model.posterior(Xt)
+            mean = post.mean.squeeze(-1).cpu().numpy()
+            cov = post.covariance_matrix.cpu().numpy()
+        ll, err = held_out_scores(mean, cov, queries[k][2], 2.0)
+        per_query.append(
+            {
+                "qid": qids[k],
+                "ll": ll,
+                "pair_error": err,
+                "outputscale": float(model.covar_module.outputscale),
+            }
+        )
+    predict = time.perf_counter() - start
+    return {
+        "import_s": import_s,
+        "total_s": total,
+        "predict_s": predict,
+        "queries": len(queries),
+        "failed": errors,
+        "mean_pair_error": float(np.mean([r["pair_error"] for r in per_query])),
+        "mean_loglik": float(np.mean([r["ll"] for r in per_query])),
+        "per_query_s": per_query_s,
+        "per_query": per_query,
+        "versions": {"torch": torch.__version__, "botorch": botorch.__version__},
+        "device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
+    }
+
+
 def run_worker(args):
-    if args.worker == "botorch-fit":
-        out = worker_botorch(args.n, args.m, args.held_out, args.repeats, args.device)
+    if args.data:
+        kernel, engine, _ = OHSUMED_METHODS[args.worker]
+        if args.worker == "botorch-loop":
+            out = worker_ohsumed_botorch(args.data, args.device, args.spawned_at)
+        else:
+            out = worker_ohsumed_bayesrank(args.data, kernel, engine, args.device, args.spawned_at)
+    elif args.worker == "botorch-fit":
+        out = worker_botorch(
+            args.n, args.m, args.held_out, args.repeats, args.device, args.spawned_at
+        )
     else:
         method = args.worker.split("-", 1)[1]
-        out = worker_bayesrank(args.n, args.m, args.held_out, method, args.repeats, args.device)
+        out = worker_bayesrank(
+            args.n, args.m, args.held_out, method, args.repeats, args.device, args.spawned_at
+        )
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     Path(args.result).write_text(json.dumps(out))
 
 
-def spawn(method, n, m, args, tmp):
-    result = tmp / f"{method}-{n}-{m}.json"
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", method, "--n", str(n)]
-    cmd += ["--m", str(m), "--held-out", str(args.held_out), "--repeats", str(args.repeats)]
-    cmd += ["--result", str(result), "--device", args.device]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+# ---------------------------------------------------------------------------------------------
+# Driver
+# ---------------------------------------------------------------------------------------------
+
+
+def spawn(method, args, result, cache=None, extra=()):
+    """Run one worker in a fresh process; its JSON result, or ``{"error": ...}``."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", method]
+    cmd += ["--result", str(result), "--device", args.device, *extra]
+    env = dict(os.environ, BAYESRANK_CACHE_DIR=str(cache) if cache else "off")
+    if args.device == "cpu":
+        env["JAX_PLATFORMS"] = "cpu"
+    cmd += ["--spawned-at", repr(time.monotonic())]
+    try:
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, check=False, env=env, timeout=args.timeout
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {args.timeout} s"}
     if proc.returncode != 0 or not result.exists():
-        return {"error": (proc.stderr or proc.stdout)[-2000:]}
+        return {"error": (proc.stderr or proc.stdout)[-3000:]}
     return json.loads(result.read_text())
+
+
+def spawn_size(method, n, m, args, tmp, cache=None, tag=""):
+    result = tmp / f"{method}-{n}-{m}{tag}.json"
+    extra = ["--n", str(n), "--m", str(m), "--held-out", str(args.held_out)]
+    extra += ["--repeats", str(args.repeats)]
+    return spawn(method, args, result, cache, extra)
+
+
+def cold_and_warm(method, n, m, args, tmp):
+    """A bayesrank method at one size: a cold and a warm process on a new cache directory."""
+    with tempfile.TemporaryDirectory(prefix="bayesrank-cache-", dir=tmp) as cache:
+        cold = spawn_size(method, n, m, args, tmp, cache, "-cold")
+        warm = spawn_size(method, n, m, args, tmp, cache, "-warm")
+    if "error" in cold:
+        return {"error": cold["error"], "warm": warm}
+    rec = dict(cold)
+    rec["first_call_cold_s"] = cold["first_call_s"]
+    rec["import_cold_s"] = cold["import_s"]
+    rec["cache_entries_cold"] = cold["cache_entries"]
+    times = list(cold["times_s"])
+    if "error" in warm:
+        rec["warm_error"] = warm["error"]
+    else:
+        rec["first_call_warm_s"] = warm["first_call_s"]
+        rec["import_warm_s"] = warm["import_s"]
+        rec["warm_times_s"] = warm["times_s"]
+        rec["held_out_loglik_warm"] = warm["held_out_loglik"]
+        rec["cache_entries_warm"] = warm["cache_entries"]
+        rec["peak_rss_mb_warm"] = warm["peak_rss_mb"]
+        times += warm["times_s"]
+    if times:
+        rec["best_s"] = min(times)
+        rec["compile_s"] = cold["first_call_s"] - rec["best_s"]
+    return rec
+
+
+def fmt(x, spec):
+    width = "".join(ch for ch in spec.split(".")[0] if ch.isdigit())
+    return format("-", f">{width}") if x is None else format(x, spec)
 
 
 def main_driver(args):
@@ -220,36 +510,58 @@ def main_driver(args):
     with tempfile.TemporaryDirectory() as tmpdir:
         for n, m in sizes:
             for mth in methods:
-                rec = {"n": n, "m": m, "method": mth, **spawn(mth, n, m, args, Path(tmpdir))}
-                if "times_s" in rec:
+                if mth == "botorch-fit":
+                    out = spawn_size(mth, n, m, args, Path(tmpdir))
+                else:
+                    out = cold_and_warm(mth, n, m, args, Path(tmpdir))
+                rec = {"n": n, "m": m, "method": mth, **out}
+                if rec.get("times_s") and "best_s" not in rec:
                     rec["best_s"] = min(rec["times_s"])
                 records.append(rec)
-                print(f"  done n={n} m={m} {mth}: {rec.get('error', 'ok')[-300:]}", flush=True)
+                status = rec.get("error", rec.get("warm_error", "ok"))
+                print(f"  done n={n} m={m} {mth}: {status[-300:]}", flush=True)
     index = {(r["n"], r["m"], r["method"]): r for r in records}
     for r in records:
         peer = index.get((r["n"], r["m"], "botorch-fit"))
-        if r["method"] != "botorch-fit" and peer and "best_s" in peer and "best_s" in r:
-            r["botorch_over_bayesrank"] = peer["best_s"] / r["best_s"]
-            r["loglik_minus_botorch"] = r["held_out_loglik"] - peer["held_out_loglik"]
+        if r["method"] == "botorch-fit" or not peer or "best_s" not in peer or "best_s" not in r:
+            continue
+        r["botorch_over_bayesrank"] = peer["best_s"] / r["best_s"]
+        r["botorch_first_over_cold"] = peer["first_call_s"] / r["first_call_cold_s"]
+        if "first_call_warm_s" in r:
+            r["botorch_first_over_warm"] = peer["first_call_s"] / r["first_call_warm_s"]
+        r["loglik_minus_botorch"] = r["held_out_loglik"] - peer["held_out_loglik"]
     head = (
-        f"{'n':>5} {'m':>5}  {'method':<19} {'compile s':>9} {'best s':>8} {'held-out ll':>11} "
-        f"{'peak MB':>8} {'BoTorch/us':>10} {'ll - BoTorch':>12}"
+        f"{'n':>5} {'m':>5}  {'method':<25} {'import s':>8} {'1st cold':>8} {'1st warm':>8} "
+        f"{'best s':>8} {'held-out ll':>11} {'peak MB':>7}  {'BoTorch/us: best':>16} "
+        f"{'1st/cold':>8} {'1st/warm':>8} {'ll - BoTorch':>12}"
     )
     print("\n" + head + "\n" + "-" * len(head))
     for r in records:
-        lead = f"{r['n']:>5} {r['m']:>5}  {r['method']:<19}"
+        lead = f"{r['n']:>5} {r['m']:>5}  {r['method']:<25}"
         if "best_s" not in r:
-            print(f"{lead} ERROR {r.get('error', '')[-200:]}")
+            print(f"{lead} ERROR {r.get('error', '')[-300:]}")
             continue
-        comp = "-" if r["compile_s"] is None else f"{r['compile_s']:.2f}"
-        ratio = r.get("botorch_over_bayesrank")
         dll = r.get("loglik_minus_botorch")
+        cold = r.get("first_call_cold_s", r["first_call_s"])  # BoTorch: its fresh first call
         print(
-            f"{lead} {comp:>9} {r['best_s']:8.3f} {r['held_out_loglik']:11.4f} "
-            f"{r['peak_rss_mb']:8.0f} {'-' if ratio is None else f'{ratio:.2f}':>10} "
+            f"{lead} {fmt(r.get('import_s'), '8.2f')} {cold:8.3f} "
+            f"{fmt(r.get('first_call_warm_s'), '8.3f')} {r['best_s']:8.3f} "
+            f"{r['held_out_loglik']:11.4f} {r['peak_rss_mb']:7.0f}  "
+            f"{fmt(r.get('botorch_over_bayesrank'), '16.2f')} "
+            f"{fmt(r.get('botorch_first_over_cold'), '8.2f')} "
+            f"{fmt(r.get('botorch_first_over_warm'), '8.2f')} "
             f"{'-' if dll is None else f'{dll:+.4f}':>12}"
         )
-    print("\nBoTorch/us = BoTorch's best fit time / ours (steady state); ll = mean held-out log P.")
+        if "warm_error" in r:
+            print(f"{'':>13}warm run failed: {r['warm_error'][-300:]}")
+    print(
+        "\n1st cold / 1st warm: the first fit call in a fresh process with an empty / a filled "
+        "compilation cache\n(BoTorch, which compiles nothing: its first call in a fresh process, "
+        "in the cold column); imports\napart (import s: spawn to imports done, cold process). "
+        "best s: the best later call (steady state).\nBoTorch/us = BoTorch's time / ours: best "
+        "= steady state; 1st/cold, 1st/warm = BoTorch's fresh first call\nover our cold, warm "
+        "first call. ll = mean held-out log P."
+    )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     payload = {
@@ -268,22 +580,174 @@ def main_driver(args):
     print(f"wrote {out}")
 
 
+def prepare_ohsumed(data_dir, max_queries, path):
+    """Load every OHSUMED query, build and split its pairs, write them to ``path`` (npz)."""
+    import jax
+
+    from bayesrank.data.letor import load_letor
+    from bayesrank.data.pairs import pairs_from_grades, split_pairs
+
+    fold = Path(data_dir) / "OHSUMED" / "QueryLevelNorm" / "Fold1"
+    queries = []
+    for name in OHSUMED_FILES:
+        queries += load_letor(fold / f"{name}.txt.gz", n_features=45)
+    qids = [q.qid for q in queries]
+    if len(set(qids)) != len(qids):
+        raise SystemExit(f"{fold}: a qid appears in more than one of {OHSUMED_FILES}")
+    if len(qids) != 106:
+        print(f"warning: {len(qids)} distinct qids in {fold}, expected 106")
+    queries.sort(key=lambda q: int(q.qid) if q.qid.isdigit() else q.qid)
+    key = jax.random.key(SEED)
+    arrays, kept, skipped, summary = {}, [], [], []
+    for q in queries:
+        pairs = pairs_from_grades(q.grades)
+        m = pairs.shape[0]
+        if m < 2:  # no pair to know and one to hold out
+            skipped.append(q.qid)
+            continue
+        if max_queries is not None and len(kept) >= max_queries:
+            continue
+        n_known = min(OHSUMED_KNOWN, m - max(1, m // 5))
+        known, held = split_pairs(jax.random.fold_in(key, int(q.qid)), pairs, n_known=n_known)
+        k = len(kept)
+        arrays[f"X_{k}"], arrays[f"known_{k}"], arrays[f"held_{k}"] = q.X, known, held
+        kept.append(q.qid)
+        summary.append({"qid": q.qid, "n": q.n_docs, "known": n_known, "held_out": m - n_known})
+    np.savez(path, qids=np.array(kept), **arrays)
+    return {
+        "distinct_qids": len(qids),
+        "queries": len(kept),
+        "skipped_no_pairs": skipped,
+        "documents": int(sum(r["n"] for r in summary)),
+        "known_pairs": int(sum(r["known"] for r in summary)),
+        "held_out_pairs": int(sum(r["held_out"] for r in summary)),
+        "per_query": summary,
+    }
+
+
+def main_ohsumed(args):
+    if args.device == "cpu":
+        os.environ["JAX_PLATFORMS"] = "cpu"  # the driver's own JAX (pair splits only)
+    names = [m for m in OHSUMED_METHODS if not args.methods or m in args.methods.split(",")]
+    info = machine_info()
+    print(f"machine: {info['cpu']}, {info['cores']} cores; device: {args.device}")
+    records = []
+    with tempfile.TemporaryDirectory() as tmpdir:
+        tmp = Path(tmpdir)
+        data = tmp / "ohsumed.npz"
+        prep = prepare_ohsumed(args.ohsumed, args.max_queries, data)
+        print(
+            f"OHSUMED ({args.ohsumed}): {prep['distinct_qids']} distinct qids, "
+            f"{prep['queries']} queries fitted, {len(prep['skipped_no_pairs'])} skipped (no "
+            f"pairs: qid {', '.join(prep['skipped_no_pairs']) or '-'}); "
+            f"{prep['documents']} documents, {prep['known_pairs']} known and "
+            f"{prep['held_out_pairs']} held-out pairs"
+        )
+        extra = ["--data", str(data)]
+        for name in names:
+            _, _, warm = OHSUMED_METHODS[name]
+            if name == "botorch-loop":
+                runs = [("-", spawn(name, args, tmp / f"{name}.json", None, extra))]
+            else:
+                with tempfile.TemporaryDirectory(prefix="bayesrank-cache-", dir=tmp) as cache:
+                    runs = [("cold", spawn(name, args, tmp / f"{name}-c.json", cache, extra))]
+                    if warm:
+                        out = spawn(name, args, tmp / f"{name}-w.json", cache, extra)
+                        runs.append(("warm", out))
+            for cache_state, out in runs:
+                records.append({"method": name, "cache": cache_state, **out})
+                print(f"  done {name} ({cache_state}): {out.get('error', 'ok')[-300:]}", flush=True)
+    peer = next((r for r in records if r["method"] == "botorch-loop" and "total_s" in r), None)
+    for r in records:
+        if peer and r is not peer and "total_s" in r:
+            r["botorch_over_bayesrank"] = peer["total_s"] / r["total_s"]
+    head = (
+        f"{'method':<23} {'cache':<5} {'total s':>8} {'import s':>8} {'queries':>7} "
+        f"{'pair error':>10} {'mean ll':>8} {'peak MB':>7} {'BoTorch/us':>10}"
+    )
+    print("\n" + head + "\n" + "-" * len(head))
+    for r in records:
+        lead = f"{r['method']:<23} {r['cache']:<5}"
+        if "total_s" not in r:
+            print(f"{lead} ERROR\n{r.get('error', '')}")
+            continue
+        print(
+            f"{lead} {r['total_s']:8.2f} {fmt(r.get('import_s'), '8.2f')} {r['queries']:7d} "
+            f"{r['mean_pair_error']:10.4f} {r['mean_loglik']:8.4f} {r['peak_rss_mb']:7.0f} "
+            f"{fmt(r.get('botorch_over_bayesrank'), '10.2f')}"
+        )
+        if r.get("failed"):
+            print(f"{'':>24}{len(r['failed'])} queries failed: {next(iter(r['failed'].values()))}")
+        if "converged" in r:
+            print(f"{'':>24}converged {r['converged']} of {r['queries']} per-query fits")
+    print(
+        "\ntotal s: wall time of fitting every query in a fresh process, compilation included "
+        "(imports apart:\nspawn to imports done). pair error, mean ll: means over queries of "
+        "the held-out pair error and\nmean log P(winner). BoTorch/us: the BoTorch loop's total "
+        "over ours."
+    )
+    if peer:
+        slow = int(np.argmax(peer["per_query_s"]))
+        print(
+            f"BoTorch: predictions {peer['predict_s']:.2f} s (untimed above); slowest query: qid "
+            f"{prep['per_query'][slow]['qid']}, {peer['per_query_s'][slow]:.2f} s"
+        )
+    out = Path(args.out or OUT_OHSUMED)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": info,
+        "settings": {
+            "data_dir": str(args.ohsumed),
+            "files": [f"OHSUMED/QueryLevelNorm/Fold1/{f}.txt.gz" for f in OHSUMED_FILES],
+            "seed": SEED,
+            "max_known": OHSUMED_KNOWN,
+            "max_queries": args.max_queries,
+            "device": args.device,
+        },
+        "data": prep,
+        "results": records,
+    }
+    out.write_text(json.dumps(payload, indent=2))
+    print(f"wrote {out}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--sizes", default="150x200,300x600,1000x2000", help="n x m, comma-separated")
     p.add_argument("--held-out", type=int, default=1000, help="held-out pairs per problem")
     p.add_argument("--repeats", type=int, default=2, help="timed fits after the first")
-    p.add_argument("--methods", default="", help="comma-separated subset of: " + ",".join(METHODS))
+    p.add_argument(
+        "--methods",
+        default="",
+        help=f"comma-separated subset of: {','.join(METHODS)}; with --ohsumed, of: "
+        f"{','.join(OHSUMED_METHODS)}",
+    )
     p.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="where both sides run")
-    p.add_argument("--out", default=str(OUT), help="JSON results file")
+    p.add_argument("--out", default=None, help="JSON results file")
+    p.add_argument(
+        "--ohsumed",
+        nargs="?",
+        const=str(DATA_DIR),
+        default=None,
+        metavar="DATA_DIR",
+        help=f"fit every OHSUMED query its own hyperparameters (data: default {DATA_DIR})",
+    )
+    p.add_argument("--max-queries", type=int, default=None, help="--ohsumed: the first K only")
+    p.add_argument("--timeout", type=float, default=None, help="seconds per worker process")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
     p.add_argument("--m", type=int, help=argparse.SUPPRESS)
     p.add_argument("--result", help=argparse.SUPPRESS)
+    p.add_argument("--data", help=argparse.SUPPRESS)
+    p.add_argument("--spawned-at", type=float, default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
         run_worker(args)
+    elif args.ohsumed:
+        main_ohsumed(args)
     else:
+        args.out = args.out or str(OUT)
         main_driver(args)
 
 

@@ -213,9 +213,10 @@ class XPGPModel:
         """The posterior of the problem's entities by the model's engine (``sites``: EP's
         optional warm start; ``key``: the PRNG key NUTS needs).
 
-        ``learn_hyperparameters``: ``True`` or ``"em"`` (EM-EP), ``"evidence"`` (evidence
-        maximisation), or ``False`` (keep the prior as given); with ``inference="laplace"`` the
-        learning uses the Laplace evidence too (with ``"nuts"``, EP's). ``learning_options`` go to
+        ``learn_hyperparameters``: ``True`` or ``"evidence"`` (evidence maximisation by BFGS,
+        the default by measurement: ``docs/inference.md``), ``"em"`` (EM-EP), or ``False``
+        (keep the prior as given); with ``inference="laplace"`` the learning uses the Laplace
+        evidence too (with ``"nuts"``, EP's). ``learning_options`` go to
         :func:`bayesrank.learning.fit_hyperparameters`. The fitted prior is the posterior's
         ``prior`` and the learning result its ``learning``; ``self.prior`` stays as it was.
         """
@@ -231,7 +232,7 @@ class XPGPModel:
         if learn_hyperparameters:
             from .learning import fit_hyperparameters
 
-            method = "em" if learn_hyperparameters is True else learn_hyperparameters
+            method = "evidence" if learn_hyperparameters is True else learn_hyperparameters
             learning_options.setdefault("inference", "laplace" if inference == "laplace" else "ep")
             learning = fit_hyperparameters(prior, [problem], method=method, **learning_options)
             prior = learning.prior

@@ -5,6 +5,8 @@ References: the Fisher information against NumPy (``W`` from an eigendecompositi
 Nelder-Mead (derivative-free) on the re-converged EP evidence.
 """
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -15,10 +17,15 @@ from bayesrank.data.batch import stack_problems
 from bayesrank.data.problem import PreferenceProblem
 from bayesrank.inference import ep
 from bayesrank.kernels import RBF, XPGP, Independent
-from bayesrank.learning import fit_hyperparameters
+from bayesrank.learning import (
+    LearningConvergenceWarning,
+    MultimodalEvidenceWarning,
+    fit_hyperparameters,
+)
 from bayesrank.learning.bfgs import backtrack as _backtrack
 from bayesrank.learning.config import Config
 from bayesrank.learning.evidence import jit_bucket_fisher
+from bayesrank.learning.fit import _warn_multimodal
 from bayesrank.learning.initialize import subsample as _subsample
 from bayesrank.parallel import prepare_batch
 
@@ -152,6 +159,40 @@ def test_bfgs_stops_early():
     assert float(tight.trace.objective[-1]) >= float(loose.trace.objective[-1])
 
 
+def test_a_fit_that_hits_its_cap_warns_and_says_so():
+    """``n_iter`` too small: ``converged`` is False and a LearningConvergenceWarning names the
+    cap (per query: which queries); a fit given room converges without a warning."""
+    probs = problems(2, n=12) + problems(3, n=40)
+    prior = XPGP(RBF(), (), entity=Independent(0.1))
+    with pytest.warns(LearningConvergenceWarning, match="n_iter=1 "):
+        short = fit_hyperparameters(prior, probs, method="evidence", tol=1e-6, n_iter=1)
+    assert short.converged is False or not bool(np.all(short.converged))
+    with pytest.warns(LearningConvergenceWarning, match=r"per-query fits \(indices \[0, 1"):
+        each = fit_hyperparameters(
+            prior, probs, method="evidence", tol=1e-6, n_iter=1, per_query=True
+        )
+    assert not np.any(each.converged)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LearningConvergenceWarning)
+        done = fit_hyperparameters(prior, probs, method="evidence", tol=1e-6, n_iter=50)
+    assert bool(np.all(done.converged))
+
+
+def test_restarts_that_end_at_distinct_optima_of_equal_evidence_are_reported():
+    """Two starts ending 0.5 nats apart at log-values 2 apart: a warning naming the query; 3
+    nats apart, or at the same values, none."""
+    same = np.zeros((2, 3))
+    moved = same.copy()
+    moved[1, 2] = 2.0  # query 1's third value: a factor e^2 away
+    with pytest.warns(MultimodalEvidenceWarning, match=r"queries \[1\]"):
+        _warn_multimodal([(np.array([-10.0, -10.0]), same), (np.array([-11.0, -10.5]), moved)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MultimodalEvidenceWarning)
+        _warn_multimodal([(np.array([-10.0, -10.0]), same), (np.array([-11.0, -13.0]), moved)])
+        _warn_multimodal([(np.array([-10.0, -10.0]), same), (np.array([-10.0, -10.0]), same)])
+        _warn_multimodal([(np.array(-10.0), same[:1])])
+
+
 def test_per_query_bfgs_fits_match_single_fits():
     """Per-query BFGS fits stop at different iterations; each equals its query's own fit."""
     probs = problems(4, n=12, m=30)
@@ -184,6 +225,22 @@ def test_coarse_start_reaches_the_same_optimum_sooner():
         fit_hyperparameters(prior, probs, method="em", coarse=40)
     with pytest.raises(ValueError, match="coarse"):
         fit_hyperparameters(prior, probs, method="evidence", coarse=1)
+
+
+def test_laplace_start_reaches_the_same_ep_optimum():
+    """``laplace_start``: the Laplace evidence's optimum and sites start EP's evidence
+    maximisation; the hyperprior stays centred on the initial values, so it ends at the EP fit's
+    optimum (reference: the EP fit from the median-heuristic start), from a better first step."""
+    probs = problems(3, n_queries=1, n=80, m=240)
+    prior = XPGP(RBF(), (), entity=Independent(0.2))
+    cold = fit_hyperparameters(prior, probs, method="evidence", n_iter=50)
+    warm = fit_hyperparameters(prior, probs, method="evidence", n_iter=50, laplace_start=True)
+    assert float(warm.trace.objective[0]) > float(cold.trace.objective[0]) + 1.0
+    np.testing.assert_allclose(warm.trace.objective[-1], cold.trace.objective[-1], atol=2e-2)
+    np.testing.assert_allclose(warm.prior.entity.scale, cold.prior.entity.scale, rtol=0.05)
+    assert isinstance(warm.posteriors, ep.EPPosterior)
+    with pytest.raises(ValueError, match="laplace_start"):
+        fit_hyperparameters(prior, probs, method="em", laplace_start=True)
 
 
 def test_backtracking_steps_to_the_quadratics_maximiser():

@@ -20,7 +20,7 @@ pairs.
 """
 
 from .config import FROZEN_BY_DEFAULT, default_trainable
-from .fit import fit_hyperparameters
+from .fit import LearningConvergenceWarning, MultimodalEvidenceWarning, fit_hyperparameters
 from .initialize import initialize
 from .objectives import expected_log_prior
 from .results import FitResult, Trace
@@ -28,6 +28,8 @@ from .results import FitResult, Trace
 __all__ = [
     "FROZEN_BY_DEFAULT",
     "FitResult",
+    "LearningConvergenceWarning",
+    "MultimodalEvidenceWarning",
     "Trace",
     "default_trainable",
     "expected_log_prior",

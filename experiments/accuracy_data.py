@@ -1,0 +1,174 @@
+"""Real preference problems for ``inference_accuracy.py``: OHSUMED and MQ2008 queries, HetRec users.
+
+Each problem is a dict with ``name``, ``X`` ``(n, d)`` (features scaled to ``[0, 1]`` per column
+within the problem, as BoTorch's ``PairwiseGP`` expects), ``grades`` ``(n,)`` (relevance grades,
+or a user's star ratings), ``known`` ``(m, 2)`` and ``held_out`` ``(h, 2)`` pairs (winner first,
+disjoint: a seeded random split of the pairs the grades imply).
+
+- **OHSUMED** (LETOR 3.0, QueryLevelNorm, 45 features) and **MQ2008** (LETOR 4.0, 46 features):
+  queries drawn at random (seeded) among those with ``min_n <= n <= max_n`` documents and at least
+  ``2 * known`` grade-implied pairs; ``known`` pairs known, up to ``max_held_out`` of the rest
+  held out.
+- **HetRec MovieLens** (the 38 users with ratings): a user's rated movies (at most ``max_n``,
+  drawn at random), 27 attributes per movie, the same for every user: the 20 genre indicators,
+  the year, and six Rotten Tomatoes figures (critics' rating and score, top critics' rating,
+  audience rating and score, log number of audience ratings; a missing value is the column's
+  median). A pair is two movies the user rated differently (higher rating wins).
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+
+from bayesrank.data.letor import load_letor
+from bayesrank.data.pairs import pairs_from_grades
+
+MOVIE_COLUMNS = (
+    "year",
+    "rtAllCriticsRating",
+    "rtAllCriticsScore",
+    "rtTopCriticsRating",
+    "rtAudienceRating",
+    "rtAudienceScore",
+    "rtAudienceNumRatings",
+)
+
+
+def scale01(X):
+    """Each column to ``[0, 1]`` (a constant column to 0)."""
+    X = np.asarray(X, float)
+    lo, hi = X.min(0), X.max(0)
+    span = np.where(hi > lo, hi - lo, 1.0)
+    return (X - lo) / span
+
+
+def split(rng, pairs, known, max_held_out):
+    """``known`` random rows of ``pairs`` and up to ``max_held_out`` of the others."""
+    order = rng.permutation(len(pairs))
+    held = order[known:][:max_held_out]
+    return pairs[np.sort(order[:known])], pairs[np.sort(held)]
+
+
+def letor_problems(data_dir, collection, count, rng, *, known, min_n, max_n, max_held_out):
+    folder = Path(data_dir) / collection / ("QueryLevelNorm" if collection == "OHSUMED" else "")
+    folder = folder / "Fold1"
+    queries = [
+        q for part in ("train", "vali", "test") for q in load_letor(folder / f"{part}.txt.gz")
+    ]
+    eligible = []
+    for q in queries:
+        n = len(q.grades)
+        if min_n <= n <= max_n and len(pairs_from_grades(q.grades)) >= 2 * known:
+            eligible.append(q)
+    chosen = rng.choice(len(eligible), size=min(count, len(eligible)), replace=False)
+    out = []
+    for k in sorted(chosen):
+        q = eligible[k]
+        pairs = pairs_from_grades(q.grades)
+        kn, ho = split(rng, pairs, known, max_held_out)
+        out.append(
+            dict(
+                name=f"{collection}:{q.qid}",
+                X=scale01(q.X),
+                grades=np.asarray(q.grades, float),
+                known=kn,
+                held_out=ho,
+            )
+        )
+    return out
+
+
+def _table(path):
+    with gzip.open(path, "rt", encoding="latin-1") as f:
+        header = f.readline().rstrip("\n").split("\t")
+        rows = [line.rstrip("\n").split("\t") for line in f if line.strip()]
+    return header, rows
+
+
+def movie_attributes(data_dir):
+    """``{movieID: (27,) attributes}`` (unscaled) of every HetRec movie."""
+    base = Path(data_dir) / "hetrec2011-movielens-2k"
+    header, rows = _table(base / "movies.dat.gz")
+    cols = [header.index(c) for c in MOVIE_COLUMNS]
+    ids = [int(r[0]) for r in rows]
+    values = np.full((len(rows), len(cols)), np.nan)
+    for a, r in enumerate(rows):
+        for b, c in enumerate(cols):
+            try:
+                v = float(r[c])
+            except (ValueError, IndexError):
+                continue
+            values[a, b] = v if v > 0 else np.nan  # 0 and \N mark a missing figure
+    values[:, -1] = np.log1p(values[:, -1])
+    med = np.nanmedian(values, axis=0)
+    values = np.where(np.isnan(values), med, values)
+    _, grows = _table(base / "movie_genres.dat.gz")
+    genres = sorted({g for _, g in grows})
+    index = {m: a for a, m in enumerate(ids)}
+    onehot = np.zeros((len(ids), len(genres)))
+    for m, g in grows:
+        if int(m) in index:
+            onehot[index[int(m)], genres.index(g)] = 1.0
+    attrs = np.concatenate([onehot, values], axis=1)
+    return {m: attrs[a] for a, m in enumerate(ids)}
+
+
+def hetrec_problems(data_dir, count, rng, *, known, min_n, max_n, max_held_out):
+    base = Path(data_dir) / "hetrec2011-movielens-2k" / "ratings_subset_38users"
+    ratings = {}
+    for part in ("train", "test"):
+        _, rows = _table(base / f"{part}_user_ratings.dat.gz")
+        for r in rows:
+            ratings.setdefault(int(r[0]), {})[int(r[1])] = float(r[2])
+    attrs = movie_attributes(data_dir)
+    users = []
+    for u in sorted(ratings):
+        movies = [m for m in sorted(ratings[u]) if m in attrs]
+        if len(movies) >= min_n:
+            users.append((u, movies))
+    chosen = rng.choice(len(users), size=min(count, len(users)), replace=False)
+    out = []
+    for k in sorted(chosen):
+        u, movies = users[k]
+        if len(movies) > max_n:
+            movies = sorted(rng.choice(movies, size=max_n, replace=False).tolist())
+        grades = np.array([ratings[u][m] for m in movies])
+        pairs = pairs_from_grades(grades)
+        n_known = min(known, len(pairs) // 2)
+        kn, ho = split(rng, pairs, n_known, max_held_out)
+        X = scale01(np.stack([attrs[m] for m in movies]))
+        out.append(dict(name=f"HetRec:user{u}", X=X, grades=grades, known=kn, held_out=ho))
+    return out
+
+
+def problems(data_dir, seed=0, *, per_collection=(12, 10, 10), max_n=150, max_held_out=1000):
+    """The seeded problem set: OHSUMED, MQ2008 and HetRec counts from ``per_collection``."""
+    rng = np.random.default_rng(seed)
+    n_oh, n_mq, n_het = per_collection
+    out = letor_problems(
+        data_dir,
+        "OHSUMED",
+        n_oh,
+        rng,
+        known=150,
+        min_n=60,
+        max_n=max_n,
+        max_held_out=max_held_out,
+    )
+    out += letor_problems(
+        data_dir,
+        "MQ2008",
+        n_mq,
+        rng,
+        known=60,
+        min_n=30,
+        max_n=max_n,
+        max_held_out=max_held_out,
+    )
+    out += hetrec_problems(
+        data_dir, n_het, rng, known=300, min_n=60, max_n=max_n, max_held_out=max_held_out
+    )
+    return out

@@ -243,6 +243,27 @@ def test_laplace_start_reaches_the_same_ep_optimum():
         fit_hyperparameters(prior, probs, method="em", laplace_start=True)
 
 
+def test_the_automatic_coarse_start_rule():
+    """``coarse="auto"``: half the largest problem's touched entities from 500 on, for BFGS
+    evidence maximisation of a shared theta; otherwise no coarse start."""
+    from bayesrank.learning.fit import COARSE_FROM, _auto_coarse
+
+    def touching(k):  # a chain through the first k of k + 10 entities
+        idx = np.arange(k)
+        return PreferenceProblem.create(np.c_[idx[:-1], idx[1:]], X=np.zeros((k + 10, 1)))
+
+    big, small = touching(COARSE_FROM + 1), touching(COARSE_FROM - 1)
+    assert _auto_coarse("auto", [small, big], "evidence", None, False, False) == 250
+    assert _auto_coarse("auto", [small], "evidence", None, False, False) is None
+    assert _auto_coarse("auto", [big], "em", None, False, False) is None
+    assert _auto_coarse("auto", [big], "evidence", "adam", False, False) is None
+    assert _auto_coarse("auto", [big], "evidence", None, True, False) is None
+    assert _auto_coarse("auto", [big], "evidence", None, False, True) is None
+    assert _auto_coarse(40, [small], "evidence", None, False, False) == 40
+    with pytest.raises(ValueError, match="coarse must be 'auto'"):
+        _auto_coarse("half", [small], "evidence", None, False, False)
+
+
 def test_backtracking_steps_to_the_quadratics_maximiser():
     """On an exact quadratic ``phi(t) = 1 + 2 t - 5 t^2`` (maximiser 0.2) a failed unit step is
     replaced by 0.2 in one trial; far overshoots and non-finite values stay in [0.1, 0.5]."""

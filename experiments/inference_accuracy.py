@@ -67,7 +67,7 @@ from accuracy_data import problems as load_problems  # noqa: E402
 
 from bayesrank import ARD, RBF, XPGP, Independent, PreferenceProblem, XPGPModel  # noqa: E402
 from bayesrank.metrics import kendall_tau, ndcg_at  # noqa: E402
-from bayesrank.runtime import enable_compilation_cache  # noqa: E402
+from bayesrank.runtime import clear_compiled, enable_compilation_cache  # noqa: E402
 
 METHODS = (
     "bayesrank",
@@ -229,12 +229,20 @@ def run_method(name, p, seed):
 # ---- the two parts ---------------------------------------------------------------------------
 
 
-def part_fits(problems, methods, seed):
-    rows = []
+def part_fits(problems, methods, seed, path, settings):
+    """Every method on every problem; ``path`` is rewritten after each problem, and a rerun
+    skips the (problem, method) rows it already holds."""
+    rows = json.loads(path.read_text())["rows"] if path.exists() else []
+    done = {(r["problem"], r["method"]) for r in rows if "error" not in r}
+    rows = [r for r in rows if (r["problem"], r["method"]) in done]
     for k, p in enumerate(problems):
+        if all((p["name"], name) in done for name in methods):
+            continue
         rng = np.random.default_rng(seed + k)
         shown, y = orient(rng, p["held_out"])
         for name in methods:
+            if (p["name"], name) in done:
+                continue
             try:
                 out = run_method(name, p, seed + k)
             except Exception as err:  # a peer failing is a result, not a crash
@@ -254,6 +262,8 @@ def part_fits(problems, methods, seed):
                 f"ll {row['loglik']:+.3f} ece {row['ece']:.3f} {row['seconds']:6.2f}s",
                 flush=True,
             )
+        path.write_text(json.dumps({"settings": settings, "rows": rows}, indent=1))
+        clear_compiled()  # one process compiles ~100 programs: keep its memory bounded
     return rows
 
 
@@ -401,8 +411,7 @@ def main():
         print(f"{len(problems)} problems")
         if not args.skip_fits:
             print("Part 2: fitted models")
-            rows = part_fits(problems, methods, args.seed)
-            fits.write_text(json.dumps({"settings": settings, "rows": rows}, indent=1))
+            part_fits(problems, methods, args.seed, fits, settings)
         if not args.skip_nuts:
             print("Part 1: engines at the same hyperparameters")
             rows = part_engines(problems, args)

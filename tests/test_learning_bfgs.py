@@ -24,8 +24,8 @@ from bayesrank.learning import (
 )
 from bayesrank.learning.bfgs import backtrack as _backtrack
 from bayesrank.learning.config import Config
+from bayesrank.learning.diagnostics import warn_multimodal as _warn_multimodal
 from bayesrank.learning.evidence import jit_bucket_fisher
-from bayesrank.learning.fit import _warn_multimodal
 from bayesrank.learning.initialize import subsample as _subsample
 from bayesrank.parallel import prepare_batch
 
@@ -246,7 +246,8 @@ def test_laplace_start_reaches_the_same_ep_optimum():
 def test_the_automatic_coarse_start_rule():
     """``coarse="auto"``: half the largest problem's touched entities from 500 on, for BFGS
     evidence maximisation of a shared theta; otherwise no coarse start."""
-    from bayesrank.learning.fit import COARSE_FROM, _auto_coarse
+    from bayesrank.learning.initialize import COARSE_FROM
+    from bayesrank.learning.initialize import auto_coarse as _auto_coarse
 
     def touching(k):  # a chain through the first k of k + 10 entities
         idx = np.arange(k)

@@ -11,7 +11,8 @@ The package, one concept a module:
 - :mod:`.bfgs`: the host-driven BFGS, for many fits in lockstep (and why it is host-driven);
 - :mod:`.initialize`: the median heuristic, restarts with an explicit key, coarse subsets;
 - :mod:`.fit`: :func:`fit_hyperparameters`, the façade;
-- :mod:`.results`: :class:`FitResult` and :class:`Trace`.
+- :mod:`.results`: :class:`FitResult` and :class:`Trace`;
+- :mod:`.diagnostics`: the warnings a fit gives (its cap reached; restarts at distinct optima).
 
 Optionally (``hyperprior_scale``, on by default) a log-normal hyperprior centred on the initial
 values, i.e. a normal prior of that standard deviation on each unconstrained value, turns the
@@ -20,7 +21,8 @@ pairs.
 """
 
 from .config import FROZEN_BY_DEFAULT, default_trainable
-from .fit import LearningConvergenceWarning, MultimodalEvidenceWarning, fit_hyperparameters
+from .diagnostics import LearningConvergenceWarning, MultimodalEvidenceWarning
+from .fit import fit_hyperparameters
 from .initialize import initialize
 from .objectives import expected_log_prior
 from .results import FitResult, Trace

@@ -13,11 +13,12 @@ Shapes are bucketed (:func:`bayesrank.data.batch.bucket_size`): entities, pairs 
 entities EP is restricted to are padded to sizes that depend on the problems' sizes only, never
 on which entities a split's pairs touch, so a new random split of the same query reuses every
 compiled program. Floats (tolerances, the learning rate, the hyperprior's scale) are traced.
+
+Length: over 400 lines because the façade documents its two dozen options in one place (about
+150 lines of docstring); the pieces a fit is made of live in the sibling modules.
 """
 
 from __future__ import annotations
-
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -32,42 +33,21 @@ from ..kernels.xpgp import XPGP
 from ..parallel import prepare_batch
 from ..runtime import one_blas_thread
 from .config import Config, Settings, combine, default_trainable
+from .diagnostics import (
+    LearningConvergenceWarning,
+    MultimodalEvidenceWarning,
+    flat_values,
+    warn_multimodal,
+    warn_unconverged,
+)
 from .drive import drive
 from .em import check_optimizer
 from .evidence import final_posteriors, moments
-from .initialize import initialize, restart_points, subsample, with_weights
+from .initialize import auto_coarse, initialize, restart_points, subsample, with_weights
 from .layout import bucket_sites, gather_sites, layout, merge, one_query
 from .results import FitResult
 
 __all__ = ["LearningConvergenceWarning", "MultimodalEvidenceWarning", "fit_hyperparameters"]
-
-
-class LearningConvergenceWarning(UserWarning):
-    """A hyperparameter fit stopped at its iteration cap before its convergence rule held."""
-
-
-class MultimodalEvidenceWarning(UserWarning):
-    """Restarts ended at distinct hyperparameters of almost equal evidence."""
-
-
-def _warn_unconverged(converged, options) -> None:
-    """One warning naming the cap and how many fits hit it (``converged``: bool or ``(B,)``)."""
-    flags = np.atleast_1d(np.asarray(converged, bool))
-    if flags.all():
-        return
-    which = (
-        "the fit"
-        if flags.size == 1
-        else f"{int((~flags).sum())} of {flags.size} per-query fits (indices "
-        f"{np.flatnonzero(~flags)[:10].tolist()}{'...' if (~flags).sum() > 10 else ''})"
-    )
-    warnings.warn(
-        f"{which} stopped at n_iter={options['n_iter']} before converging (method="
-        f"{options['method']!r}, tol={options['tol']}): the hyperparameters may be far from the "
-        "optimum; raise n_iter (FitResult.converged says which)",
-        LearningConvergenceWarning,
-        stacklevel=3,
-    )
 
 
 def _check_options(o: dict) -> None:
@@ -191,7 +171,7 @@ def _fit(
         u0 = point if centre is None else centre
         result = drive(point, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress)
         score = np.asarray(result[1].objective)[..., -1]
-        ends.append((score, _flat(result[0].free, per_query)))
+        ends.append((score, flat_values(result[0].free, per_query)))
         if best is None:
             best = (score, result)
         elif per_query:  # the best start of each query
@@ -200,7 +180,7 @@ def _fit(
         elif score > best[0]:
             best = (score, result)
     _, (carry, trace, converged) = best
-    _warn_multimodal(ends)
+    warn_multimodal(ends)
     if not final:  # the fitted prior and the steps' sites (B, m) in the batch's order
         return combine(carry.free, fixed, cfg), gather_sites(
             carry.sites, groups, batch.pairs.shape[:2]
@@ -213,41 +193,6 @@ def _fit(
         posterior = posterior._replace(mean=mean, cov=cov)
     fitted = combine(carry.free, fixed, cfg)
     return jax.block_until_ready(FitResult(fitted, jax.device_put(posterior), trace, converged))
-
-
-def _flat(free, per_query) -> np.ndarray:
-    """The free unconstrained values as ``(B, P)`` (``B = 1`` for a shared fit)."""
-    rows = [np.asarray(x).reshape(np.shape(x)[0] if per_query else 1, -1) for x in free]
-    return np.concatenate(rows, axis=1)
-
-
-def _warn_multimodal(ends, nats: float = 1.0, apart: float = 1.0) -> None:
-    """Warn where restarts end at different optima of almost the same objective.
-
-    ``ends``: per start, ``(objective (B,) or (), free values (B, P))``. A query is multimodal
-    when a start other than its best ends within ``nats`` of the best objective with some
-    unconstrained (log) hyperparameter more than ``apart`` away (a factor ``e``): its data do not
-    choose between the two, and the fitted values are one of several.
-    """
-    if len(ends) < 2:
-        return
-    scores = np.stack([np.atleast_1d(sc) for sc, _ in ends])  # (S, B)
-    values = np.stack([v for _, v in ends])  # (S, B, P)
-    top = np.argmax(scores, axis=0)
-    B = scores.shape[1]
-    best_values = values[top, np.arange(B)]  # (B, P)
-    close = scores >= scores[top, np.arange(B)] - nats
-    far = np.max(np.abs(values - best_values), axis=-1) > apart
-    which = np.flatnonzero(np.any(close & far, axis=0))
-    if which.size:
-        where = "the fit" if B == 1 else f"queries {which[:10].tolist()}"
-        warnings.warn(
-            f"restarts of {where} ended within {nats} nats of the best objective at "
-            "hyperparameters more than a factor e apart: the evidence has several modes, and the "
-            "fitted prior is one of them (a stronger hyperprior_scale or more pairs decide)",
-            MultimodalEvidenceWarning,
-            stacklevel=4,
-        )
 
 
 def _choose(better, new, old):
@@ -349,12 +294,12 @@ def fit_hyperparameters(
             objective; it needs fewer steps (at ``n = 1000``, ``m = 2000``, ``coarse=500``: 3
             BFGS steps instead of 8, 2.6 s against 4.7 s). The trace is the full fit's. It
             compiles a second set of programs. ``"auto"`` (default): half the entities where
-            that pays, i.e. for evidence maximisation of a shared ``theta`` (or one problem)
-            from problems whose largest touches at least :data:`COARSE_FROM` = 500 entities,
-            else none. The rule, from measurements (ARD, 2 cores, steady state;
-            first calls within a few seconds of each other): n = 300: 0.25 s either way;
-            n = 600: 1.3 s against 2.6 s; n = 1000: 5.5 s against 9.0 s (EP), 5.1 s against
-            7.8 s (Laplace). ``None``: never.
+            that pays, i.e. for BFGS evidence maximisation of a shared ``theta`` (or one
+            problem) from problems whose largest touches at least ``COARSE_FROM = 500``
+            entities (:func:`~bayesrank.learning.initialize.auto_coarse`), else none. The
+            rule, measured (ARD, 2 cores, steady state): n = 300: 0.25 s either way; n = 600:
+            1.3 s against 2.6 s (a loaded machine); n = 1000: 2.9 s against 5.1 s (EP), 3.0 s
+            against 5.1 s (Laplace), first calls within a second of each other. ``None``: never.
 
         inference: ``"ep"`` (default: EP posteriors, the EP evidence) or ``"laplace"`` (the
             Laplace approximation and its evidence, :mod:`bayesrank.inference.laplace`, with its
@@ -410,35 +355,15 @@ def fit_hyperparameters(
                 )
     with one_blas_thread():  # bayesrank.runtime: XLA's and BLAS's thread pools contend
         result = _dispatch(prior, problems, options, per_query, bucket, coarse, laplace_start)
-    _warn_unconverged(result.converged, options)
+    warn_unconverged(result.converged, options)
     return result
-
-
-#: ``coarse="auto"`` starts with half the entities from this many touched entities on.
-COARSE_FROM = 500
-
-
-def _auto_coarse(coarse, problems, method, optimizer, per_query, laplace_start):
-    """``coarse="auto"``: half the largest problem's touched entities where that pays, else
-    ``None`` (the rule: ``fit_hyperparameters``'s ``coarse``)."""
-    if not (isinstance(coarse, str) and coarse == "auto"):
-        if isinstance(coarse, str):
-            raise ValueError(f"coarse must be 'auto', None or an integer, got {coarse!r}")
-        return coarse
-    bfgs = optimizer in (None, "bfgs")
-    if method != "evidence" or not bfgs or per_query or laplace_start:
-        return None
-    if isinstance(problems, ProblemBatch):
-        return None
-    touched = max(len(np.unique(np.asarray(p.pairs))) for p in problems)
-    return touched // 2 if touched >= COARSE_FROM else None
 
 
 def _dispatch(prior, problems, options, per_query, bucket, coarse, laplace_start) -> FitResult:
     """The fit (with its coarse or Laplace start where asked), a single problem's unbatched."""
     options = dict(options)
     method, optimizer, tol, init = (options[k] for k in ("method", "optimizer", "tol", "init"))
-    coarse = _auto_coarse(coarse, problems, method, optimizer, per_query, laplace_start)
+    coarse = auto_coarse(coarse, problems, method, optimizer, per_query, laplace_start)
     batch, groups, restrict, single = layout(problems, method, optimizer, per_query, bucket)
     if laplace_start:
         if coarse is not None or per_query or method != "evidence" or options["inference"] != "ep":

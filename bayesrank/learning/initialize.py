@@ -4,7 +4,8 @@
 - :func:`restart_points`: extra starts, the unconstrained values perturbed by ``N(0, 1)`` with
   an explicit key (the start with the highest final objective wins);
 - :func:`subsample`: each problem on a random subset of its entities, for the coarse start of
-  evidence maximisation (:func:`~bayesrank.learning.fit_hyperparameters`, ``coarse``).
+  evidence maximisation (:func:`~bayesrank.learning.fit_hyperparameters`, ``coarse``), and
+  :func:`auto_coarse`, the rule for when that start pays.
 
 Host-side NumPy throughout: a fit's preparation compiles nothing.
 """
@@ -22,7 +23,7 @@ from ..data.problem import PreferenceProblem
 from ..kernels.attributes import ARD, RBF
 from ..kernels.xpgp import XPGP
 
-__all__ = ["initialize", "restart_points"]
+__all__ = ["COARSE_FROM", "auto_coarse", "initialize", "restart_points"]
 
 
 def median_distance(X, mask) -> float:
@@ -128,3 +129,23 @@ def restart_points(free: list, restarts: int, key, per_query: bool = False) -> l
             start.append(x + np.asarray(jax.random.normal(kk, shape, x.dtype)))
         starts.append(start)
     return starts
+
+
+#: ``coarse="auto"`` starts with half the entities from this many touched entities on.
+COARSE_FROM = 500
+
+
+def auto_coarse(coarse, problems, method, optimizer, per_query, laplace_start):
+    """``coarse="auto"``: half the largest problem's touched entities where that pays, else
+    ``None`` (the rule: ``fit_hyperparameters``'s ``coarse``)."""
+    if not (isinstance(coarse, str) and coarse == "auto"):
+        if isinstance(coarse, str):
+            raise ValueError(f"coarse must be 'auto', None or an integer, got {coarse!r}")
+        return coarse
+    bfgs = optimizer in (None, "bfgs")
+    if method != "evidence" or not bfgs or per_query or laplace_start:
+        return None
+    if isinstance(problems, ProblemBatch):
+        return None
+    touched = max(len(np.unique(np.asarray(p.pairs))) for p in problems)
+    return touched // 2 if touched >= COARSE_FROM else None

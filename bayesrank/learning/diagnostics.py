@@ -1,0 +1,84 @@
+"""What a fit tells its user about itself: the convergence and multimodality warnings.
+
+- :class:`LearningConvergenceWarning`: a fit stopped at its iteration cap (``n_iter``) before its
+  own convergence rule held (``FitResult.converged`` is False);
+- :class:`MultimodalEvidenceWarning`: restarts ended at distinct hyperparameters of almost equal
+  evidence, so the data do not choose between them.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+__all__ = [
+    "LearningConvergenceWarning",
+    "MultimodalEvidenceWarning",
+    "flat_values",
+    "warn_multimodal",
+    "warn_unconverged",
+]
+
+
+class LearningConvergenceWarning(UserWarning):
+    """A hyperparameter fit stopped at its iteration cap before its convergence rule held."""
+
+
+class MultimodalEvidenceWarning(UserWarning):
+    """Restarts ended at distinct hyperparameters of almost equal evidence."""
+
+
+def warn_unconverged(converged, options) -> None:
+    """One warning naming the cap and how many fits hit it (``converged``: bool or ``(B,)``)."""
+    flags = np.atleast_1d(np.asarray(converged, bool))
+    if flags.all():
+        return
+    which = (
+        "the fit"
+        if flags.size == 1
+        else f"{int((~flags).sum())} of {flags.size} per-query fits (indices "
+        f"{np.flatnonzero(~flags)[:10].tolist()}{'...' if (~flags).sum() > 10 else ''})"
+    )
+    warnings.warn(
+        f"{which} stopped at n_iter={options['n_iter']} before converging (method="
+        f"{options['method']!r}, tol={options['tol']}): the hyperparameters may be far from the "
+        "optimum; raise n_iter (FitResult.converged says which)",
+        LearningConvergenceWarning,
+        stacklevel=3,
+    )
+
+
+def flat_values(free, per_query) -> np.ndarray:
+    """The free unconstrained values as ``(B, P)`` (``B = 1`` for a shared fit)."""
+    rows = [np.asarray(x).reshape(np.shape(x)[0] if per_query else 1, -1) for x in free]
+    return np.concatenate(rows, axis=1)
+
+
+def warn_multimodal(ends, nats: float = 1.0, apart: float = 1.0) -> None:
+    """Warn where restarts end at different optima of almost the same objective.
+
+    ``ends``: per start, ``(objective (B,) or (), free values (B, P))``. A query is multimodal
+    when a start other than its best ends within ``nats`` of the best objective with some
+    unconstrained (log) hyperparameter more than ``apart`` away (a factor ``e``): its data do not
+    choose between the two, and the fitted values are one of several.
+    """
+    if len(ends) < 2:
+        return
+    scores = np.stack([np.atleast_1d(sc) for sc, _ in ends])  # (S, B)
+    values = np.stack([v for _, v in ends])  # (S, B, P)
+    top = np.argmax(scores, axis=0)
+    B = scores.shape[1]
+    best_values = values[top, np.arange(B)]  # (B, P)
+    close = scores >= scores[top, np.arange(B)] - nats
+    far = np.max(np.abs(values - best_values), axis=-1) > apart
+    which = np.flatnonzero(np.any(close & far, axis=0))
+    if which.size:
+        where = "the fit" if B == 1 else f"queries {which[:10].tolist()}"
+        warnings.warn(
+            f"restarts of {where} ended within {nats} nats of the best objective at "
+            "hyperparameters more than a factor e apart: the evidence has several modes, and the "
+            "fitted prior is one of them (a stronger hyperprior_scale or more pairs decide)",
+            MultimodalEvidenceWarning,
+            stacklevel=4,
+        )

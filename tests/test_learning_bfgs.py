@@ -243,6 +243,33 @@ def test_laplace_start_reaches_the_same_ep_optimum():
         fit_hyperparameters(prior, probs, method="em", laplace_start=True)
 
 
+def test_per_query_fits_of_different_sizes_run_by_size_group():
+    """Queries of 12 and 40 entities: fitted per size group (two calls), returned in the
+    problems' order, each as its own fit; padded entities keep their prior, shorter traces
+    repeat their last entry."""
+    from bayesrank.learning.layout import per_query_groups
+
+    probs = [problems(6, n_queries=1, n=40, m=60)[0], *problems(7, n=12, m=30)]
+    assert per_query_groups(probs, True, 64) == [[1, 2], [0]]
+    assert per_query_groups(probs, False, 64) is None
+    assert per_query_groups(probs, True, None) is None
+    prior = XPGP(RBF(), (), entity=Independent(0.3))
+    joint = fit_hyperparameters(prior, probs, method="evidence", per_query=True)
+    assert joint.posteriors.mean.shape[1] >= 40
+    for b, p in enumerate(probs):
+        single = fit_hyperparameters(prior, p, method="evidence")
+        k = len(single.trace.objective)
+        np.testing.assert_allclose(joint.trace.objective[b, :k], single.trace.objective, rtol=1e-7)
+        np.testing.assert_allclose(joint.trace.objective[b, k:], single.trace.objective[-1])
+        np.testing.assert_allclose(joint.prior.attribute.rho[b], single.prior.attribute.rho, 1e-6)
+        np.testing.assert_allclose(
+            joint.posteriors.mean[b, : p.n], single.posteriors.mean[0], atol=1e-6
+        )
+        assert bool(joint.converged[b]) == bool(single.converged)
+    pad = np.asarray(joint.posteriors.cov[1])[12:, 12:]  # a 12-entity query's padding
+    np.testing.assert_allclose(pad, np.eye(len(pad)))
+
+
 def test_the_automatic_coarse_start_rule():
     """``coarse="auto"``: half the largest problem's touched entities from 500 on, for BFGS
     evidence maximisation of a shared theta; otherwise no coarse start."""

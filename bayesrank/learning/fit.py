@@ -44,8 +44,8 @@ from .drive import drive
 from .em import check_optimizer
 from .evidence import final_posteriors, moments
 from .initialize import auto_coarse, initialize, restart_points, subsample, with_weights
-from .layout import bucket_sites, gather_sites, layout, merge, one_query
-from .results import FitResult
+from .layout import bucket_sites, gather_sites, layout, merge, one_query, per_query_groups
+from .results import FitResult, concatenate
 
 __all__ = ["LearningConvergenceWarning", "MultimodalEvidenceWarning", "fit_hyperparameters"]
 
@@ -354,7 +354,16 @@ def fit_hyperparameters(
                     f"problems[{k}] must be a PreferenceProblem, got {type(p).__name__}"
                 )
     with one_blas_thread():  # bayesrank.runtime: XLA's and BLAS's thread pools contend
-        result = _dispatch(prior, problems, options, per_query, bucket, coarse, laplace_start)
+        groups = per_query_groups(problems, per_query, bucket)
+        if groups is None:
+            result = _dispatch(prior, problems, options, per_query, bucket, coarse, laplace_start)
+        else:  # one call per size group: no query padded to, or waiting for, a far larger one
+            starts = (coarse, laplace_start)
+            parts = [
+                _dispatch(prior, [problems[k] for k in g], options, True, bucket, *starts)
+                for g in groups
+            ]
+            result = concatenate(parts, groups)
     warn_unconverged(result.converged, options)
     return result
 

@@ -6,12 +6,13 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ..inference import ep
 from ..kernels.xpgp import XPGP
 from .config import Config, combine
 
-__all__ = ["FitResult", "Trace"]
+__all__ = ["FitResult", "Trace", "concatenate"]
 
 
 class Trace(NamedTuple):
@@ -58,4 +59,45 @@ def info(post: tuple, carry: Carry, fixed, before, after, cfg: Config) -> Trace:
         params=combine(carry.free, fixed, cfg),
         ep_iterations=jnp.max(jnp.stack([jnp.max(p.n_iter) for p in post])),
         ep_converged=jnp.all(jnp.stack([jnp.all(p.converged) for p in post])),
+    )
+
+
+def concatenate(parts: list[FitResult], groups: list[list[int]]) -> FitResult:
+    """Per-query fits of groups of problems (``parts[g]`` fits the problems ``groups[g]``) as one
+    result in the problems' order: posteriors padded to the largest group's entities (a padded
+    entity keeps its ``N(0, 1)`` prior) and pairs (zero sites), traces to the longest (a trace
+    repeats its last entry, as a fit that stopped early does). Host arrays, placed on the
+    device at the end."""
+    order = np.argsort(np.concatenate(groups))
+    parts = jax.device_get(parts)
+
+    def cat(*xs):
+        return np.concatenate([np.asarray(x) for x in xs])[order]
+
+    T = max(np.shape(p.trace.objective)[1] for p in parts)
+
+    def longer(x):
+        x = np.asarray(x)
+        return np.concatenate([x, np.repeat(x[:, -1:], T - x.shape[1], axis=1)], axis=1)
+
+    N = max(p.posteriors.mean.shape[1] for p in parts)
+    M = max(p.posteriors.sites.tau.shape[1] for p in parts)
+
+    def wider(post):
+        B, n = post.mean.shape
+        cov = np.zeros((B, N, N), post.cov.dtype)
+        cov[:, :n, :n] = post.cov
+        cov[:, np.arange(n, N), np.arange(n, N)] = 1.0
+        m = post.sites.tau.shape[1]
+        sites = ep.Sites(*(np.pad(np.asarray(s), ((0, 0), (0, M - m))) for s in post.sites))
+        return post._replace(mean=np.pad(post.mean, ((0, 0), (0, N - n))), cov=cov, sites=sites)
+
+    tree = jax.tree_util.tree_map
+    return jax.device_put(
+        FitResult(
+            prior=tree(cat, *[p.prior for p in parts]),
+            posteriors=tree(cat, *[wider(p.posteriors) for p in parts]),
+            trace=tree(lambda *xs: cat(*map(longer, xs)), *[p.trace for p in parts]),
+            converged=cat(*[p.converged for p in parts]),
+        )
     )

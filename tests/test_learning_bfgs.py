@@ -198,12 +198,22 @@ def test_per_query_bfgs_fits_match_single_fits():
     probs = problems(4, n=12, m=30)
     prior = XPGP(RBF(), (), entity=Independent(0.3))
     joint = fit_hyperparameters(prior, probs, method="evidence", per_query=True)
+    assert_each_is_its_own_fit(joint, probs, prior)
+
+
+def assert_each_is_its_own_fit(joint, probs, prior):
+    """Query ``b`` of a per-query fit against ``probs[b]`` fitted alone: the same trace (a
+    shorter one repeated to the joint length), hyperparameters, posterior mean and flag."""
     for b, p in enumerate(probs):
         single = fit_hyperparameters(prior, p, method="evidence")
         k = len(single.trace.objective)
         np.testing.assert_allclose(joint.trace.objective[b, :k], single.trace.objective, rtol=1e-7)
         np.testing.assert_allclose(joint.trace.objective[b, k:], single.trace.objective[-1])
         np.testing.assert_allclose(joint.prior.attribute.rho[b], single.prior.attribute.rho, 1e-6)
+        np.testing.assert_allclose(
+            joint.posteriors.mean[b, : p.n], single.posteriors.mean[0], atol=1e-6
+        )
+        assert bool(joint.converged[b]) == bool(single.converged)
 
 
 def test_coarse_start_reaches_the_same_optimum_sooner():
@@ -256,16 +266,7 @@ def test_per_query_fits_of_different_sizes_run_by_size_group():
     prior = XPGP(RBF(), (), entity=Independent(0.3))
     joint = fit_hyperparameters(prior, probs, method="evidence", per_query=True)
     assert joint.posteriors.mean.shape[1] >= 40
-    for b, p in enumerate(probs):
-        single = fit_hyperparameters(prior, p, method="evidence")
-        k = len(single.trace.objective)
-        np.testing.assert_allclose(joint.trace.objective[b, :k], single.trace.objective, rtol=1e-7)
-        np.testing.assert_allclose(joint.trace.objective[b, k:], single.trace.objective[-1])
-        np.testing.assert_allclose(joint.prior.attribute.rho[b], single.prior.attribute.rho, 1e-6)
-        np.testing.assert_allclose(
-            joint.posteriors.mean[b, : p.n], single.posteriors.mean[0], atol=1e-6
-        )
-        assert bool(joint.converged[b]) == bool(single.converged)
+    assert_each_is_its_own_fit(joint, probs, prior)
     pad = np.asarray(joint.posteriors.cov[1])[12:, 12:]  # a 12-entity query's padding
     np.testing.assert_allclose(pad, np.eye(len(pad)))
 

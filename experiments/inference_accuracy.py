@@ -66,7 +66,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from accuracy_data import problems as load_problems  # noqa: E402
 
 from bayesrank import ARD, RBF, XPGP, Independent, PreferenceProblem, XPGPModel  # noqa: E402
-from bayesrank.metrics import kendall_tau, ndcg_at  # noqa: E402
+from bayesrank.metrics import (  # noqa: E402
+    brier_score,
+    expected_calibration_error,
+    kendall_tau,
+    ndcg_at,
+    pairwise_error,
+)
 from bayesrank.runtime import clear_compiled, enable_compilation_cache  # noqa: E402
 
 METHODS = (
@@ -92,20 +98,15 @@ def orient(rng, pairs):
 
 
 def pair_metrics(p, y):
+    """Pair error, mean log-likelihood, ECE (10 bins) and Brier of probabilities ``p`` of the
+    outcomes ``y``; all but the log-likelihood are :mod:`bayesrank.metrics`'."""
     p = np.clip(np.asarray(p, float), 1e-300, 1 - 1e-16)
-    wrong = np.where(p == 0.5, 0.5, (p > 0.5) != (y == 1))
     ll = np.where(y == 1, np.log(p), np.log1p(-p))
-    bins = np.minimum((p * 10).astype(int), 9)
-    ece = sum(
-        abs(np.mean(p[bins == b]) - np.mean(y[bins == b])) * np.mean(bins == b)
-        for b in range(10)
-        if np.any(bins == b)
-    )
     return {
-        "pair_error": float(np.mean(wrong)),
+        "pair_error": float(pairwise_error(np.where(y == 1, p, 1 - p))),
         "loglik": float(np.mean(ll)),
-        "ece": float(ece),
-        "brier": float(np.mean((p - y) ** 2)),
+        "ece": float(expected_calibration_error(p, y)),
+        "brier": float(brier_score(p, y)),
     }
 
 
@@ -117,10 +118,15 @@ def ranking_metrics(score, grades):
     }
 
 
-def gaussian_probs(mean, cov, pairs, noise_var):
+def pair_z(mean, cov, pairs, noise_var):
+    """``dmu / sqrt(noise_var + dvar)`` of each pair: ``P(i > j) = Phi(z)``."""
     i, j = pairs[:, 0], pairs[:, 1]
     dvar = cov[i, i] + cov[j, j] - 2 * cov[i, j]
-    return ndtr((mean[i] - mean[j]) / np.sqrt(noise_var + dvar))
+    return (mean[i] - mean[j]) / np.sqrt(noise_var + dvar)
+
+
+def gaussian_probs(mean, cov, pairs, noise_var):
+    return ndtr(pair_z(mean, cov, pairs, noise_var))
 
 
 # ---- methods ---------------------------------------------------------------------------------
@@ -191,17 +197,11 @@ def fit_choix_cv(p, seed, grid=(0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0), folds=5):
         ll = 0.0
         for f in range(folds):
             mean, cov = _choix_fit(n, pairs[fold != f], alpha)
-            ll += np.sum(log_ndtr(_z(mean, cov, pairs[fold == f], 1.0)))
+            ll += np.sum(log_ndtr(pair_z(mean, cov, pairs[fold == f], 1.0)))
         scores.append(ll)
     alpha = grid[int(np.argmax(scores))]
     mean, cov = _choix_fit(n, pairs, alpha)
     return {"mean": mean, "cov": cov, "noise_var": 1.0, "alpha": alpha}
-
-
-def _z(mean, cov, pairs, noise_var):
-    i, j = pairs[:, 0], pairs[:, 1]
-    dvar = cov[i, i] + cov[j, j] - 2 * cov[i, j]
-    return (mean[i] - mean[j]) / np.sqrt(noise_var + dvar)
 
 
 def run_method(name, p, seed):

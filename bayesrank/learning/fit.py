@@ -369,50 +369,49 @@ def fit_hyperparameters(
 
 
 def _dispatch(prior, problems, options, per_query, bucket, coarse, laplace_start) -> FitResult:
-    """The fit (with its coarse or Laplace start where asked), a single problem's unbatched."""
-    options = dict(options)
+    """The fit, a single problem's unbatched; with a coarse or a Laplace start, a first fit
+    (on entity subsets, or of the Laplace evidence) whose hyperparameters and sites start the
+    full fit, under a hyperprior still centred on the initial values."""
     method, optimizer, tol, init = (options[k] for k in ("method", "optimizer", "tol", "init"))
     coarse = auto_coarse(coarse, problems, method, optimizer, per_query, laplace_start)
     batch, groups, restrict, single = layout(problems, method, optimizer, per_query, bucket)
+
+    def finish(result):
+        return result if per_query or not single else _unbatched(result, batch)
+
     if laplace_start:
         if coarse is not None or per_query or method != "evidence" or options["inference"] != "ep":
             raise ValueError(
                 "laplace_start needs method='evidence', inference='ep', no coarse start and a "
                 "shared theta (or one problem)"
             )
-        center = _starts(prior, batch, init, False) if not single else _center(prior, batch, init)
-        first = {**options, "inference": "laplace", "restarts": 0, "progress": False}
-        start, (tau, nu) = _fit(prior, batch, groups, restrict, single, final=False, **first)
-        options["init"] = False
-        if single:
-            start = jax.tree_util.tree_map(lambda x: np.asarray(x)[0], start)
-        sites = np.stack([np.asarray(tau), np.asarray(nu)])
-        result = _fit(start, batch, groups, restrict, single, center=center, sites=sites, **options)
-        return _unbatched(result, batch) if single else result
-    if coarse is None:
-        result = _fit(prior, batch, groups, restrict, single, **options)
-        return result if per_query or not single else _unbatched(result, batch)
-    if method != "evidence" or per_query or isinstance(problems, ProblemBatch):
+    elif coarse is None:
+        return finish(_fit(prior, batch, groups, restrict, single, **options))
+    elif method != "evidence" or per_query or isinstance(problems, ProblemBatch):
         raise ValueError("coarse needs method='evidence', a shared theta and problems")
-    if isinstance(coarse, bool) or not isinstance(coarse, int | np.integer) or coarse < 2:
+    elif isinstance(coarse, bool) or not isinstance(coarse, int | np.integer) or coarse < 2:
         raise ValueError(f"coarse must be at least 2 entities, got {coarse!r}")
     center = _starts(prior, batch, init, False) if not single else _center(prior, batch, init)
-    subsets, origins = subsample(problems, coarse)
-    if not subsets:  # no query keeps a pair
-        result = _fit(prior, batch, groups, restrict, single, **options)
-        return _unbatched(result, batch) if single else result
-    first = {**options, "init": False, "restarts": 0, "tol": 10 * tol, "progress": False}
-    coarse_layout = layout(subsets, method, optimizer, per_query, bucket)
-    start, (tau, nu) = _fit(center, *coarse_layout, final=False, **first)
-    # the full fit's EP starts from the coarse fit's sites on the pairs they share
-    sites = np.zeros((2, *batch.pair_mask.shape), tau.dtype)
-    for k, (b, inside) in enumerate(origins):
-        sites[:, b, inside] = tau[k, : len(inside)], nu[k, : len(inside)]
-    options["init"] = False
+    first = {**options, "init": False, "restarts": 0, "progress": False}
+    if laplace_start:
+        first["inference"] = "laplace"
+        start, (tau, nu) = _fit(center, batch, groups, restrict, single, final=False, **first)
+        sites = np.stack([np.asarray(tau), np.asarray(nu)])
+    else:
+        subsets, origins = subsample(problems, coarse)
+        if not subsets:  # no query keeps a pair
+            return finish(_fit(prior, batch, groups, restrict, single, **options))
+        first["tol"] = 10 * tol
+        coarse_layout = layout(subsets, method, optimizer, per_query, bucket)
+        start, (tau, nu) = _fit(center, *coarse_layout, final=False, **first)
+        # the full fit's EP starts from the coarse fit's sites on the pairs they share
+        sites = np.zeros((2, *batch.pair_mask.shape), tau.dtype)
+        for k, (b, inside) in enumerate(origins):
+            sites[:, b, inside] = tau[k, : len(inside)], nu[k, : len(inside)]
     if single:
         start = jax.tree_util.tree_map(lambda x: np.asarray(x)[0], start)
-    result = _fit(start, batch, groups, restrict, single, center=center, sites=sites, **options)
-    return _unbatched(result, batch) if single else result
+    full = {**options, "init": False}
+    return finish(_fit(start, batch, groups, restrict, single, center=center, sites=sites, **full))
 
 
 def _unbatched(result: FitResult, batch: ProblemBatch) -> FitResult:

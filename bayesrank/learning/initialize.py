@@ -145,7 +145,7 @@ def auto_coarse(coarse, problems, method, optimizer, per_query, laplace_start):
     bfgs = optimizer in (None, "bfgs")
     if method != "evidence" or not bfgs or per_query or laplace_start:
         return None
-    if isinstance(problems, ProblemBatch):
+    if isinstance(problems, ProblemBatch):  # padded already: the coarse start takes problems
         return None
     touched = max(len(np.unique(np.asarray(p.pairs))) for p in problems)
     return touched // 2 if touched >= COARSE_FROM else None

@@ -22,9 +22,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from .data.batch import bucket_size
-from .data.checks import check_choice
+from .data.checks import check_choice, check_float, check_int
 from .data.problem import PreferenceProblem
+from .diagnostics import warn_if_unconverged
 from .inference import ep, laplace
+from .kernels.params import check_hyperparameters
 from .kernels.xpgp import XPGP, ComponentPosterior, component_posterior
 from .runtime import one_blas_thread
 
@@ -225,7 +227,7 @@ class XPGPModel:
                 f"problem must be a PreferenceProblem (PreferenceProblem.create), got "
                 f"{type(problem).__name__}"
             )
-        inference = check_choice(self.inference, "inference", INFERENCE)
+        inference = self._check_settings()
         if inference == "nuts" and key is None:
             raise ValueError("inference='nuts' needs a key: XPGPModel(...).fit(problem, key=...)")
         prior, learning = self.prior, None
@@ -253,7 +255,20 @@ class XPGPModel:
                 damping=self.damping,
                 precision=self.precision,
             )
+        advice = ep.EP_ADVICE if inference == "ep" else "raise max_iter (Newton's iterations)"
+        warn_if_unconverged(result.converged, f"{inference.upper()} fit", advice)
         return Posterior(prior, problem, result, learning, inference)
+
+    def _check_settings(self) -> str:
+        """``ValueError`` naming a setting or hyperparameter at fault; the engine's name."""
+        if not isinstance(self.prior, XPGP):
+            raise ValueError(f"prior must be an XPGP prior, got {type(self.prior).__name__}")
+        check_hyperparameters(self.prior)
+        inference = check_choice(self.inference, "inference", INFERENCE)
+        check_int(self.max_iter, "max_iter", low=1)
+        check_float(self.tol, "tol", low=0.0, low_open=True, allow_none=True)
+        ep.check_settings(self.schedule, self.precision, self.damping)
+        return inference
 
 
 def _fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings):

@@ -18,6 +18,7 @@ import pytest
 from quadrature import probit_tilted_moments
 from scipy import stats
 
+from bayesrank.diagnostics import ConvergenceWarning
 from bayesrank.inference import ep
 
 pytestmark = pytest.mark.skipif(not jax.config.jax_enable_x64, reason="float64 references")
@@ -336,7 +337,8 @@ def test_adaptive_damping_rescues_an_oscillating_parallel_ep():
     flip = u[pairs[:, 0]] < u[pairs[:, 1]]
     pairs[flip] = pairs[flip][:, ::-1]
     pairs = jnp.asarray(pairs)
-    undamped = ep.fit(K, pairs, max_iter=300, adapt_damping=False)
+    with pytest.warns(ConvergenceWarning, match="EP fit did not converge"):
+        undamped = ep.fit(K, pairs, max_iter=300, adapt_damping=False)
     assert not bool(undamped.converged)
     adaptive = ep.fit(K, pairs, max_iter=300, tol=1e-9)
     sequential = ep.fit(K, pairs, max_iter=300, tol=1e-9, schedule="sequential")

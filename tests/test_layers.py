@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "bayesrank"
 #: objectives with parallel's query map; parallel needs nothing from learning.
 LAYERS = {
     "data": 0,
+    "diagnostics": 0,
     "metrics": 0,
     "ordering": 0,
     "runtime": 0,

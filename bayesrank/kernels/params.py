@@ -23,10 +23,12 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 __all__ = [
     "Bounded",
     "Positive",
+    "check_hyperparameters",
     "constrain",
     "constraint_of",
     "map_params",
@@ -118,3 +120,45 @@ def unconstrain(obj):
 def constrain(obj):
     """Inverse of :func:`unconstrain`: map unconstrained values back to their domains."""
     return map_params(obj, lambda _o, _n, c, u: c.forward(jnp.asarray(u)))
+
+
+def _describe(c: Positive | Bounded, strict: bool) -> tuple[float, float, str]:
+    """``(low, high, phrase)`` of the domain a value must lie in."""
+    if isinstance(c, Bounded):
+        return c.low, c.high, f"in ({c.low}, {c.high})"
+    low = c.lower if strict else 0.0
+    return low, np.inf, f"> {low}" + (" (its constraint's lower bound)" if low > 0 else "")
+
+
+def check_hyperparameters(obj, strict: bool = False, where: str = "") -> None:
+    """``ValueError`` naming the first hyperparameter of ``obj`` (recursively) that is not finite
+    or lies outside its domain: ``XPGP.sigma must be finite and > 0, got 0.0``.
+
+    The domain is ``(0, inf)`` for a :class:`Positive` value (any positive scale is a valid
+    kernel) or, with ``strict`` (for learning, which works on ``log(value - lower)``), its
+    constraint's own ``(lower, inf)``; ``(low, high)`` for a :class:`Bounded` one. Traced values
+    (inside a caller's ``jit``) are not checked. ``where`` prefixes the message (e.g. ``"the
+    initial "``).
+    """
+
+    def check(owner, name, constraint, value):
+        if isinstance(value, jax.core.Tracer):
+            return value
+        arr = np.asarray(value)
+        if arr.dtype.kind not in "biuf":
+            raise ValueError(
+                f"{where}{type(owner).__name__}.{name} must be a real number or array, got "
+                f"{value!r}"
+            )
+        low, high, phrase = _describe(constraint, strict)
+        bad = ~np.isfinite(arr) | ~(arr > low) | ~(arr < high)
+        if np.any(bad):
+            index = tuple(int(i) for i in np.argwhere(bad)[0]) if arr.ndim else ()
+            label = f"{name}[{', '.join(map(str, index))}]" if index else name
+            raise ValueError(
+                f"{where}{type(owner).__name__}.{label} must be finite and {phrase}, got "
+                f"{arr[index] if index else arr.item()}"
+            )
+        return value
+
+    map_params(obj, check)

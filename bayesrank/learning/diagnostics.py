@@ -12,6 +12,8 @@ import warnings
 
 import numpy as np
 
+from ..diagnostics import ConvergenceWarning
+
 __all__ = [
     "LearningConvergenceWarning",
     "MultimodalEvidenceWarning",
@@ -21,7 +23,7 @@ __all__ = [
 ]
 
 
-class LearningConvergenceWarning(UserWarning):
+class LearningConvergenceWarning(ConvergenceWarning):
     """A hyperparameter fit stopped at its iteration cap before its convergence rule held."""
 
 

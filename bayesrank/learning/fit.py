@@ -28,7 +28,7 @@ from ..data.batch import ProblemBatch
 from ..data.checks import check_choice
 from ..data.problem import PreferenceProblem
 from ..inference import ep
-from ..kernels.params import unconstrain
+from ..kernels.params import check_hyperparameters, unconstrain
 from ..kernels.xpgp import XPGP
 from ..parallel import prepare_batch
 from ..runtime import one_blas_thread
@@ -83,12 +83,33 @@ def _leaves(prior, trainable, dtype):
 
 
 def _starts(prior, batch, init, per_query):
-    """The starting prior of the fit (shared) or of each query (its median heuristic)."""
+    """The starting prior of the fit (shared) or of each query (its median heuristic), each
+    checked to lie inside its constraints (learning works on ``log(value - lower)``)."""
+    check_hyperparameters(prior)
     if not init:
-        return with_weights(prior)
+        start = with_weights(prior)
+        check_hyperparameters(start, strict=True, where="to be learned, ")
+        return start
     if not per_query:
-        return initialize(prior, batch)
-    return [initialize(prior, one_query(batch, b)) for b in range(batch.pairs.shape[0])]
+        return _inside(initialize(prior, batch), "")
+    B = batch.pairs.shape[0]
+    return [
+        _inside(initialize(prior, one_query(batch, b)), f" of query {b}" if B > 1 else "")
+        for b in range(B)
+    ]
+
+
+def _inside(start, query: str):
+    """``start``, or a ``ValueError`` naming the initial value outside its constraint."""
+    try:
+        check_hyperparameters(start, strict=True, where=f"the initial value{query}: ")
+    except ValueError as error:
+        raise ValueError(
+            f"{error}. The median heuristic sets lengthscales from the features' distances, "
+            "and these are beyond the constraint's reach: rescale X (e.g. standardise each "
+            "feature), or pass init=False with a prior inside its constraints"
+        ) from None
+    return start
 
 
 def _fit(

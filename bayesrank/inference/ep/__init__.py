@@ -38,6 +38,7 @@ from ...linalg import prior_root, psd_root
 from .evidence import log_evidence, pseudo_data_precision
 from .factor import posterior_from_sites, posterior_moments, predict_new
 from .fit import (
+    EP_ADVICE,
     EPPosterior,
     check_settings,
     fit,
@@ -47,19 +48,21 @@ from .fit import (
     unpad_posterior,
     validate_problem,
 )
-from .loop import default_tol, init, iterate, step
+from .loop import convergence_tol, default_tol, init, iterate, step
 from .precision import MIXED_SWITCH
 from .run import run
 from .sites import Sites, informative_pairs, site_natural_parameters, site_precision
 from .state import MIN_DAMPING, EPState
 
 __all__ = [
+    "EP_ADVICE",
     "MIN_DAMPING",
     "MIXED_SWITCH",
     "EPPosterior",
     "EPState",
     "Sites",
     "check_settings",
+    "convergence_tol",
     "default_tol",
     "fit",
     "fit_core",

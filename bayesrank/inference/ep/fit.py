@@ -22,12 +22,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...data.batch import bucket_size
-from ...data.checks import check_covariance, check_pair_mask, check_pairs
+from ...data.checks import (
+    check_covariance,
+    check_float,
+    check_int,
+    check_pair_mask,
+    check_pairs,
+)
+from ...diagnostics import warn_if_unconverged
 from ...runtime import one_blas_thread
 from ..posterior import GaussianPosterior
 from .evidence import evidence_from_posterior
 from .factor import covariance, dense
-from .loop import check_schedule, default_tol
+from .loop import check_schedule, convergence_tol, default_tol
 from .precision import check_precision
 from .run import check_damping, is_traced, run
 from .sites import Sites, informative_pairs, pair_mask_or_all
@@ -71,7 +78,9 @@ class EPPosterior(_EPPosteriorFields, GaussianPosterior):
     __slots__ = ()
 
 
-def fit_core(K, pairs, *, tol=None, sites=None, pair_mask=None, **options) -> EPPosterior:
+def fit_core(
+    K, pairs, *, tol=None, rtol=None, sites=None, pair_mask=None, **options
+) -> EPPosterior:
     """:func:`fit` as a pure function (no checks, no padding, no jit): see :func:`fit`.
 
     ``options``: :func:`run`'s settings (``max_iter``, ``damping``, ``adapt_damping``,
@@ -79,7 +88,7 @@ def fit_core(K, pairs, *, tol=None, sites=None, pair_mask=None, **options) -> EP
     """
     K = jnp.asarray(K)
     pairs = jnp.asarray(pairs)
-    tol = default_tol(K.dtype) if tol is None else tol
+    tol = convergence_tol(K, tol, rtol)
     valid = pair_mask_or_all(pairs, pair_mask)
     active = informative_pairs(jax.lax.stop_gradient(K), pairs, valid)
     state = run(
@@ -109,6 +118,7 @@ def fit(
     *,
     max_iter: int = 100,
     tol: float | None = None,
+    rtol: float | None = None,
     damping: float = 1.0,
     adapt_damping: bool = True,
     schedule: str = "parallel",
@@ -125,9 +135,12 @@ def fit(
             prior (independent entities, e.g. choix's ``I / alpha``) may be given as its
             diagonal ``(n,)``: then ``B`` is sparse and a sweep needs no ``n^3`` product.
         pairs: ``(m, 2)`` int, row ``(i, j)`` meaning *i is preferred to j*.
-        max_iter, tol: at most ``max_iter`` sweeps; converged when no marginal mean or standard
-            deviation moved by ``tol`` or more in the last sweep. ``tol`` defaults to 1e-6 in
-            float64 and 1e-3 in float32 (:func:`default_tol`).
+        max_iter, tol, rtol: at most ``max_iter`` sweeps; converged when no marginal mean or
+            standard deviation moved by ``max(tol, rtol * sqrt(max_i K_ii))`` or more in the last
+            sweep (:func:`~bayesrank.inference.ep.loop.convergence_tol`: relative to the prior sd
+            where that exceeds 1, as round-off is). ``tol`` defaults to 1e-6 in float64 and 1e-3
+            in float32 (:func:`default_tol`), ``rtol`` to ``tol``; ``rtol=0`` is an absolute
+            test.
         damping: the first sweep's step fraction in ``(0, 1]``; with ``adapt_damping`` (default)
             halved whenever the marginals' largest change grows, down to ``MIN_DAMPING``.
         schedule: ``"parallel"`` or ``"sequential"``.
@@ -150,6 +163,7 @@ def fit(
     options = dict(
         max_iter=max_iter,
         tol=tol,
+        rtol=rtol,
         damping=damping,
         adapt_damping=adapt_damping,
         schedule=schedule,
@@ -157,10 +171,20 @@ def fit(
         accelerate=accelerate,
         residual_stop=residual_stop,
     )
-    if is_traced(K, pairs, sites, pair_mask, max_iter, tol, damping, residual_stop):
+    if is_traced(K, pairs, sites, pair_mask, max_iter, tol, rtol, damping, residual_stop):
         return fit_core(K, pairs, sites=sites, pair_mask=pair_mask, **options)
     with one_blas_thread():  # bayesrank.runtime: XLA's and BLAS's thread pools contend
-        return _fit_eagerly(K, pairs, sites, pair_mask, **options)
+        post = _fit_eagerly(K, pairs, sites, pair_mask, **options)
+    if max_iter:  # max_iter=0 asks for no sweep: not a cap hit
+        warn_if_unconverged(post.converged, "EP fit", EP_ADVICE)
+    return post
+
+
+#: What a :class:`~bayesrank.diagnostics.ConvergenceWarning` from EP advises.
+EP_ADVICE = (
+    "the posterior is the last sweep's (converged=False, max_change says how far); raise "
+    "max_iter, or try accelerate=True or schedule='sequential'"
+)
 
 
 def check_settings(
@@ -184,6 +208,9 @@ def _fit_eagerly(K, pairs, sites, pair_mask, **options) -> EPPosterior:
         options["accelerate"],
         options["residual_stop"],
     )
+    check_int(options["max_iter"], "max_iter", low=0)  # 0: the posterior at the given sites
+    check_float(options["tol"], "tol", low=0.0, low_open=True, allow_none=True)
+    check_float(options["rtol"], "rtol", low=0.0, allow_none=True)
     K = np.asarray(K)
     if K.dtype.kind in "iub":  # an integer K is a valid covariance: compute in floating point
         K = K.astype(jnp.result_type(float))
@@ -198,12 +225,14 @@ def _fit_eagerly(K, pairs, sites, pair_mask, **options) -> EPPosterior:
         K_pad = np.eye(N, dtype=K.dtype)
         K_pad[:n, :n] = K
     pairs_pad, mask_pad, sites_pad = pad_pairs(pairs, pair_mask, sites, K.dtype)
+    settings = loop_settings(options["max_iter"], options["tol"], options["damping"], K.dtype)
     result = _fit_jit(
         K_pad,
         pairs_pad,
         mask_pad,
         sites_pad,
-        *loop_settings(options["max_iter"], options["tol"], options["damping"], K.dtype),
+        *settings,
+        rtol=settings[1] if options["rtol"] is None else np.asarray(options["rtol"], K.dtype),
         schedule=options["schedule"],
         precision=options["precision"],
         accelerate=options["accelerate"],
@@ -238,7 +267,7 @@ def loop_settings(max_iter, tol, damping, dtype) -> tuple[np.ndarray, ...]:
     jax.jit,
     static_argnames=("schedule", "precision", "accelerate", "adapt_damping", "residual_stop"),
 )
-def _fit_jit(K, pairs, pair_mask, sites, max_iter, tol, damping, **static):
+def _fit_jit(K, pairs, pair_mask, sites, max_iter, tol, damping, rtol, **static):
     return fit_core(
         K,
         pairs,
@@ -246,6 +275,7 @@ def _fit_jit(K, pairs, pair_mask, sites, max_iter, tol, damping, **static):
         pair_mask=pair_mask,
         max_iter=max_iter,
         tol=tol,
+        rtol=rtol,
         damping=damping,
         **static,
     )

@@ -2,11 +2,11 @@
 
 ``precision="mixed"`` (float64 input): the sweeps run in float32, at about half the cost on a
 CPU, until the marginals move by less than ``MIXED_SWITCH`` times their scale (or the damping is
-halved: float32's noise floor, or an oscillation); then in float64, at least one sweep and until
-``tol``. The result is the float64 fixed point (the float32 sweeps only bring the sites near it);
-the float64 sweeps start from the float32 sweeps' state, or from the prior if float32 overflowed
-(a prior variance beyond 3e38). Near the fixed point already (a warm start in EM) it gains
-nothing.
+halved: float32's noise floor, or an oscillation), and at most ``max_iter - 1`` sweeps; then in
+float64, at least one sweep (the float32 sweeps leave it room) and until ``tol``. The result is
+the float64 fixed point (the float32 sweeps only bring the sites near it); the float64 sweeps
+start from the float32 sweeps' state, or from the prior if float32 overflowed (a prior variance
+beyond 3e38). Near the fixed point already (a warm start in EM) it gains nothing.
 """
 
 from __future__ import annotations
@@ -62,7 +62,9 @@ def run_mixed(K, pairs, sites, pair_mask, *, tol, max_iter, damping, accelerate,
         active_low = informative_pairs(K_low, pairs, active)  # float32's own test as well
         state = start(prior_root(K_low), pairs, sites_low, active_low, damping)
         state = with_history(state, accelerate)
-        state = iterate(state, pairs, tol=0.0, max_iter=max_iter, cond=low_cond, **settings)
+        # one sweep is kept for float64 whatever happens in float32: the result is float64's
+        low_iter = jnp.maximum(jnp.asarray(max_iter) - 1, 0)
+        state = iterate(state, pairs, tol=0.0, max_iter=low_iter, cond=low_cond, **settings)
     finite = jnp.all(jnp.isfinite(state.mean)) & jnp.all(jnp.isfinite(state.factor))
     state = jax.lax.cond(  # float32 overflowed (a huge kernel scale): start over in float64
         finite,

@@ -158,7 +158,14 @@ def parallel_sweep(state: EPState, pairs, pair_mask):
 
 
 def refresh(state: EPState, sites, skipped, clipped, pairs, pair_mask, adapt_damping) -> EPState:
-    """The state at new ``sites``: a fresh factorisation, the change, the damping rule."""
+    """The state at new ``sites``: a fresh factorisation, the change, the damping rule.
+
+    A factorisation that is not finite (``B``'s Cholesky fails where its condition number
+    exceeds ``1 / eps``: contradicting copies of one pair at ``K = 1e6 I`` in float32) is
+    refused: the state keeps its sites and posterior, the sweep counts, ``max_change`` is
+    ``inf`` (not converged) and the damping is halved, so the next sweep takes a shorter step.
+    The loop thus ends at the last finite posterior, flagged, never at NaN.
+    """
     post = from_root(state.root, pairs, sites, pair_mask)
     sd = row_norms(post.factor)
     change = jnp.maximum(jnp.max(jnp.abs(post.mean - state.mean)), jnp.max(jnp.abs(sd - state.sd)))
@@ -166,17 +173,22 @@ def refresh(state: EPState, sites, skipped, clipped, pairs, pair_mask, adapt_dam
     if adapt_damping:
         slower = jnp.maximum(0.5 * damping, jnp.minimum(MIN_DAMPING, damping))
         damping = jnp.where(change > state.max_change, slower, damping)
+    ok = jnp.isfinite(change) & jnp.isfinite(post.logdet)
+
+    def keep(new, old):
+        return jnp.where(ok, new, old)
+
     return state._replace(
-        sites=sites,
-        mean=post.mean,
-        factor=post.factor,
-        logdet=post.logdet,
-        damping=damping,
+        sites=Sites(keep(sites.tau, state.sites.tau), keep(sites.nu, state.sites.nu)),
+        mean=keep(post.mean, state.mean),
+        factor=keep(post.factor, state.factor),
+        logdet=keep(post.logdet, state.logdet),
+        damping=jnp.where(ok, damping, 0.5 * state.damping),
         n_iter=state.n_iter + 1,
-        max_change=change,
+        max_change=jnp.where(ok, change, jnp.inf),
         n_skipped=skipped,
         n_clipped=clipped,
-        sd=sd,
+        sd=keep(sd, state.sd),
     )
 
 

@@ -63,6 +63,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...data.checks import check_choice, check_float, check_problem
+from ...kernels.params import check_hyperparameters
 from ...kernels.xpgp import default_trainable
 from ...predict import draw_entity_scores as entity_scores
 from ...predict import draw_pair_predictions as predict_pairs
@@ -151,6 +152,7 @@ def sample_problem(key, prior, problem, **options) -> NUTSPosterior:
     hyperparameters (the ``K`` that :meth:`bayesrank.model.XPGPModel.fit` gives EP);
     ``options`` as in :func:`sample`.
     """
+    check_hyperparameters(prior)
     graphs = prior.prepare(problem.relations)
     X = None if problem.X is None else jnp.asarray(problem.X)
     return sample(key, prior.covariance(X, graphs), problem.pairs, **options)

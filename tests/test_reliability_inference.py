@@ -1,0 +1,188 @@
+"""Nothing silent in inference and learning (issue 19): EP converges across kernel scales by
+default, float32 never returns NaN, a cap hit warns, and a bad hyperparameter or an impossible
+start is a ``ValueError`` that names it.
+
+References share no code with the library: the sequential schedule for the parallel one, the
+symmetry of contradicting pairs, NumPy's median distance for the heuristic's start.
+"""
+
+import warnings
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from bayesrank import ARD, RBF, XPGP, PreferenceProblem, XPGPModel
+from bayesrank.diagnostics import ConvergenceWarning
+from bayesrank.inference import ep
+from bayesrank.learning import fit_hyperparameters
+
+SCALES = (1e-6, 1e-3, 1.0, 1e2, 1e4, 1e6, 1e8)
+
+
+def _problem(n, m, seed=0, noise=0.3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    u = X[:, 0] + noise * rng.normal(size=n)
+    pairs = rng.integers(0, n, (m, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    pairs = np.where((u[pairs[:, 0]] > u[pairs[:, 1]])[:, None], pairs, pairs[:, ::-1])
+    return X, pairs
+
+
+def _rbf(X, scale):
+    return scale * np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1))
+
+
+def _finite(post):
+    return all(np.all(np.isfinite(np.asarray(a))) for a in (post.mean, post.cov, post.log_evidence))
+
+
+@pytest.mark.parametrize("n", [30, 100, 300])
+def test_ep_converges_by_default_across_kernel_scales(n):
+    """Dense RBF and diagonal priors at scales 1e-6...1e8: converged, finite, and (at the large
+    scales, where parallel EP is slowest) equal to the sequential schedule's fixed point."""
+    X, pairs = _problem(n, 2 * n)
+    for scale in SCALES:
+        for K in (_rbf(X, scale), np.full(n, scale)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", ConvergenceWarning)
+                post = ep.fit(K, pairs)
+            assert bool(post.converged), (n, scale, K.ndim, int(post.n_iter))
+            assert _finite(post)
+            if scale >= 1e4 and n <= 100:
+                seq = ep.fit(K, pairs, schedule="sequential")
+                sd = np.sqrt(scale)  # the marginals' scale; EP's threshold is 1e-6 of it
+                np.testing.assert_allclose(post.mean, seq.mean, atol=1e-4 * sd)
+
+
+@pytest.mark.parametrize("n", [30, 300])
+def test_float32_ep_never_returns_nan(n):
+    X, pairs = _problem(n, 2 * n, seed=1)
+    for scale in SCALES:
+        for K in (_rbf(X, scale), np.full(n, scale)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                post = ep.fit(K.astype(np.float32), pairs)
+            assert post.mean.dtype == np.float32
+            assert _finite(post), (n, scale, K.ndim)
+
+
+def test_a_factorisation_that_fails_in_float32_is_refused_not_propagated():
+    """50 copies of (0, 1) and 50 of (1, 0) at K = 1e6 I: ``B`` exceeds float32's range of
+    condition numbers; EP keeps the last finite posterior. By symmetry the two means are equal
+    and near 0 against their sd (~700)."""
+    pairs = np.array([[0, 1]] * 50 + [[1, 0]] * 50)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        post = ep.fit(1e6 * np.eye(5, dtype=np.float32), pairs)
+    assert _finite(post)
+    mean, sd = np.asarray(post.mean), np.sqrt(np.diag(np.asarray(post.cov)))
+    assert abs(mean[0] - mean[1]) < 1e-3 * sd[0]
+    assert abs(mean[0]) < 0.01 * sd[0]
+    np.testing.assert_allclose(mean[2:], 0.0, atol=1e-6)
+
+
+def test_mixed_precision_keeps_a_float64_sweep():
+    """Even when the cap ends the float32 phase, at least one sweep runs in float64: the change
+    it reports is a float64 sweep's (finite), not the hand-over's ``inf``."""
+    X, pairs = _problem(60, 120)
+    K = _rbf(X, 1e4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for max_iter in (1, 2, 5):
+            post = ep.fit(K, pairs, precision="mixed", max_iter=max_iter)
+            assert int(post.n_iter) <= max_iter
+            assert np.isfinite(float(post.max_change)), max_iter
+            assert post.mean.dtype == np.float64
+
+
+def test_the_default_threshold_is_relative_to_the_prior_sd_beyond_one():
+    X, pairs = _problem(30, 60, seed=2)
+    K = _rbf(X, 1e8)
+    post = ep.fit(K, pairs)
+    assert float(post.max_change) < 1e-6 * np.sqrt(1e8)
+    # an absolute test at that scale is below float64's round-off: flagged and warned
+    with pytest.warns(ConvergenceWarning, match="EP fit did not converge"):
+        strict = ep.fit(K, pairs, rtol=0.0, max_iter=40)
+    assert not bool(strict.converged)
+    np.testing.assert_allclose(strict.mean, post.mean, rtol=1e-3)
+    # at unit scale nothing changes: the absolute tolerance rules
+    unit = ep.fit(_rbf(X, 1.0), pairs)
+    assert float(unit.max_change) < 1e-6
+
+
+def test_hitting_the_cap_warns_in_every_facade():
+    X, pairs = _problem(30, 60)
+    problem = PreferenceProblem.create(pairs, X=X)
+    with pytest.warns(ConvergenceWarning, match="EP fit did not converge"):
+        assert not bool(ep.fit(_rbf(X, 1e4), pairs, max_iter=2).converged)
+    with pytest.warns(ConvergenceWarning, match="EP fit did not converge"):
+        XPGPModel(XPGP(RBF(100.0)), max_iter=2).fit(problem)
+    with pytest.warns(ConvergenceWarning, match="LAPLACE fit did not converge"):
+        XPGPModel(XPGP(RBF(100.0)), inference="laplace", max_iter=1).fit(problem)
+
+
+@pytest.mark.parametrize(
+    ("prior", "named"),
+    [
+        (XPGP(RBF(), sigma=0.0), "XPGP.sigma"),
+        (XPGP(RBF(), sigma=-1.0), "XPGP.sigma"),
+        (XPGP(RBF(float("nan"))), "RBF.kappa"),
+        (XPGP(RBF(1.0, float("inf"))), "RBF.rho"),
+        (XPGP(ARD(1.0, jnp.array([1.0, 0.0, 1.0]))), "ARD.lengthscales[1]"),
+        (XPGP(RBF(), weights=jnp.array([-1.0])), "XPGP.weights[0]"),
+    ],
+)
+def test_a_bad_hyperparameter_is_named(prior, named):
+    X, pairs = _problem(20, 40)
+    problem = PreferenceProblem.create(pairs, X=X)
+    with pytest.raises(ValueError, match=named.replace("[", r"\[").replace("]", r"\]")):
+        XPGPModel(prior).fit(problem)
+    with pytest.raises(ValueError, match=named.replace("[", r"\[").replace("]", r"\]")):
+        fit_hyperparameters(prior, problem, n_iter=2)
+
+
+@pytest.mark.parametrize(
+    ("kernel", "units", "named"),
+    [(ARD(1.0, jnp.ones(3)), 1e-8, "ARD.lengthscales"), (RBF(), 1e8, "RBF.rho")],
+)
+@pytest.mark.parametrize("method", ["evidence", "em"])
+def test_a_start_outside_the_constraints_is_an_error_naming_it(kernel, units, named, method):
+    """Features in units that put the median heuristic beyond the ``Positive(1e-6)`` bound:
+    before, EM returned NaN hyperparameters silently."""
+    X, pairs = _problem(20, 40)
+    problem = PreferenceProblem.create(pairs, X=X * units)
+    with pytest.raises(ValueError, match=f"initial value.*{named}.*rescale X"):
+        fit_hyperparameters(XPGP(kernel), problem, method=method, n_iter=2)
+
+
+def test_the_default_hyperprior_stops_lengthscale_collapse_on_separable_data():
+    """Noise-free preferences of a utility unrelated to ``X``: without a hyperprior the
+    lengthscale collapses (to 0.004-0.05 here); with the default (``hyperprior_scale=2``, a
+    normal on the log lengthscale around the median heuristic) it stays within 3 prior sds."""
+    for seed in range(2):
+        rng = np.random.default_rng(seed)
+        X = rng.normal(size=(40, 3))
+        u = rng.normal(size=40)
+        pairs = rng.integers(0, 40, (120, 2))
+        pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+        pairs = np.where((u[pairs[:, 0]] > u[pairs[:, 1]])[:, None], pairs, pairs[:, ::-1])
+        problem = PreferenceProblem.create(pairs, X=X)
+        distances = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))[np.triu_indices(40, 1)]
+        start = np.median(distances)  # the heuristic's lengthscale, 1 / rho
+        fit = fit_hyperparameters(XPGP(RBF()), problem)
+        free = fit_hyperparameters(XPGP(RBF()), problem, hyperprior_scale=None)
+        lengthscale = 1.0 / float(fit.prior.attribute.rho)
+        assert abs(np.log(lengthscale / start)) < 3 * 2.0
+        assert 1.0 / float(free.prior.attribute.rho) < lengthscale
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("max_iter", -1), ("max_iter", 2.5), ("tol", 0.0), ("tol", float("nan")), ("rtol", -1.0)],
+)
+def test_ep_options_are_checked(option, value):
+    X, pairs = _problem(10, 20)
+    with pytest.raises(ValueError, match=option):
+        ep.fit(_rbf(X, 1.0), pairs, **{option: value})

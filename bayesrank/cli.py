@@ -6,6 +6,11 @@ Subcommands:
     ``bayesrank evaluate DATA SCORES [--json] [--max-k K]``  MAP, NDCG@1..K and P@1..K of a LETOR
         prediction file (one score per line) against a LETOR data file, LETOR 3.0 conventions.
 
+``--json`` output is strict JSON (RFC 8259): a number that is not finite (NaN, inf) is never
+written as ``NaN`` or ``Infinity``; the command fails instead (exit status 2) with a message
+naming the key that holds it, and writes nothing to stdout. (Labels whose NDCG gain overflows
+are refused before that, naming the query and label.)
+
 The CLI runs JAX in float64 (it sets ``jax_enable_x64`` for its own process) so that its metrics
 match the official Perl evaluation scripts to the last printed digit, and keeps compiled programs
 in the persistent compilation cache (:func:`bayesrank.runtime.enable_compilation_cache`;
@@ -16,10 +21,36 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 
 __all__ = ["main"]
+
+
+def _non_finite(obj, path: str = "") -> str | None:
+    """The path (``['per_query'][0]['NDCG@2']``) of the first float in ``obj`` that is not
+    finite, or None."""
+    if isinstance(obj, float):
+        return None if math.isfinite(obj) else path or "the value"
+    if isinstance(obj, dict):
+        items = ((f"{path}[{k!r}]", v) for k, v in obj.items())
+    elif isinstance(obj, list | tuple):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(obj))
+    else:
+        return None
+    for where, value in items:
+        if (found := _non_finite(value, where)) is not None:
+            return found
+    return None
+
+
+def _json(obj) -> str:
+    """``obj`` as strict JSON; ``ValueError`` naming the first non-finite number instead of
+    writing ``NaN`` or ``Infinity`` (which JSON does not have)."""
+    if (where := _non_finite(obj)) is not None:
+        raise ValueError(f"cannot write JSON: {where} is not a finite number")
+    return json.dumps(obj, indent=2, allow_nan=False)
 
 
 def _cmd_summary(args: argparse.Namespace) -> int:
@@ -47,7 +78,7 @@ def _cmd_summary(args: argparse.Namespace) -> int:
         print(f"  pairs per query      min {plo}, mean {pmean:.1f}, max {phi} (total {total})")
         print(f"  queries with no relevant document  {summary.queries_without_relevant}")
     if args.json:
-        print(json.dumps(reports if len(reports) > 1 else reports[0], indent=2))
+        print(_json(reports if len(reports) > 1 else reports[0]))
     return 0
 
 
@@ -65,7 +96,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     scores = read_scores(args.scores, n_expected=sum(q.n_docs for q in queries))
     result = evaluate_queries(queries, scores_by_query(queries, scores), max_k=args.max_k)
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(_json(result))
         return 0
     ks = range(1, args.max_k + 1)
     print(f"queries  {result['n_queries']}")

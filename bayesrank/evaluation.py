@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .data.letor import Query
+from .metrics import check_gain_labels
 from .parallel import letor_metrics
 
 __all__ = ["evaluate_queries", "scores_by_query"]
@@ -41,12 +42,18 @@ def evaluate_queries(
     Returns:
         A dict with the means under ``"MAP"``, ``"NDCG@k"`` and ``"P@k"`` and a ``"per_query"``
         list of dicts (``qid``, ``n_docs`` and the same keys), in the order of ``queries``.
+
+    Raises:
+        ValueError: for mismatched lengths, or naming the query and the index (within it) of a
+            label whose NDCG gain ``2**label - 1`` is not finite in float64
+            (:func:`bayesrank.metrics.check_gain_labels`).
     """
     if len(queries) != len(scores):
         raise ValueError(f"{len(queries)} queries but {len(scores)} score arrays")
     for q, s in zip(queries, scores, strict=True):
         if np.shape(s) != (q.n_docs,):
             raise ValueError(f"query {q.qid}: {np.shape(s)} scores for {q.n_docs} documents")
+        check_gain_labels(q.grades, name=f"query {q.qid}: labels")
     result = letor_metrics(scores, [q.grades for q in queries], max_k)
     per_query = []
     for b, q in enumerate(queries):

@@ -13,7 +13,15 @@ import numpy as np
 
 from ..data.batch import bucket_size
 
-__all__ = ["as_float", "cast_checked", "float_dtype", "pad_pairs", "pad_rows", "pair_weights"]
+__all__ = [
+    "as_float",
+    "cast_checked",
+    "check_columns",
+    "float_dtype",
+    "pad_pairs",
+    "pad_rows",
+    "pair_weights",
+]
 
 
 def as_float(x):
@@ -22,6 +30,14 @@ def as_float(x):
     if not jnp.issubdtype(x.dtype, jnp.floating):
         x = x.astype(jnp.result_type(float))
     return x
+
+
+def check_columns(X, name: str = "X"):
+    """``ValueError`` naming the shape unless ``X`` is ``(n, d)`` with ``d >= 1`` (shapes are
+    static, so this holds under ``jit`` too); returns ``X``."""
+    if len(X.shape) != 2 or X.shape[1] == 0:
+        raise ValueError(f"{name} has shape {tuple(X.shape)}: it must be (n, d) with d >= 1")
+    return X
 
 
 def pair_weights(pairs, pair_mask, dtype):

@@ -12,48 +12,22 @@ import numbers
 
 import numpy as np
 
-from ._data import check_ranking_data, pairs_within_queries
+from ._data import check_ranking_data, pairs_within_queries, query_codes
 
-__all__ = [
-    "Ranker",
-    "check_choice",
-    "check_flag",
-    "check_int",
-    "check_real",
-    "pairwise_accuracy",
-]
-
-
-def check_real(name: str, value, *, low: float = 0.0, inclusive: bool = False, none_ok=False):
-    """A finite real ``> low`` (``>= low`` if ``inclusive``); ``ValueError`` naming the option."""
-    if value is None and none_ok:
-        return
-    bound = f">= {low}" if inclusive else f"> {low}"
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
-    if not (ok and (value >= low if inclusive else value > low)):
-        what = "None or a finite number" if none_ok else "a finite number"
-        raise ValueError(f"{name} must be {what} {bound}, got {value!r}")
+__all__ = ["Ranker", "check_int", "pairwise_accuracy"]
 
 
 def check_int(name: str, value, *, low: int, none_ok: bool = False):
-    """An integer ``>= low`` (bools are not integers here); ``ValueError`` naming the option."""
+    """An integer ``>= low`` (bools are not integers here); ``ValueError`` naming the option.
+
+    (The estimators' constructor options use :mod:`bayesrank.data.checks.options`; this one
+    keeps the published message of ``predict``'s ``n_rounds``.)
+    """
     if value is None and none_ok:
         return
     if not (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low):
         what = "None or an integer" if none_ok else "an integer"
         raise ValueError(f"{name} must be {what} >= {low}, got {value!r}")
-
-
-def check_choice(name: str, value, choices: tuple):
-    """``value`` is one of ``choices``; ``ValueError`` naming the option and the choices."""
-    if not (isinstance(value, str) and value in choices):
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
-
-
-def check_flag(name: str, value):
-    """A bool; ``ValueError`` naming the option."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
 
 
 def pairwise_accuracy(scores, y, qid) -> float:
@@ -62,13 +36,18 @@ def pairwise_accuracy(scores, y, qid) -> float:
     A pair counts 1 when ``scores_i > scores_j``, 1/2 on a tie, 0 otherwise (so a constant ranker
     scores 0.5); each query with at least one pair counts once, whatever its number of pairs.
     ``nan`` when no query has a pair.
+
+    Args:
+        scores: ``(n,)``; y: ``(n,)`` grades; qid: ``(n,)`` query ids of any hashable kind
+            (:func:`~bayesrank.baselines._data.query_codes`).
     """
-    pairs = pairs_within_queries(y, qid)
+    codes = query_codes(qid, len(y))
+    pairs = pairs_within_queries(y, codes)
     if len(pairs) == 0:
         return float("nan")
     s = np.asarray(scores, dtype=np.float64)
     credit = np.sign(s[pairs[:, 0]] - s[pairs[:, 1]]) * 0.5 + 0.5
-    _, group = np.unique(np.asarray(qid)[pairs[:, 0]], return_inverse=True)
+    _, group = np.unique(codes[pairs[:, 0]], return_inverse=True)
     per_query = np.bincount(group, credit) / np.bincount(group)
     return float(per_query.mean())
 

@@ -157,8 +157,8 @@ def explain(status: int, grad_norm: float, max_iter: int, dtype) -> str:
         "above tol (raise max_iter or tol)",
         STALLED: f"the line search found no decrease at {name} precision with a residual "
         f"{grad_norm:.3g} still above tol (loosen tol)",
-        NONFINITE: f"the Newton system overflowed in {name} (a non-finite matrix, step or "
-        "objective)",
+        NONFINITE: f"the Newton system overflowed in {name} or is singular (a non-finite "
+        "matrix, step or objective; singular e.g. for the hinge at a large C * max|x_i - x_j|^2)",
     }[status]
 
 
@@ -280,13 +280,21 @@ def minimize(
 
     # Implicit differentiation: one Newton step on the live operands at the stopped solution.
     # It is not taken after an overflow, nor where it is not finite or leaves J non-finite;
-    # the objective is then the last finite one of the solve.
+    # the objective is then the last finite one of the solve. A finite step that raises J_h
+    # beyond rounding is not taken either (only its derivative is kept): at a large C the
+    # margins of the solution round to 1, every pair looks inactive, and the step of that local
+    # model jumps to x = 0.
     x = jax.lax.stop_gradient(x)
     delta, _ = parts_fn(operands, widths[-1]).step(x)  # widths[-1] is the final width
     stepped = x + delta
-    objective = jax.lax.stop_gradient(parts_fn(stopped, None).value(stepped))
-    ok = (status != NONFINITE) & jnp.isfinite(objective)  # a non-finite step makes J so
-    x = jnp.where(ok, stepped, x)
+    final = jax.lax.stop_gradient(parts_fn(stopped, widths[-1]).value(stepped))
+    finite = (status != NONFINITE) & jnp.isfinite(final)  # a non-finite step makes J so
+    eps = jnp.finfo(dtype).eps
+    worse = final > last + 10 * eps * jnp.abs(last)
+    tangent = x + (delta - jax.lax.stop_gradient(delta))  # the value x, the derivative of delta
+    x = jnp.where(finite & ~worse, stepped, jnp.where(finite, tangent, x))
+    objective = jax.lax.stop_gradient(parts_fn(stopped, None).value(x))
+    ok = finite & jnp.isfinite(objective)
     objective = jnp.where(ok, objective, last)
     status = jnp.where(ok, status, NONFINITE)
     info = SolverInfo(objective, grad_norm, n_iter, status == CONVERGED, status)

@@ -52,9 +52,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..data.batch import bucket_size
-from ._arrays import as_float, cast_checked, float_dtype, pad_pairs, pad_rows, pair_weights
+from ..data.checks import options
+from ._arrays import (
+    as_float,
+    cast_checked,
+    check_columns,
+    float_dtype,
+    pad_pairs,
+    pad_rows,
+    pair_weights,
+)
 from ._data import check_ranking_data, check_X, pairs_within_queries
-from ._estimator import Ranker, check_choice, check_flag, check_int, check_real
+from ._estimator import Ranker, check_int
 
 __all__ = [
     "THRESHOLD_METHODS",
@@ -116,22 +125,34 @@ def candidate_thresholds(X, n_thresholds: int | None = 10, method: str = "unifor
         (a weak ranker that is 0 everywhere, edge 0).
     """
     X = check_X(X)
-    check_choice("method", method, THRESHOLD_METHODS)
-    check_int("n_thresholds", n_thresholds, low=1, none_ok=True)
+    options.check_choice(method, "method", THRESHOLD_METHODS)
+    options.check_int(n_thresholds, "n_thresholds", low=1, allow_none=True)
+    quantiles = None if n_thresholds is None else np.linspace(0, 1, n_thresholds)
+
+    def spread(x):
+        if method == "uniform":
+            return np.linspace(x.min(), x.max(), n_thresholds)
+        return np.quantile(x, quantiles)
+
     cols = []
     for k in range(X.shape[1]):
         x = X[:, k]
-        if n_thresholds is None:
-            cols.append(np.unique(x))
-        elif method == "uniform":
-            cols.append(np.unique(np.linspace(x.min(), x.max(), n_thresholds)))
-        else:
-            cols.append(np.unique(np.quantile(x, np.linspace(0, 1, n_thresholds))))
+        cols.append(np.unique(x if n_thresholds is None else _halved(spread, x)))
     width = max(len(c) for c in cols)
     out = np.full((X.shape[1], width), np.inf)
     for k, c in enumerate(cols):
         out[k, : len(c)] = c
     return out
+
+
+def _halved(spread, x: np.ndarray) -> np.ndarray:
+    """``spread(x)``, computed on ``x / 2`` and doubled when ``max(x) - min(x)`` overflows (a
+    feature spanning more than the float64 range would give ``inf`` steps and NaN candidates)."""
+    with np.errstate(over="ignore"):  # the overflow is the test
+        span = x.max() - x.min()
+    if np.isfinite(span):
+        return spread(x)
+    return spread(x / 2) * 2
 
 
 #: Edges (in [-1, 1]: ``D`` sums to 1) closer than this to the best count as tied.
@@ -161,7 +182,9 @@ def fit(
             pads).
         n_rounds: ``T`` (static).
         pair_mask: ``(m,)`` bool, False for padded pairs; None = all.
-        smoothing: ``s`` in ``alpha = 1/2 log((eps+ + s) / (eps- + s))``.
+        smoothing: ``s > 0`` in ``alpha = 1/2 log((eps+ + s) / (eps- + s))``, at least the
+            smallest normal number of ``X``'s dtype so that ``|alpha|`` stays finite (may be
+            traced; then unchecked).
         complements: static; if True (default) the weak rankers ``[x_k <= theta]`` are candidates
             too (Freund et al.'s choice of the largest ``|r|``); if False only ``[x_k > theta]``
             (RankLib), and boosting stalls (``alpha = 0``) once no candidate has a positive edge.
@@ -169,8 +192,11 @@ def fit(
     Returns:
         ``(RankBoostModel, RankBoostInfo)``, arrays of length ``T``.
     """
-    X = as_float(X)
+    X = check_columns(as_float(X))
     dtype = X.dtype
+    options.check_int(n_rounds, "n_rounds", low=1)
+    if not isinstance(smoothing, jax.core.Tracer):
+        _check_smoothing(smoothing, dtype)
     thresholds = jnp.asarray(thresholds, dtype)
     pairs = jnp.asarray(pairs)
     n, d = X.shape
@@ -215,6 +241,12 @@ def fit(
     return RankBoostModel(*model), RankBoostInfo(*info)
 
 
+def _check_smoothing(smoothing, dtype) -> float:
+    # 1 / s must be finite: alpha = 1/2 log((eps+ + s) / s) when no pair is misordered.
+    smoothing = options.check_float(smoothing, "smoothing", 0.0, low_open=True)
+    return options.check_representable(smoothing, "smoothing", dtype)
+
+
 def _weak(x, theta, sign):
     """The weak ranker ``[x > theta]`` (``sign = +1``) or its complement ``[x <= theta]`` (-1)."""
     return jnp.where(sign > 0, x > theta, x <= theta)
@@ -230,7 +262,7 @@ def predict(model: RankBoostModel, X, temperature: float | None = None, n_rounds
             temperature goes to 0, except exactly at ``x_k = theta``).
         n_rounds: use only the first rounds (an int, may be traced); None = all ``T``.
     """
-    X = jnp.asarray(X)
+    X = check_columns(jnp.asarray(X))
     cols = X[:, model.features]  # (n, T)
     if temperature is None or (isinstance(temperature, (int, float)) and temperature == 0):
         h = _weak(cols, model.thresholds, model.signs).astype(X.dtype)
@@ -264,7 +296,8 @@ class RankBoost(Ranker):
         n_thresholds: candidate thresholds per feature (>= 1; None = all distinct values).
         threshold_method: ``"uniform"`` (RankLib) or ``"quantile"``.
         temperature: None or 0 = hard weak rankers in :meth:`predict`; ``> 0`` = sigmoid (smooth).
-        smoothing: ``s > 0`` in ``alpha`` (0 would give an error-free weak ranker infinite weight).
+        smoothing: ``s > 0`` in ``alpha`` (0 would give an error-free weak ranker infinite weight),
+            a normal number of the working dtype (float64 under ``jax_enable_x64``, else float32).
         complements: also use the complement weak rankers ``[x_k <= theta]`` (see :func:`fit`).
 
     Learned attributes: ``model_`` (:class:`RankBoostModel`), ``info_``
@@ -291,19 +324,23 @@ class RankBoost(Ranker):
         self.smoothing = smoothing
         self.complements = complements
 
-    def _check_params(self):
-        check_int("n_rounds", self.n_rounds, low=1)
-        check_int("n_thresholds", self.n_thresholds, low=1, none_ok=True)
-        check_choice("threshold_method", self.threshold_method, THRESHOLD_METHODS)
-        check_real("temperature", self.temperature, inclusive=True, none_ok=True)
-        check_real("smoothing", self.smoothing)
-        check_flag("complements", self.complements)
+    def _check_params(self, dtype):
+        """Every hyperparameter, ``ValueError`` naming the first one at fault and its value."""
+        options.check_int(self.n_rounds, "n_rounds", low=1)
+        options.check_int(self.n_thresholds, "n_thresholds", low=1, allow_none=True)
+        options.check_choice(self.threshold_method, "threshold_method", THRESHOLD_METHODS)
+        temperature = options.check_float(self.temperature, "temperature", 0.0, allow_none=True)
+        if temperature:  # cast to the working dtype for predict: 0 there would give 0 / 0
+            options.check_representable(temperature, "temperature", dtype)
+        _check_smoothing(self.smoothing, dtype)
+        options.check_bool(self.complements, "complements")
 
     def fit(self, X, y, qid) -> RankBoost:
-        """Fit on documents ``X: (n, d)`` with grades ``y: (n,)`` and query ids ``qid: (n,)``."""
-        self._check_params()
-        X, y, qid = check_ranking_data(X, y, qid)
+        """Fit on documents ``X: (n, d)`` with grades ``y: (n,)`` and query ids ``qid: (n,)``
+        (any hashable ids; ints and strings may be mixed)."""
         dtype = float_dtype()
+        self._check_params(dtype)
+        X, y, qid = check_ranking_data(X, y, qid)
         Xd = cast_checked(X, dtype)
         self.candidates_ = candidate_thresholds(X, self.n_thresholds, self.threshold_method)
         self.pairs_ = pairs_within_queries(y, qid)

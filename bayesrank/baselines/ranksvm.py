@@ -34,9 +34,14 @@ documents and pairs to bucketed sizes (:mod:`bayesrank.baselines._arrays`) and c
 module-level jitted cores whose static arguments are ``loss`` and ``max_iter`` only, so a refit
 on data of similar size compiles nothing.
 
-Length: a little over 400 lines, because the two parameterisations, their public cores and the
-estimator that calls them are one concept; the solver, the padding and the estimator face each
-live in their own module.
+The estimator also rescales the features by a power of two (exact) and maps the solution back,
+so that features at any scale float64 holds give the problem's own answer, or ``converged_ =
+False`` with a warning where that answer is out of reach (see :class:`RankSVM`).
+
+Length: about 600 lines, because the two parameterisations, their public cores and the
+estimator that calls them (with that rescaling, the one place that knows both the objective and
+the estimator's data) are one concept; the solver, the padding and the estimator face each live
+in their own module.
 """
 
 from __future__ import annotations
@@ -49,10 +54,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..data.checks import options
 from . import newton
-from ._arrays import as_float, cast_checked, float_dtype, pad_pairs, pad_rows, pair_weights
+from ._arrays import as_float, check_columns, float_dtype, pad_pairs, pad_rows, pair_weights
 from ._data import check_ranking_data, check_X, pairs_within_queries
-from ._estimator import Ranker, check_choice, check_int, check_real
+from ._estimator import Ranker
 from .newton import SolverInfo
 
 __all__ = [
@@ -93,7 +99,22 @@ def default_tol(dtype) -> float:
 
 
 def _check_loss(loss):
-    check_choice("loss", loss, LOSSES)
+    options.check_choice(loss, "loss", LOSSES)
+
+
+def _check_settings(C, loss, tol, max_iter, smoothing, dtype):
+    """The solver's options where they are concrete (traced ones cannot be checked): ``C > 0``,
+    ``tol`` in ``(0, 1)`` (a relative tolerance of 1 accepts the start), ``max_iter >= 1`` and
+    ``smoothing`` in ``(0, 1]`` (the continuation starts at width 1) and a normal number of
+    ``dtype`` (``1 / (2 smoothing)`` is the Huber curvature); ``ValueError`` naming the option."""
+    _check_loss(loss)
+    options.check_int(max_iter, "max_iter", low=1)
+    for name, value, high in (("C", C, None), ("tol", tol, 1.0), ("smoothing", smoothing, 1.0)):
+        if value is None or isinstance(value, jax.core.Tracer):
+            continue
+        value = options.check_float(value, name, 0.0, high, low_open=True, high_open=name == "tol")
+        if name == "smoothing":
+            options.check_representable(value, name, dtype)
 
 
 def _unless_overflow(M, delta):
@@ -103,23 +124,29 @@ def _unless_overflow(M, delta):
 
 
 def _linear_parts(operands, h, *, loss):
-    """``x = w: (d,)``; ``F = grad J = w - C A' (mask l')``, ``M = I + C A' diag(mask l'') A``
-    (Cholesky), with ``A: (m, d)`` the rows ``x_i - x_j``."""
-    X, pairs, C, mask = operands
+    """``x = w: (d,)``; ``F = grad J = lam w - C A' (mask l')``, ``M = lam I + C A' diag(mask l'')
+    A`` (Cholesky), with ``A: (m, d)`` the rows ``x_i - x_j``.
+
+    ``operands = (X, pairs, C, mask)`` (``lam = 1``: :func:`fit_linear`) or ``(X, pairs, C, mask,
+    lam)``: the estimator's rescaled problem, whose regulariser weight may be tiny or 0.
+    """
+    X, pairs, C, mask, *reg = operands
+    lam = reg[0] if reg else 1.0  # times 1.0 is exact: fit_linear's arithmetic is unchanged
     A = X[pairs[:, 0]] - X[pairs[:, 1]]
 
     def value(w):
         loss_value, _, _ = newton.loss_terms(1.0 - A @ w, loss, h)
-        return 0.5 * w @ w + C * jnp.sum(mask * loss_value)
+        return 0.5 * lam * (w @ w) + C * jnp.sum(mask * loss_value)
 
     def residual(w):
         _, d1, _ = newton.loss_terms(1.0 - A @ w, loss, h)
-        return w - C * (A.T @ (mask * d1))
+        return lam * w - C * (A.T @ (mask * d1))
 
     def step(w):
         _, d1, d2 = newton.loss_terms(1.0 - A @ w, loss, h)
-        g = w - C * (A.T @ (mask * d1))
-        H = jnp.eye(w.shape[0], dtype=w.dtype) + C * (A.T @ (A * (mask * d2)[:, None]))
+        g = lam * w - C * (A.T @ (mask * d1))
+        eye = lam * jnp.eye(w.shape[0], dtype=w.dtype)
+        H = eye + C * (A.T @ (A * (mask * d2)[:, None]))
         delta = _unless_overflow(H, -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), g))
         return delta, g @ delta
 
@@ -198,11 +225,7 @@ def dual_variables(margins, C, loss="squared_hinge"):
     return C * d1
 
 
-def _solve(parts, M, pairs, C, pair_mask, x0, size, loss, tol, max_iter, smoothing):
-    _check_loss(loss)
-    if isinstance(smoothing, (int, float)) and not smoothing > 0:
-        raise ValueError(f"smoothing must be > 0, got {smoothing}")
-    operands = _operands(M, pairs, C, pair_mask)
+def _solve(parts, operands, x0, size, loss, tol, max_iter, smoothing):
     dtype = operands[0].dtype
     x0 = jnp.zeros(operands[0].shape[size], dtype) if x0 is None else jnp.asarray(x0, dtype)
     tol = default_tol(dtype) if tol is None else tol
@@ -247,7 +270,19 @@ def fit_linear(
         :class:`LinearSolution` ``(w: (d,), info)``; scores of new entities are ``X_new @ w``.
     """
     settings = (loss, tol, max_iter, smoothing)
-    w, info = _solve(_linear_parts, X, pairs, C, pair_mask, w0, 1, *settings)
+    X = check_columns(as_float(X))
+    _check_settings(C, *settings, X.dtype)
+    operands = _operands(X, pairs, C, pair_mask)
+    w, info = _solve(_linear_parts, operands, w0, 1, *settings)
+    return LinearSolution(w, info)
+
+
+def _fit_linear_regularised(X, pairs, C, pair_mask, lam, **settings) -> LinearSolution:
+    """:func:`fit_linear` for ``1/2 lam ||w||^2 + C sum_p mask_p l(...)``: the estimator's problem
+    on rescaled features, where ``lam`` (traced) may be 0 (the hard-margin limit)."""
+    operands = _operands(X, pairs, C, pair_mask)
+    operands = (*operands, jnp.asarray(lam, operands[0].dtype))
+    w, info = _solve(_linear_parts, operands, None, 1, **settings)
     return LinearSolution(w, info)
 
 
@@ -276,7 +311,9 @@ def fit_kernel(
         :class:`KernelSolution` ``(beta: (n,), info)``: training scores ``K @ beta``.
     """
     settings = (loss, tol, max_iter, smoothing)
-    beta, info = _solve(_kernel_parts, K, pairs, C, pair_mask, beta0, 0, *settings)
+    _check_settings(C, *settings, as_float(K).dtype)
+    operands = _operands(K, pairs, C, pair_mask)
+    beta, info = _solve(_kernel_parts, operands, beta0, 0, *settings)
     return KernelSolution(beta, info)
 
 
@@ -285,10 +322,35 @@ def rbf_kernel(X1, X2, gamma):
 
     (scikit-learn's parametrisation; bayesrank's :class:`~bayesrank.kernels.RBF` with ``kappa = 1``
     and ``rho = sqrt(2 gamma)`` is the same kernel.)
+
+    The distances are computed on the features divided by a power of two ``2^e`` near their
+    largest magnitude (exact), and ``gamma 4^e`` multiplies them, so ``||x||^2`` neither
+    overflows (``inf - inf = NaN`` at ``|x| ~ 1e200``) nor underflows: a ``gamma 4^e ||z - z'||^2``
+    that overflows gives ``K = 0`` (documents apart), never NaN; ``K = 1`` on equal documents
+    (distances below the rounding error of ``|z|^2 + |z'|^2 - 2 z . z'`` count as 0).
     """
-    X1, X2 = jnp.asarray(X1), jnp.asarray(X2)
-    sq = jnp.sum(X1**2, 1)[:, None] + jnp.sum(X2**2, 1)[None, :] - 2.0 * X1 @ X2.T
-    return jnp.exp(-gamma * jnp.maximum(sq, 0.0))
+    dtype = jnp.result_type(jnp.asarray(X1), jnp.asarray(X2), float)
+    X1, X2 = jnp.asarray(X1, dtype), jnp.asarray(X2, dtype)
+    e = _scale_exponent(
+        jnp.maximum(jnp.max(jnp.abs(X1), initial=0), jnp.max(jnp.abs(X2), initial=0))
+    )
+    Z1, Z2 = jnp.ldexp(X1, -e), jnp.ldexp(X2, -e)
+    norms = jnp.sum(Z1**2, 1)[:, None] + jnp.sum(Z2**2, 1)[None, :]
+    sq = norms - 2.0 * Z1 @ Z2.T
+    # Below this bound on the rounding error of the expansion a distance is noise (equal rows
+    # leave ~eps |z|^2): 0, or a huge gamma 4^e would turn it into K = 0 on the diagonal.
+    noise = (X1.shape[1] + 2) * jnp.finfo(dtype).eps * norms
+    scale = jnp.ldexp(jnp.ones((), dtype), e)
+    g = gamma * scale * scale
+    return jnp.exp(-jnp.where(sq > noise, g * sq, 0.0))
+
+
+def _scale_exponent(top, xp=jnp):
+    """``e`` with ``top ~ 2^e`` (``frexp``), clipped so that ``2^e`` and ``2^-e`` are normal
+    numbers of ``top``'s dtype (``0`` for ``top = 0``); dividing by ``2^e`` is then exact."""
+    info = xp.finfo(top.dtype)
+    _, e = xp.frexp(top)
+    return xp.clip(e, info.minexp + 1, info.maxexp - 2)
 
 
 def _fit_rbf(X, doc_mask, pairs, C, pair_mask, gamma, **settings):
@@ -304,28 +366,77 @@ def _predict_rbf(X, X_fit, beta, gamma):
 
 
 # The estimator's compiled cores: static are the loss (a string) and max_iter (a loop bound).
-_fit_linear_jit = jax.jit(fit_linear, static_argnames=("loss", "max_iter"))
+_fit_linear_jit = jax.jit(_fit_linear_regularised, static_argnames=("loss", "max_iter"))
 _fit_rbf_jit = jax.jit(_fit_rbf, static_argnames=("loss", "max_iter"))
 _predict_rbf_jit = jax.jit(_predict_rbf)
+
+
+def _scaled_features(X: np.ndarray, dtype, e: int | None = None) -> tuple[np.ndarray, int]:
+    """``X: (n, d)`` float64 as ``Z = X / 2^e`` in ``dtype``, ``e`` from ``max |X|`` unless given
+    (exact: a power of two); ``ValueError`` naming the first entry that overflows ``dtype`` or
+    underflows to 0 there (the model would see other data than the user gave)."""
+    if e is None:
+        e = int(_scale_exponent(np.max(np.abs(X), initial=0.0), np))
+    with np.errstate(over="ignore", under="ignore"):  # reported below, naming the entry
+        Z = np.ldexp(X, -e).astype(dtype)
+    info = np.finfo(dtype)
+    bad = ~np.isfinite(Z) | ((Z == 0) & (X != 0))
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        where = ", ".join(map(str, idx))
+        raise ValueError(
+            f"X[{where}] = {X[idx]:.3g} is out of {info.dtype.name}'s range once X is scaled by "
+            f"2^{-e} (max |X| = {np.max(np.abs(X)):.3g}): its features span more than "
+            f"{info.dtype.name} holds; standardise them or enable float64 "
+            "(jax.config.update('jax_enable_x64', True))"
+        )
+    return Z, e
+
+
+class _Fit(NamedTuple):
+    """A fit's result on the host: the solution ``x`` (``coef_`` or ``dual_coef_``), training
+    scores, the solver's report, and a cause that makes it not converged (None: none)."""
+
+    x: np.ndarray
+    scores: np.ndarray
+    objective: float
+    n_iter: int
+    status: int
+    grad_norm: float
+    cause: str | None = None
 
 
 class RankSVM(Ranker):
     """RankSVM estimator (scikit-learn style) on the pairs within each query.
 
     Args (hyperparameters only; nothing is computed here):
-        C: weight of the summed pair losses (> 0).
+        C: weight of the summed pair losses (> 0, finite in the working dtype).
         kernel: ``"linear"`` (``w`` in feature space) or ``"rbf"`` (representer on the training
             documents; ``O(n^3)`` in their number, so for single queries or small collections).
         gamma: RBF width ``exp(-gamma ||x - x'||^2)`` (> 0); None = ``1 / n_features``.
         loss: ``"squared_hinge"`` (default) or ``"hinge"``.
-        tol, max_iter, smoothing: solver settings (see :func:`fit_linear`); ``tol`` None = the
-            default of the float dtype (float64 under ``jax_enable_x64``, else float32).
+        tol: relative tolerance in ``(0, 1)``; None = the default of the float dtype (float64
+            under ``jax_enable_x64``, else float32; see :func:`default_tol`).
+        max_iter: Newton iterations per stage (an integer >= 1).
+        smoothing: the hinge's final Huber width, in ``(0, 1]`` (see :func:`fit_linear`).
 
-    Learned attributes: ``coef_: (d,)`` (linear), ``dual_coef_: (n_train,)``, ``X_fit_`` and
-    ``gamma_`` (rbf), ``pairs_: (m, 2)`` training pairs, ``n_features_in_``, ``objective_``,
-    ``n_iter_``, ``converged_``. ``converged_`` is False, with a ``RuntimeWarning`` naming the
-    cause, when the solver stopped short of ``tol``, overflowed, or returned scores that tie on
-    every training pair although the solution is not zero (features too small for the dtype).
+    The features are divided by a power of two near ``max |X|`` before the solve (exact), and
+    the solution is mapped back: ``coef_`` and the scores are those of the problem on ``X`` as
+    given (the objective of :func:`fit_linear` with ``X``), at any feature scale the float64
+    range holds (``1e200`` or ``1e-200`` included). On ``Z = X / s`` the linear problem is
+    ``1/2 ||v||^2 + C s^2 sum_p l(1 - v . dz_p)`` with ``w = v / s``; where ``C s^2`` would be too
+    large it is solved as ``1/2 (1 / (C s^2)) ||v||^2 + sum_p l(...)``, and where it underflows
+    ``coef_`` is its limit ``C sum_p l'(1) dx_p`` (the margins are below rounding).
+
+    Learned attributes: ``coef_: (d,)`` float64 (linear), ``dual_coef_: (n_train,)``, ``X_fit_``
+    and ``gamma_`` (rbf), ``pairs_: (m, 2)`` training pairs, ``n_features_in_``, ``objective_``
+    (of the problem on ``X`` as given; for the hinge the unsmoothed one), ``n_iter_``,
+    ``converged_``. ``converged_`` is False, with a ``RuntimeWarning`` naming the cause, when the
+    solver stopped short of ``tol``, its Newton system was not finite (singular or overflowed),
+    the regulariser ``1/2 ||w||^2`` is below the dtype's range at this feature scale (``C
+    max|x|^2`` overflows: ``coef_`` then minimises the loss alone, the hard-margin limit), or the
+    fitted scores tie (or differ by less than the smallest normal float64) on every training pair
+    although the solution is not zero (features too small for the scores to be representable).
 
     :meth:`score` is the pairwise accuracy (see
     :func:`~bayesrank.baselines._estimator.pairwise_accuracy`).
@@ -349,25 +460,24 @@ class RankSVM(Ranker):
         self.max_iter = max_iter
         self.smoothing = smoothing
 
-    def _check_params(self):
-        check_real("C", self.C)
-        check_choice("kernel", self.kernel, KERNELS)
-        check_real("gamma", self.gamma, none_ok=True)
-        _check_loss(self.loss)
-        check_real("tol", self.tol, none_ok=True)
-        check_int("max_iter", self.max_iter, low=1)
-        check_real("smoothing", self.smoothing)
+    def _check_params(self, dtype):
+        """Every hyperparameter, ``ValueError`` naming the first one at fault and its value."""
+        C = options.check_float(self.C, "C", 0.0, low_open=True)
+        options.check_representable(C, "C", dtype)
+        options.check_choice(self.kernel, "kernel", KERNELS)
+        gamma = options.check_float(self.gamma, "gamma", 0.0, low_open=True, allow_none=True)
+        if gamma is not None:
+            options.check_representable(gamma, "gamma", dtype)
+        _check_settings(C, self.loss, self.tol, self.max_iter, self.smoothing, dtype)
 
     def fit(self, X, y, qid) -> RankSVM:
-        """Fit on documents ``X: (n, d)`` with grades ``y: (n,)`` and query ids ``qid: (n,)``."""
-        self._check_params()
+        """Fit on documents ``X: (n, d)`` with grades ``y: (n,)`` and query ids ``qid: (n,)``
+        (any hashable ids; ints and strings may be mixed)."""
+        dtype = float_dtype()
+        self._check_params(dtype)
         X, y, qid = check_ranking_data(X, y, qid)
         pairs = pairs_within_queries(y, qid)
-        dtype = float_dtype()
-        Xd = cast_checked(X, dtype)
-        P, pair_mask = pad_pairs(pairs)
-        Xp = pad_rows(Xd, dtype)
-        C = np.asarray(self.C, dtype)
+        Z, e = _scaled_features(X, dtype)
         settings = dict(
             loss=self.loss,
             max_iter=int(self.max_iter),
@@ -375,41 +485,120 @@ class RankSVM(Ranker):
             smoothing=np.asarray(self.smoothing, dtype),
         )
         if self.kernel == "linear":
-            sol = _fit_linear_jit(Xp, P, C, pair_mask, **settings)
-            self.coef_ = np.asarray(sol.w)
-            x, scores = self.coef_, Xd @ self.coef_
+            fit = self._fit_linear(X, Z, e, pairs, dtype, settings)
+            self.coef_ = fit.x
         else:
-            self.gamma_ = 1.0 / X.shape[1] if self.gamma is None else float(self.gamma)
-            doc_mask = np.arange(len(Xp)) < len(X)
-            gamma = np.asarray(self.gamma_, dtype)
-            sol, f = _fit_rbf_jit(Xp, doc_mask, P, C, pair_mask, gamma, **settings)
-            self.dual_coef_ = np.asarray(sol.beta)[: len(X)]
+            fit = self._fit_rbf(X, Z, e, pairs, dtype, settings)
+            self.dual_coef_ = fit.x
             self.X_fit_ = X
-            x, scores = self.dual_coef_, np.asarray(f)[: len(X)]
         self.pairs_ = pairs
         self.n_features_in_ = X.shape[1]
-        self.objective_ = float(sol.info.objective)
-        self.n_iter_ = int(sol.info.n_iter)
-        self.converged_ = self._honest(sol.info, x, scores, X, dtype)
+        self.objective_ = fit.objective
+        self.n_iter_ = fit.n_iter
+        self.converged_ = self._honest(fit, X, dtype)
         return self
 
-    def _honest(self, info, x, scores, X, dtype) -> bool:
-        """``converged_``: the solver's flag, False (with a warning naming the cause) when it
-        stopped short, or when the scores tie on every pair although ``x != 0``."""
-        status, pairs = int(info.status), self.pairs_
-        ties = len(pairs) > 0 and np.all(scores[pairs[:, 0]] == scores[pairs[:, 1]])
-        if status == newton.CONVERGED and not (ties and np.any(x != 0)):
-            return True
-        cause = newton.explain(status, float(info.grad_norm), self.max_iter, dtype)
-        if status in (newton.CONVERGED, newton.NONFINITE):  # the scale of X is the cause
-            if status == newton.CONVERGED:
-                cause = (
-                    "the fitted scores tie on every training pair although the solution is not "
-                    "zero (they underflow, or the kernel cannot tell the documents apart)"
+    def _fit_linear(self, X, Z, e, pairs, dtype, settings) -> _Fit:
+        """The linear problem on ``Z = X / 2^e`` (see the class docstring), mapped back to ``X``."""
+        C, info = float(self.C), np.finfo(dtype)
+        with np.errstate(over="ignore", under="ignore"):  # inf and 0 pick the regime below
+            k = np.ldexp(C, 2 * e)  # C s^2, the loss weight of the problem in v = s w
+        if k < info.tiny:  # the margins C s^2 v . dz are below rounding: the solution's limit
+            Z64 = np.ldexp(X, -e)
+            dz = (Z64[pairs[:, 0]] - Z64[pairs[:, 1]]).sum(0)
+            slope = 2.0 if self.loss == "squared_hinge" else 1.0  # l'(1): smoothing <= 1
+            with np.errstate(under="ignore"):  # subnormal scores are reported by _honest
+                w = C * np.ldexp(dz * slope, e)
+            objective = C * len(pairs) + 0.5 * float(w @ w)  # l(1) = 1 for both losses
+            return _Fit(w, X @ w, objective, 0, newton.CONVERGED, 0.0)
+        if k <= float(info.max) / (64 * max(len(pairs), 1)):  # C s^2 A' D A cannot overflow
+            lam, c = 1.0, k
+        else:  # the same problem divided by C s^2; lam may underflow (the hard-margin limit)
+            lam, c = 1.0 / k, 1.0
+        P, pair_mask = pad_pairs(pairs)
+        sol = _fit_linear_jit(
+            pad_rows(Z, dtype),
+            P,
+            np.asarray(c, dtype),
+            pair_mask,
+            np.asarray(lam, dtype),
+            **settings,
+        )
+        w = np.ldexp(np.asarray(sol.w, np.float64), -e)
+        J = float(sol.info.objective)
+        objective = float(np.ldexp(J, -2 * e)) if lam == 1.0 else C * J
+        cause = None
+        if lam < info.tiny:
+            cause = (
+                f"C * max|x|^2 = {k:.3g} overflowed in {info.dtype.name}: the regulariser "
+                "1/2 ||w||^2 is below its range at this feature scale, so coef_ minimises the "
+                "loss alone (the hard-margin limit), which need not be the requested solution"
+            )
+        status, grad_norm = int(sol.info.status), float(sol.info.grad_norm)
+        return _Fit(w, X @ w, objective, int(sol.info.n_iter), status, grad_norm, cause)
+
+    def _fit_rbf(self, X, Z, e, pairs, dtype, settings) -> _Fit:
+        """The kernel problem; ``gamma ||x - x'||^2 = (gamma 4^e) ||z - z'||^2`` on ``Z``."""
+        self.gamma_ = 1.0 / X.shape[1] if self.gamma is None else float(self.gamma)
+        P, pair_mask = pad_pairs(pairs)
+        Zp = pad_rows(Z, dtype)
+        doc_mask = np.arange(len(Zp)) < len(X)
+        sol, f = _fit_rbf_jit(
+            Zp,
+            doc_mask,
+            P,
+            np.asarray(self.C, dtype),
+            pair_mask,
+            self._rbf_gamma(e, dtype),
+            **settings,
+        )
+        self._scale_exp = e
+        info = sol.info
+        beta = np.asarray(sol.beta)[: len(X)]
+        scores = np.asarray(f, np.float64)[: len(X)]
+        return _Fit(
+            beta,
+            scores,
+            float(info.objective),
+            int(info.n_iter),
+            int(info.status),
+            float(info.grad_norm),
+        )
+
+    def _rbf_gamma(self, e: int, dtype) -> np.ndarray:
+        with np.errstate(over="ignore", under="ignore"):  # inf: K = 0 apart; 0: K = 1
+            return np.asarray(np.ldexp(self.gamma_, 2 * e), dtype)
+
+    def _honest(self, fit: _Fit, X, dtype) -> bool:
+        """``converged_``: the solver's flag, False (with a warning naming every cause) when it
+        stopped short, when ``fit.cause`` says why the answer is not the requested one, or when
+        the scores tie (or differ subnormally) on every pair although ``x != 0``."""
+        pairs, scores = self.pairs_, fit.scores
+        gaps = np.abs(scores[pairs[:, 0]] - scores[pairs[:, 1]])
+        flat = len(pairs) > 0 and np.any(fit.x != 0) and np.all(gaps < np.finfo(np.float64).tiny)
+        causes = [] if fit.cause is None else [fit.cause]
+        if fit.status != newton.CONVERGED:
+            causes.append(newton.explain(fit.status, fit.grad_norm, self.max_iter, dtype))
+        if flat:
+            causes.append(
+                (
+                    "the fitted scores tie on every training pair"
+                    if np.all(gaps == 0)
+                    else "the fitted scores differ by less than the smallest normal float64 on "
+                    "every training pair"
                 )
-            spread = np.max(np.abs(X[pairs[:, 0]] - X[pairs[:, 1]]))
-            cause += f"; max |x_i - x_j| over the training pairs = {spread:.3g}: standardise X"
-        warnings.warn(f"RankSVM did not converge: {cause}", RuntimeWarning, stacklevel=3)
+                + " although the solution is not zero (they underflow, or the kernel cannot "
+                "tell the documents apart)"
+            )
+        if not causes:
+            return True
+        if len(pairs) and (fit.status == newton.NONFINITE or fit.cause or flat):
+            with np.errstate(over="ignore"):  # a spread beyond float64 shows as inf
+                spread = np.max(np.abs(X[pairs[:, 0]] - X[pairs[:, 1]]))
+            causes[-1] += f"; max |x_i - x_j| over the training pairs = {spread:.3g}: standardise X"
+        warnings.warn(
+            f"RankSVM did not converge: {'; '.join(causes)}", RuntimeWarning, stacklevel=3
+        )
         return False
 
     def predict(self, X) -> np.ndarray:
@@ -419,10 +608,12 @@ class RankSVM(Ranker):
         if self.kernel == "linear":
             return X @ self.coef_
         dtype = float_dtype()
+        Z, e = _scaled_features(X, dtype, self._scale_exp)
+        Z_fit, _ = _scaled_features(self.X_fit_, dtype, e)
         scores = _predict_rbf_jit(
-            pad_rows(cast_checked(X, dtype), dtype),
-            pad_rows(self.X_fit_, dtype),
+            pad_rows(Z, dtype),
+            pad_rows(Z_fit, dtype),
             pad_rows(self.dual_coef_, dtype),
-            np.asarray(self.gamma_, dtype),
+            self._rbf_gamma(e, dtype),
         )
         return np.asarray(scores)[: len(X)]

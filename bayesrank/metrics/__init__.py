@@ -20,7 +20,10 @@ ranking                    by score, highest first; equal scores keep index orde
                            LETOR scripts stably sort file order); padded items last; NaN scores
                            rank after all real scores
 positions                  1-based (position 1 = top)
-gain (NDCG)                ``2**label - 1`` (labels 0, 1, 2 -> 0, 1, 3); labels integers >= 0
+gain (NDCG)                ``2**label - 1`` (labels 0, 1, 2 -> 0, 1, 3); labels integers >= 0;
+                           concrete labels with a gain not finite in float64 (>= 1024) raise
+                           ``ValueError`` (``check_gain_labels``); traced ones are not checked
+                           and large gains are taken relative to the largest, so stay finite
 discount (NDCG)            1 at positions 1 and 2, ``1 / log2(p)`` at position p >= 3 (LETOR's;
                            NOT the ``1 / log2(p + 1)`` of trec_eval or scikit-learn)
 no relevant document       NDCG@k = P@k = AP = 0
@@ -68,13 +71,21 @@ from .correlation import (
     spearman_rho,
 )
 from .pairwise import pairwise_auc, pairwise_error, pairwise_error_from_scores
-from .ranking import LetorMetrics, average_precision, letor_metrics, ndcg_at, precision_at
+from .ranking import (
+    LetorMetrics,
+    average_precision,
+    check_gain_labels,
+    letor_metrics,
+    ndcg_at,
+    precision_at,
+)
 
 __all__ = [
     "LetorMetrics",
     "ReliabilityCurve",
     "average_precision",
     "brier_score",
+    "check_gain_labels",
     "expected_calibration_error",
     "kendall_distance",
     "kendall_tau",

@@ -13,7 +13,14 @@ import numpy as np
 
 from ._common import _ftype, _positions, _safe_div, _static_int, _valid
 
-__all__ = ["LetorMetrics", "average_precision", "letor_metrics", "ndcg_at", "precision_at"]
+__all__ = [
+    "LetorMetrics",
+    "average_precision",
+    "check_gain_labels",
+    "letor_metrics",
+    "ndcg_at",
+    "precision_at",
+]
 
 _SHORT_QUERY = ("letor", "truncate")
 
@@ -24,6 +31,38 @@ class LetorMetrics(NamedTuple):
     map: jax.Array  #: ``()`` average precision (its mean over queries is MAP)
     ndcg: jax.Array  #: ``(max_k,)`` NDCG@1 .. NDCG@max_k
     precision: jax.Array  #: ``(max_k,)`` P@1 .. P@max_k
+
+
+def check_gain_labels(labels, mask=None, name: str = "labels") -> None:
+    """Host-side check that NDCG's gain ``2**label - 1`` of every real document is finite in
+    float64 (so ``label < 1024``), and the label itself finite.
+
+    Args:
+        labels: ``(n,)`` relevance grades (NumPy, or concrete JAX arrays).
+        mask: ``(n,)`` bool, True for real documents; None = all. Padded entries are not checked.
+        name: what to call ``labels`` in the message.
+
+    Raises:
+        ValueError: naming the first offending index and value,
+            ``labels[3] = 2000.0: its NDCG gain 2**label - 1 is not finite in float64``.
+    """
+    labels = np.asarray(labels, dtype=np.float64).reshape(-1)
+    valid = np.ones(labels.shape, bool) if mask is None else np.asarray(mask, bool).reshape(-1)
+    with np.errstate(over="ignore", invalid="ignore"):  # the overflow is the test
+        bad = valid & ~(np.isfinite(labels) & np.isfinite(np.exp2(labels) - 1))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(
+            f"{name}[{i}] = {float(labels[i])!r}: its NDCG gain 2**label - 1 is not finite in "
+            "float64 (a label must be finite and below 1024)"
+        )
+
+
+def _check_concrete_labels(labels, mask):
+    """:func:`check_gain_labels` where ``labels`` and ``mask`` are concrete (under ``jit`` or
+    ``vmap`` they are tracers and cannot be checked; the gains then stay finite anyway)."""
+    if not any(isinstance(x, jax.core.Tracer) for x in (labels, mask)):
+        check_gain_labels(labels, mask)
 
 
 def _check_short_query(short_query):
@@ -42,7 +81,12 @@ def _letor_curves(scores, labels, mask, relevant_threshold):
     order, _ = _positions(scores, valid)
     position = jnp.arange(1, order.shape[0] + 1, dtype=dt)
     discount = jnp.log(jnp.asarray(2.0, dt)) / jnp.log(jnp.maximum(position, 2))
-    gain = jnp.where(valid, jnp.exp2(labels.astype(dt)) - 1, 0)
+    # Gains relative to 2**top (NDCG is a ratio, so the factor cancels) once the largest label
+    # is large enough for 2**label - 1, or their sum, to overflow; below that, 2**label - 1.
+    grade = labels.astype(dt)
+    top = jnp.max(jnp.where(valid, grade, 0))
+    shift = jnp.where(top > jnp.finfo(dt).maxexp // 2, top, 0)
+    gain = jnp.where(valid, jnp.exp2(grade - shift) - jnp.exp2(-shift), 0)
     dcg = jnp.cumsum(gain[order] * discount)
     ideal_dcg = jnp.cumsum(-jnp.sort(-gain) * discount)
     ndcg = _safe_div(dcg, ideal_dcg, 0.0)
@@ -75,7 +119,10 @@ def ndcg_at(scores, labels, k, mask=None, short_query="letor"):
     ``short_query="truncate"`` for the common alternative NDCG@k = NDCG@n for k > n.
 
     The scripts' gain table covers the grades 0, 1, 2 of the LETOR 3.0/4.0 data; here any grade
-    l >= 0 gains ``2**l - 1`` (the script would give grades above 2 a gain of 0).
+    l >= 0 gains ``2**l - 1`` (the script would give grades above 2 a gain of 0). Concrete labels
+    whose gain is not finite in float64 (``l >= 1024``, or not finite) raise ``ValueError``
+    naming the index (:func:`check_gain_labels`); traced ones cannot be checked, and large gains
+    are computed relative to the largest, so the result stays finite.
 
     Args:
       scores: ``(n,)`` predicted scores, higher is better.
@@ -89,6 +136,7 @@ def ndcg_at(scores, labels, k, mask=None, short_query="letor"):
     """
     k = _static_int("k", k)
     _check_short_query(short_query)
+    _check_concrete_labels(labels, mask)
     ndcg, hits, _, n_valid = _letor_curves(scores, labels, mask, 1)
     return _at_cutoffs(ndcg, hits, n_valid, np.array([k]), short_query)[0][0]
 
@@ -140,8 +188,8 @@ def letor_metrics(scores, labels, mask=None, max_k=10, short_query="letor", rele
     query, those without relevant documents included).
 
     Args:
-      scores: ``(n,)`` predicted scores; labels: ``(n,)`` integer grades >= 0;
-      mask: ``(n,)`` bool, True for real documents; None = all.
+      scores: ``(n,)`` predicted scores; labels: ``(n,)`` integer grades >= 0 (concrete ones are
+        checked as in :func:`ndcg_at`); mask: ``(n,)`` bool, True for real documents; None = all.
       max_k: static int >= 1 (the LETOR 4.0 script reports 10).
 
     Returns:
@@ -149,6 +197,7 @@ def letor_metrics(scores, labels, mask=None, max_k=10, short_query="letor", rele
     """
     ks = np.arange(1, _static_int("max_k", max_k) + 1)
     _check_short_query(short_query)
+    _check_concrete_labels(labels, mask)
     ndcg, hits, ap, n_valid = _letor_curves(scores, labels, mask, relevant_threshold)
     ndcg_k, precision_k = _at_cutoffs(ndcg, hits, n_valid, ks, short_query)
     return LetorMetrics(map=ap, ndcg=ndcg_k, precision=precision_k)

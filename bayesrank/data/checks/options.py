@@ -154,3 +154,26 @@ def check_choice(value, name: str, choices: Sequence):
         if _same(value, choice):
             return choice
     raise ValueError(f"{name} must be {_or_list(choices)}, got {_show(value)}")
+
+
+def check_representable(value, name: str, dtype) -> float:
+    """A real option that ``dtype`` holds as a finite number and, unless it is 0, as a normal one.
+
+    For an option already checked (e.g. by :func:`check_float`) that is about to be cast to a
+    working dtype such as float32: a value that overflows there becomes ``inf``, and one below the
+    smallest normal number (``finfo(dtype).tiny``) loses its precision or becomes 0, so e.g.
+    ``1 / value`` is no longer finite. Returns ``value`` as a Python ``float``.
+
+    Raises:
+        ValueError: ``smoothing = 1e-40 is below the smallest normal float32 (1.18e-38)``.
+    """
+    out = float(value)
+    info = np.finfo(dtype)
+    if np.isfinite(out) and abs(out) > float(info.max):
+        raise ValueError(f"{name} = {_show(out)} overflows {info.dtype.name} (max {info.max:.3g})")
+    if out != 0 and abs(out) < float(info.tiny):
+        raise ValueError(
+            f"{name} = {_show(out)} is below the smallest normal {info.dtype.name} "
+            f"({info.tiny:.3g})"
+        )
+    return out

@@ -16,8 +16,9 @@ import numpy as np
 __all__ = ["ConvergenceWarning", "unconverged_phrase", "warn_if_unconverged"]
 
 
-class ConvergenceWarning(UserWarning):
-    """An iterative method stopped at its iteration cap before its convergence test held."""
+class ConvergenceWarning(RuntimeWarning):
+    """An iterative method stopped at its iteration cap before its convergence test held (a
+    ``RuntimeWarning``: dubious runtime behaviour, as NumPy's overflow warnings)."""
 
 
 def unconverged_phrase(converged, what: str) -> str | None:

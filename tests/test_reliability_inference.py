@@ -186,3 +186,51 @@ def test_ep_options_are_checked(option, value):
     X, pairs = _problem(10, 20)
     with pytest.raises(ValueError, match=option):
         ep.fit(_rbf(X, 1.0), pairs, **{option: value})
+
+
+def test_a_laplacian_spectrum_scales_with_the_weights_to_the_ends_of_float64():
+    """``eig(L(s W)) = s eig(L(W))``: before, weights beyond ~1e154 overflowed inside ``eigh``
+    and gave a zero kernel with no error."""
+    from bayesrank.kernels.graph import laplacian_spectrum
+
+    rng = np.random.default_rng(0)
+    W = np.triu((rng.random((9, 9)) < 0.4) * rng.random((9, 9)), 1)
+    W = W + W.T
+    L = np.diag(W.sum(1)) - W
+    reference = np.linalg.eigvalsh(L)  # NumPy, at unit scale
+    for s in (1e-200, 1e-100, 1e100, 1e200, 1e300):
+        spectrum = laplacian_spectrum(W * s)
+        evals = np.sort(np.asarray(spectrum.evals))
+        assert np.all(np.isfinite(evals))
+        np.testing.assert_allclose(evals / s, reference, rtol=1e-10, atol=1e-12 * reference.max())
+
+
+def test_an_adjacency_whose_degrees_overflow_is_named():
+    W = np.zeros((3, 3))
+    W[0, 1] = W[1, 0] = W[0, 2] = W[2, 0] = 1e308
+    with pytest.raises(ValueError, match=r"relations\[0\]'s row 0 sums to inf"):
+        PreferenceProblem.create([[0, 1]], relations=[W])
+    # weights of 1e308 whose degrees stay finite are kept as given (no overflow in symmetrising)
+    W[0, 2] = W[2, 0] = 0.0
+    problem = PreferenceProblem.create([[0, 1]], relations=[W])
+    assert problem.relations[0][0, 1] == 1e308
+
+
+def test_nuts_says_when_its_chains_have_not_mixed():
+    K = np.eye(4) + 0.5
+    pairs = np.array([[0, 1], [1, 2], [2, 3], [0, 3]])
+    import jax
+
+    from bayesrank.inference import nuts
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        good = nuts.sample(jax.random.PRNGKey(0), K, pairs, num_warmup=300, num_samples=300)
+    assert good.diagnostics.converged and good.diagnostics.problems() == ""
+    with pytest.warns(ConvergenceWarning, match="NUTS run did not converge: .*R-hat"):
+        short = nuts.sample(
+            jax.random.PRNGKey(1), K, pairs, num_warmup=2, num_samples=4, num_chains=2
+        )
+    assert not short.diagnostics.converged
+    r_hat = short.diagnostics.r_hat
+    assert np.max(r_hat) > 1.05 or not np.all(np.isfinite(r_hat))

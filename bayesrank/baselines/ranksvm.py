@@ -55,6 +55,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..data.checks import options
+from ..diagnostics import ConvergenceWarning
 from . import newton
 from ._arrays import as_float, check_columns, float_dtype, pad_pairs, pad_rows, pair_weights
 from ._data import check_ranking_data, check_X, pairs_within_queries
@@ -431,11 +432,12 @@ class RankSVM(Ranker):
     Learned attributes: ``coef_: (d,)`` float64 (linear), ``dual_coef_: (n_train,)``, ``X_fit_``
     and ``gamma_`` (rbf), ``pairs_: (m, 2)`` training pairs, ``n_features_in_``, ``objective_``
     (of the problem on ``X`` as given; for the hinge the unsmoothed one), ``n_iter_``,
-    ``converged_``. ``converged_`` is False, with a ``RuntimeWarning`` naming the cause, when the
-    solver stopped short of ``tol``, its Newton system was not finite (singular or overflowed),
-    the regulariser ``1/2 ||w||^2`` is below the dtype's range at this feature scale (``C
-    max|x|^2`` overflows: ``coef_`` then minimises the loss alone, the hard-margin limit), or the
-    fitted scores tie (or differ by less than the smallest normal float64) on every training pair
+    ``converged_``. ``converged_`` is False, with a ``ConvergenceWarning``
+    (:mod:`bayesrank.diagnostics`, a ``RuntimeWarning``) naming the cause, when the solver
+    stopped short of ``tol``, its Newton system was not finite (singular or overflowed), the
+    regulariser ``1/2 ||w||^2`` is below the dtype's range at this feature scale (``C max|x|^2``
+    overflows: ``coef_`` then minimises the loss alone, the hard-margin limit), or the fitted
+    scores tie (or differ by less than the smallest normal float64) on every training pair
     although the solution is not zero (features too small for the scores to be representable).
 
     :meth:`score` is the pairwise accuracy (see
@@ -597,7 +599,7 @@ class RankSVM(Ranker):
                 spread = np.max(np.abs(X[pairs[:, 0]] - X[pairs[:, 1]]))
             causes[-1] += f"; max |x_i - x_j| over the training pairs = {spread:.3g}: standardise X"
         warnings.warn(
-            f"RankSVM did not converge: {'; '.join(causes)}", RuntimeWarning, stacklevel=3
+            f"RankSVM did not converge: {'; '.join(causes)}", ConvergenceWarning, stacklevel=3
         )
         return False
 

@@ -100,8 +100,19 @@ def laplacian_spectrum(W, normalized: bool = False, *, validate: bool = True) ->
     """
     if validate:
         W = check_adjacency(W)
-    evals, evecs = jnp.linalg.eigh(laplacian(jnp.asarray(W), normalized))
-    return LaplacianSpectrum(jnp.clip(evals, 0.0, None), evecs)
+    W = jnp.asarray(W)
+    # eigh of W / max(W), eigenvalues scaled back: eigh squares its input's entries, so weights
+    # beyond ~1e154 overflowed inside it (a zero kernel, no error); the normalized Laplacian
+    # does not depend on the scale
+    scale = jnp.max(W, initial=0.0)
+    scale = jnp.where(scale > 0, scale, 1.0)
+    evals, evecs = jnp.linalg.eigh(laplacian(W / scale, normalized))
+    # eigenvalues within round-off of 0 are 0 (a component's constant vector): scaled back by
+    # a large weight, their noise would otherwise turn into a large eigenvalue
+    noise = W.shape[0] * jnp.finfo(evals.dtype).eps * jnp.max(jnp.abs(evals), initial=0.0)
+    evals = jnp.where(evals <= noise, 0.0, evals)
+    evals = evals if normalized else evals * scale
+    return LaplacianSpectrum(evals, evecs)
 
 
 def _from_spectrum(spectrum: LaplacianSpectrum, r: jax.Array) -> jax.Array:

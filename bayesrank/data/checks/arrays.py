@@ -71,8 +71,9 @@ def check_adjacency(W, name: str = "W") -> np.ndarray:
         zero: self-loops are dropped, not rejected (the Laplacian ``D - W`` ignores them anyway).
 
     Raises:
-        ValueError: for a non-real dtype, a non-square or non-2-D input, or naming the first
-            index ``(i, j)`` and value that is not finite, negative, or differs from ``W[j, i]``.
+        ValueError: for a non-real dtype, a non-square or non-2-D input, naming the first
+            index ``(i, j)`` and value that is not finite, negative, or differs from ``W[j, i]``,
+            or the first row whose degree (sum of weights) overflows.
     """
     W = check_matrix(W, name, square=True, nonnegative=True)
     tolerance = ADJACENCY_SYMMETRY_RTOL * (float(W.max()) if W.size else 0.0)
@@ -82,8 +83,16 @@ def check_adjacency(W, name: str = "W") -> np.ndarray:
             f"{name} is not symmetric: {name}[{i}, {j}] = {_show(W[i, j])} but "
             f"{name}[{j}, {i}] = {_show(W[j, i])}"
         )
-    W = (W + W.T) / 2
+    W = W / 2 + W.T / 2  # not (W + W^T) / 2: that overflows for weights near 1e308
     np.fill_diagonal(W, 0.0)
+    with np.errstate(over="ignore"):
+        degrees = W.sum(axis=1)
+    if (bad := _first(~np.isfinite(degrees))) is not None:
+        (i,) = bad
+        raise ValueError(
+            f"{name}'s row {i} sums to inf (its weights reach {_show(W[i].max())}): a graph "
+            "kernel needs finite degrees; rescale the weights"
+        )
     return W
 
 

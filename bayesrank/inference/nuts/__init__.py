@@ -63,6 +63,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...data.checks import check_choice, check_float, check_problem
+from ...diagnostics import warn_if_unconverged
 from ...kernels.params import check_hyperparameters
 from ...kernels.xpgp import default_trainable
 from ...predict import draw_entity_scores as entity_scores
@@ -88,6 +89,7 @@ from .sampler import (
     sample_fixed,
     settings_from,
     summarise,
+    warn_unmixed,
 )
 
 __all__ = [
@@ -142,7 +144,9 @@ def sample(key, K, pairs, *, pair_mask=None, **options) -> NUTSPosterior:
         samples, trace = _sample_fixed(
             key, K, pairs, pair_mask, settings.static(), settings.tuning(K.dtype)
         )
-        return summarise(samples, trace)
+        post = summarise(samples, trace)
+    warn_unmixed(post)
+    return post
 
 
 def sample_problem(key, prior, problem, **options) -> NUTSPosterior:
@@ -205,10 +209,15 @@ def sample_each(keys, K, pairs, *, pair_mask=None, method: str = "vmap", **optio
                 keys, K, pairs, pair_mask, settings.tuning(K.dtype), settings.static(), method
             )
         )
-        return [
+        posts = [
             summarise(samples[b], jax.tree_util.tree_map(lambda a, b=b: a[b], trace))
             for b in range(K.shape[0])
         ]
+    flags = [p.diagnostics.converged for p in posts]
+    warn_if_unconverged(
+        flags, "NUTS run", "raise num_warmup and num_samples (diagnostics.problems() says why)"
+    )
+    return posts
 
 
 def sample_hyperparameters(
@@ -265,7 +274,9 @@ def sample_hyperparameters(
             n=K0.shape[0],
             settings=settings.static(),
         )
-        return summarise(samples, trace, hyper)
+        post = summarise(samples, trace, hyper)
+    warn_unmixed(post)
+    return post
 
 
 @partial(jax.jit, static_argnames=("spec", "n", "settings"))

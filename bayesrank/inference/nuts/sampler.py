@@ -3,6 +3,7 @@ warm-up and sampling as ``lax`` loops; the posterior it returns and its diagnost
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -11,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...data.checks import check_bool, check_float, check_int
+from ...diagnostics import ConvergenceWarning
 from ...linalg import psd_root
 from ..posterior import SamplePosterior
 from .models import whitened_model
@@ -124,6 +126,11 @@ def sample_fixed(key, K, pairs, pair_mask, settings: NUTSSettings, tuning):
 _sample_fixed = partial(jax.jit, static_argnames=("settings",))(sample_fixed)
 
 
+#: The largest split R-hat a run counts as converged (Vehtari et al. 2021 ask 1.01 for final
+#: results; 1.05 flags runs that are plainly unmixed without flagging every short one).
+R_HAT_MAX = 1.05
+
+
 class NUTSDiagnostics(NamedTuple):
     """NumPyro's diagnostics of a run (host arrays).
 
@@ -142,6 +149,28 @@ class NUTSDiagnostics(NamedTuple):
     step_size: np.ndarray
     hyper_r_hat: dict
     hyper_ess: dict
+
+    @property
+    def converged(self) -> bool:
+        """No divergent transition, and every split R-hat (entities and hyperparameters) at
+        most :data:`R_HAT_MAX`. (Not evaluable with one draw per chain: False.)"""
+        r_hats = [np.ravel(self.r_hat)] + [np.ravel(v) for v in self.hyper_r_hat.values()]
+        r_hat = np.concatenate(r_hats) if r_hats else np.zeros(0)
+        mixed = np.all(np.isfinite(r_hat)) and np.all(r_hat <= R_HAT_MAX)
+        return bool(np.sum(self.divergences) == 0 and mixed)
+
+    def problems(self) -> str:
+        """What keeps :attr:`converged` False, in words (empty when it holds)."""
+        out = []
+        if (d := int(np.sum(self.divergences))) > 0:
+            out.append(f"{d} divergent transitions")
+        r_hats = [np.ravel(self.r_hat)] + [np.ravel(v) for v in self.hyper_r_hat.values()]
+        r_hat = np.concatenate(r_hats)
+        if r_hat.size and not np.all(np.isfinite(r_hat)):
+            out.append("split R-hat not available (fewer than 2 draws per chain)")
+        elif r_hat.size and np.max(r_hat) > R_HAT_MAX:
+            out.append(f"max split R-hat {np.max(r_hat):.3f} > {R_HAT_MAX}")
+        return ", ".join(out)
 
 
 class _NUTSPosteriorFields(NamedTuple):
@@ -191,6 +220,18 @@ def diagnostics(samples, trace: _Trace, hyper: dict | None = None) -> NUTSDiagno
             for k, v in hyper.items()
         },
     )
+
+
+def warn_unmixed(post: NUTSPosterior, what: str = "NUTS run") -> None:
+    """A :class:`~bayesrank.diagnostics.ConvergenceWarning` where ``post``'s diagnostics do
+    not say converged, naming why."""
+    if not post.diagnostics.converged:
+        warnings.warn(
+            f"the {what} did not converge: {post.diagnostics.problems()}; raise num_warmup and "
+            "num_samples (or target_accept_prob for divergences); diagnostics.converged is False",
+            ConvergenceWarning,
+            stacklevel=4,
+        )
 
 
 def summarise(samples, trace, hyper=None) -> NUTSPosterior:

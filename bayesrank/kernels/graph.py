@@ -47,6 +47,7 @@ details.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import jax
@@ -98,20 +99,30 @@ def laplacian_spectrum(W, normalized: bool = False, *, validate: bool = True) ->
     Call it once per graph, outside any optimisation loop. With ``validate=False`` it can be traced
     (under ``jit`` / ``vmap``); bad ``W`` then is the caller's responsibility.
     """
-    if validate:
-        W = check_adjacency(W)
-    W = jnp.asarray(W)
     # eigh of W / max(W), eigenvalues scaled back: eigh squares its input's entries, so weights
-    # beyond ~1e154 overflowed inside it (a zero kernel, no error); the normalized Laplacian
-    # does not depend on the scale
-    scale = jnp.max(W, initial=0.0)
-    scale = jnp.where(scale > 0, scale, 1.0)
-    evals, evecs = jnp.linalg.eigh(laplacian(W / scale, normalized))
+    # beyond ~1e154 overflowed inside it (a zero kernel, no error), and a float64 weight beyond
+    # float32's range became inf in float32; the normalized Laplacian does not depend on scale
+    if validate:  # the scale on the host, in float64, before any cast to the working dtype
+        W = check_adjacency(W)
+        top = float(W.max()) if W.size else 0.0
+        scale = top if top > 0 else 1.0
+        W = jnp.asarray(W / scale)
+    else:
+        W = jnp.asarray(W)
+        top = jnp.max(W, initial=0.0)
+        scale = jnp.where(top > 0, top, 1.0)
+        W = W / scale
+    evals, evecs = jnp.linalg.eigh(laplacian(W, normalized))
     # eigenvalues within round-off of 0 are 0 (a component's constant vector): scaled back by
     # a large weight, their noise would otherwise turn into a large eigenvalue
     noise = W.shape[0] * jnp.finfo(evals.dtype).eps * jnp.max(jnp.abs(evals), initial=0.0)
     evals = jnp.where(evals <= noise, 0.0, evals)
-    evals = evals if normalized else evals * scale
+    if not normalized:  # beyond the dtype's range (float32): its largest number, not inf
+        big = jnp.finfo(evals.dtype).max
+        log_scale = math.log(scale) if isinstance(scale, float) else jnp.log(scale)
+        positive = evals > 0
+        over = positive & (jnp.log(jnp.where(positive, evals, 1.0)) + log_scale > jnp.log(big))
+        evals = jnp.where(over, big, evals * jnp.minimum(scale, big))
     return LaplacianSpectrum(evals, evecs)
 
 

@@ -265,7 +265,7 @@ class XPGPModel:
             raise ValueError(f"prior must be an XPGP prior, got {type(self.prior).__name__}")
         check_hyperparameters(self.prior)
         inference = check_choice(self.inference, "inference", INFERENCE)
-        check_int(self.max_iter, "max_iter", low=1)
+        check_int(self.max_iter, "max_iter", low=1, high=ep.MAX_ITER_LIMIT)
         check_float(self.tol, "tol", low=0.0, low_open=True, allow_none=True)
         ep.check_settings(self.schedule, self.precision, self.damping)
         return inference

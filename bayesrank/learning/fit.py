@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..data.batch import ProblemBatch
-from ..data.checks import check_choice
+from ..data.checks import check_choice, check_float, check_int
 from ..data.problem import PreferenceProblem
 from ..inference import ep
 from ..kernels.params import check_hyperparameters, unconstrain
@@ -54,18 +54,14 @@ def _check_options(o: dict) -> None:
     if o["method"] not in ("em", "evidence"):
         raise ValueError(f"method must be 'em' or 'evidence', got {o['method']!r}")
     for name in ("n_iter", "m_steps", "ep_max_iter", "restarts"):
-        value = o[name]
-        low = 0 if name == "restarts" else 1
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        check_int(o[name], name, low=0 if name == "restarts" else 1, high=ep.MAX_ITER_LIMIT)
     for name in ("learning_rate", "tol"):
-        value = o[name]
-        if not (isinstance(value, int | float | np.floating) and np.isfinite(value) and value > 0):
-            raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        check_float(o[name], name, 0.0, low_open=True)
     for name in ("hyperprior_scale", "ep_tol", "ep_step_tol"):
-        value = o[name]
-        if value is not None and not (np.isfinite(value) and value > 0):
-            raise ValueError(f"{name} must be a finite number > 0 or None, got {value!r}")
+        check_float(o[name], name, 0.0, low_open=True, allow_none=True)
+    scale = o["hyperprior_scale"]
+    if scale is not None and not (1e-150 < scale < 1e150):  # its precision scale^-2 in float64
+        raise ValueError(f"hyperprior_scale must be in (1e-150, 1e150) or None, got {scale!r}")
     ep.check_settings(o["schedule"], "full", 1.0)
     check_choice(o["inference"], "inference", ("ep", "laplace"))
     check_optimizer(o["optimizer"] or ("lbfgs" if o["method"] == "em" else "bfgs"), o["method"])

@@ -91,7 +91,12 @@ def check_float(
     phrase = ("a number" if allow_inf else "a finite number") + (f" {bound}" if bound else "")
     phrase += " or None" if allow_none else ""
     arr = None
-    if not (_is_bool(value) or isinstance(value, str | bytes)):
+    if isinstance(value, int) and not _is_bool(value):  # a Python int of any size
+        try:
+            arr = np.asarray(float(value))
+        except OverflowError:
+            arr = np.asarray(np.inf if value > 0 else -np.inf)
+    elif not (_is_bool(value) or isinstance(value, str | bytes)):
         try:
             arr = np.asarray(value)
         except (TypeError, ValueError):

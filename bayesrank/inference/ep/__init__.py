@@ -39,6 +39,7 @@ from .evidence import log_evidence, pseudo_data_precision
 from .factor import posterior_from_sites, posterior_moments, predict_new
 from .fit import (
     EP_ADVICE,
+    MAX_ITER_LIMIT,
     EPPosterior,
     check_settings,
     fit,
@@ -56,6 +57,7 @@ from .state import MIN_DAMPING, EPState
 
 __all__ = [
     "EP_ADVICE",
+    "MAX_ITER_LIMIT",
     "MIN_DAMPING",
     "MIXED_SWITCH",
     "EPPosterior",

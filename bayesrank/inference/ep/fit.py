@@ -180,6 +180,9 @@ def fit(
     return post
 
 
+#: The most sweeps a caller may ask for: the loop's counter is an int32.
+MAX_ITER_LIMIT = 2**31 - 1
+
 #: What a :class:`~bayesrank.diagnostics.ConvergenceWarning` from EP advises.
 EP_ADVICE = (
     "the posterior is the last sweep's (converged=False, max_change says how far); raise "
@@ -208,7 +211,8 @@ def _fit_eagerly(K, pairs, sites, pair_mask, **options) -> EPPosterior:
         options["accelerate"],
         options["residual_stop"],
     )
-    check_int(options["max_iter"], "max_iter", low=0)  # 0: the posterior at the given sites
+    # 0: the posterior at the given sites; at most int32's range (a traced loop counter)
+    check_int(options["max_iter"], "max_iter", low=0, high=MAX_ITER_LIMIT)
     check_float(options["tol"], "tol", low=0.0, low_open=True, allow_none=True)
     check_float(options["rtol"], "rtol", low=0.0, allow_none=True)
     K = np.asarray(K)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from ...data.checks import check_float
 from .loop import check_schedule, default_tol, init, iterate
 from .precision import check_precision, run_mixed
 from .sites import Sites
@@ -23,8 +24,7 @@ def check_damping(damping) -> None:
     """``damping`` in ``(0, 1]`` (checked where it is a concrete number, not a tracer)."""
     if is_traced(damping):
         return
-    if not 0.0 < float(damping) <= 1.0:
-        raise ValueError(f"damping must be in (0, 1], got {damping}")
+    check_float(damping, "damping", 0.0, 1.0, low_open=True)
 
 
 def run(

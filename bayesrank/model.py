@@ -22,12 +22,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from .data.batch import bucket_size
-from .data.checks import check_choice, check_float, check_int
+from .data.checks import (
+    check_choice,
+    check_features,
+    check_fits_dtype,
+    check_float,
+    check_int,
+)
 from .data.problem import PreferenceProblem
 from .diagnostics import warn_if_unconverged
 from .inference import ep, laplace
-from .kernels.params import check_hyperparameters
-from .kernels.xpgp import XPGP, ComponentPosterior, component_posterior
+from .kernels.xpgp import XPGP, ComponentPosterior, check_prior, component_posterior
 from .runtime import one_blas_thread
 
 __all__ = ["Posterior", "XPGPModel"]
@@ -92,13 +97,11 @@ class Posterior:
 
     @property
     def converged(self) -> bool:
-        """The engine converged (NUTS: no divergence and split R-hat below 1.01) and, with
-        hyperparameter learning, so did the learning."""
+        """The engine converged (NUTS: ``diagnostics.converged``, no divergence and split R-hat
+        at most 1.01) and, with hyperparameter learning, so did the learning."""
         learned = True if self.learning is None else bool(np.all(self.learning.converged))
         if self.inference == "nuts":
-            d = self.result.diagnostics
-            ok = int(np.sum(d.divergences)) == 0 and bool(np.nanmax(d.r_hat) < 1.01)
-            return ok and learned
+            return self.result.diagnostics.converged and learned
         return bool(self.result.converged) and learned
 
     @cached_property
@@ -108,7 +111,7 @@ class Posterior:
 
     def components(self) -> ComponentPosterior:
         """Posterior of the attribute part, each relation part (and the entity effect)."""
-        parts = self.prior.components(self.problem.X, self.graphs)
+        parts = self.prior.components(self.problem.X, self.graphs, np.ones(self.problem.n, bool))
         return component_posterior(parts, self.mean, self.cov)
 
     def predict_new(self, X_new) -> tuple[jax.Array, jax.Array]:
@@ -123,11 +126,12 @@ class Posterior:
                 "predict_new needs an attribute-only prior; add new entities to "
                 "the problem (without pairs) to predict them transductively"
             )
-        X_new = np.asarray(X_new, dtype=np.float64)
-        if X_new.ndim != 2 or X_new.shape[1] != self.problem.X.shape[1]:
+        if self.inference == "nuts":
             raise ValueError(
-                f"X_new must be (p, {self.problem.X.shape[1]}), got shape {X_new.shape}"
+                "predict_new needs a Gaussian posterior (inference='ep' or 'laplace'); for NUTS "
+                "add the new entities to the problem (without pairs) and predict transductively"
             )
+        X_new = check_features(X_new, n_features=self.problem.X.shape[1], name="X_new")
         return _predict_new(
             prior,
             self.problem.X,
@@ -201,7 +205,7 @@ class XPGPModel:
         """The prior covariance ``K: (n, n)`` of the problem and the prepared graph data."""
         graphs = self.prior.prepare(problem.relations)
         X = None if problem.X is None else jnp.asarray(problem.X)
-        return self.prior.covariance(X, graphs), graphs
+        return self.prior.covariance(X, graphs, np.ones(problem.n, bool)), graphs
 
     def fit(
         self,
@@ -227,15 +231,25 @@ class XPGPModel:
                 f"problem must be a PreferenceProblem (PreferenceProblem.create), got "
                 f"{type(problem).__name__}"
             )
-        inference = self._check_settings()
+        inference = self._check_settings(None if problem.X is None else problem.X.shape[1])
         if inference == "nuts" and key is None:
             raise ValueError("inference='nuts' needs a key: XPGPModel(...).fit(problem, key=...)")
         prior, learning = self.prior, None
         if learn_hyperparameters:
+            import inspect
+
             from .learning import fit_hyperparameters
 
+            known = set(inspect.signature(fit_hyperparameters).parameters) - {"prior", "problems"}
+            if unknown := sorted(set(learning_options) - known):
+                raise ValueError(
+                    f"unknown learning option(s) {unknown}; fit_hyperparameters takes "
+                    f"{sorted(known)}"
+                )
             method = "evidence" if learn_hyperparameters is True else learn_hyperparameters
             learning_options.setdefault("inference", "laplace" if inference == "laplace" else "ep")
+            if key is not None:  # restarts draw from it (NUTS, if asked for, from another)
+                learning_options.setdefault("key", jax.random.fold_in(key, 1))
             learning = fit_hyperparameters(prior, [problem], method=method, **learning_options)
             prior = learning.prior
         if inference == "nuts":
@@ -255,20 +269,42 @@ class XPGPModel:
                 damping=self.damping,
                 precision=self.precision,
             )
+        if not all(np.all(np.isfinite(np.asarray(a))) for a in (result.mean, result.cov)):
+            raise ValueError(_why_not_finite(prior, problem))
         advice = ep.EP_ADVICE if inference == "ep" else "raise max_iter (Newton's iterations)"
         warn_if_unconverged(result.converged, f"{inference.upper()} fit", advice)
         return Posterior(prior, problem, result, learning, inference)
 
-    def _check_settings(self) -> str:
+    def _check_settings(self, n_features: int | None) -> str:
         """``ValueError`` naming a setting or hyperparameter at fault; the engine's name."""
-        if not isinstance(self.prior, XPGP):
-            raise ValueError(f"prior must be an XPGP prior, got {type(self.prior).__name__}")
-        check_hyperparameters(self.prior)
+        check_prior(self.prior, n_features)
         inference = check_choice(self.inference, "inference", INFERENCE)
         check_int(self.max_iter, "max_iter", low=1, high=ep.MAX_ITER_LIMIT)
         check_float(self.tol, "tol", low=0.0, low_open=True, allow_none=True)
         ep.check_settings(self.schedule, self.precision, self.damping)
         return inference
+
+
+def _why_not_finite(prior: XPGP, problem: PreferenceProblem) -> str:
+    """What to say of a posterior that is not finite: the first entry of the prior covariance
+    that is not (a hyperparameter scaling ``K`` beyond the working dtype), else the dtype."""
+    dtype = jnp.result_type(float)
+    X = None if problem.X is None else jnp.asarray(problem.X, dtype)
+    graphs = prior.prepare(problem.relations)
+    K = np.asarray(prior.covariance(X, graphs, np.ones(problem.n, bool)))
+    where = f"the posterior is not finite in {np.dtype(dtype).name}"
+    bad = np.argwhere(~np.isfinite(K))
+    if bad.size:
+        i, j = bad[0]
+        return (
+            f"{where}: the prior covariance K[{i}, {j}] = {K[i, j]} is not (the prior's scales, "
+            f"e.g. kappa, weights or 1 / (2 sigma^2), put K beyond {np.dtype(dtype).name}'s "
+            "range): rescale them, or enable float64 (jax_enable_x64)"
+        )
+    return (
+        f"{where} although the prior covariance is (max |K| = {np.max(np.abs(K)):.3g}): the "
+        "problem is beyond this dtype's precision; enable float64 (jax_enable_x64)"
+    )
 
 
 def _fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings):
@@ -285,9 +321,11 @@ def _fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings):
     graphs = prior.prepare(relations)
     X = None
     if problem.X is not None:
+        check_fits_dtype(problem.X, "X", dtype)
         X = np.zeros((N, problem.X.shape[1]), dtype)
         X[:n] = problem.X
     mask = np.arange(N) < n
+    sites = ep.check_sites(sites, m)
     pairs, pair_mask, sites = ep.pad_pairs(problem.pairs, None, sites, dtype)
     engine = settings["engine"]
     tol = settings["tol"]

@@ -246,3 +246,136 @@ def test_nuts_says_when_its_chains_have_not_mixed():
     assert not short.diagnostics.converged
     r_hat = short.diagnostics.r_hat
     assert np.max(r_hat) > 1.05 or not np.all(np.isfinite(r_hat))
+
+
+def _small_problem(n=12, m=24, **extra):
+    X, pairs = _problem(n, m)
+    return PreferenceProblem.create(pairs, X=X, **extra), X, pairs
+
+
+@pytest.mark.parametrize("inference", ["ep", "laplace"])
+def test_an_entity_only_prior_needs_no_attributes(inference):
+    """Before: ``AttributeError`` on ``X.shape``. Reference: with ``K = s^2 I`` the model is
+    :func:`ep.fit` on the diagonal ``s^2 / (2 sigma^2)``."""
+    from bayesrank import Independent
+
+    problem = PreferenceProblem.create([[0, 1], [1, 2], [0, 2]], n=4)
+    post = XPGPModel(XPGP(None, entity=Independent(1.5)), inference=inference).fit(problem)
+    if inference == "ep":
+        reference = ep.fit(np.full(4, 1.5**2 / (2 * 0.5)), problem.pairs)
+        np.testing.assert_allclose(post.mean, reference.mean, rtol=1e-5, atol=1e-6)
+    assert np.asarray(post.mean)[3] == pytest.approx(0.0, abs=1e-6)  # untouched entity
+
+
+def test_restarts_work_on_one_problem_and_through_the_model():
+    from bayesrank import Independent
+
+    problem, _, _ = _small_problem()
+    prior = XPGP(RBF(), entity=Independent())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one = fit_hyperparameters(prior, problem, restarts=2, key=jax.random.key(0))
+        none = fit_hyperparameters(prior, problem)
+        post = XPGPModel(prior).fit(
+            problem, learn_hyperparameters=True, restarts=2, key=jax.random.key(0)
+        )
+    # the best of three starts (one of them the default start) is at least as good
+    assert float(one.trace.objective[-1]) >= float(none.trace.objective[-1]) - 1e-6
+    assert post.learning is not None
+
+
+def test_default_trainable_of_a_prior_without_weights_is_taken():
+    from bayesrank import Independent
+    from bayesrank.kernels.xpgp import default_trainable
+
+    problem, _, _ = _small_problem()
+    prior = XPGP(RBF(), entity=Independent())
+    a = fit_hyperparameters(prior, problem, trainable=default_trainable(prior))
+    b = fit_hyperparameters(prior, problem)
+    np.testing.assert_allclose(a.prior.attribute.rho, b.prior.attribute.rho, rtol=1e-6)
+
+
+def _raises(match, call):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_bad_structure_flags_and_arrays_are_named():
+    from bayesrank import Fixed, Independent, RegularizedLaplacian
+
+    problem, X, pairs = _small_problem()
+    K = _rbf(X, 1.0)
+    model = XPGPModel(XPGP(RBF()))
+    fit = model.fit(problem)
+    path = np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0.0]])
+    cases = [
+        (
+            "Fixed kernel's matrix M: M is not positive semi-definite",
+            lambda: XPGPModel(XPGP(None, (Fixed(),))).fit(
+                PreferenceProblem.create([[0, 1]], relations=[path])
+            ),
+        ),
+        ("prior.attribute must be a kernel", lambda: XPGPModel(XPGP("rbf")).fit(problem)),
+        (
+            "prior.relations must be a tuple",
+            lambda: XPGPModel(XPGP(RBF(), RegularizedLaplacian())).fit(problem),
+        ),
+        ("RBF.rho is None", lambda: XPGPModel(XPGP(RBF(rho=None))).fit(problem)),
+        (
+            "prior.entity must be Independent",
+            lambda: XPGPModel(XPGP(RBF(), entity=RBF())).fit(problem),
+        ),
+        (
+            "ARD.lengthscales has 5 entries but X has 3",
+            lambda: XPGPModel(XPGP(ARD(1.0, jnp.ones(5)))).fit(problem),
+        ),
+        ("adapt_damping must be True or False", lambda: ep.fit(K, pairs, adapt_damping="no")),
+        (
+            "per_query must be True or False",
+            lambda: fit_hyperparameters(XPGP(RBF()), problem, per_query="yes"),
+        ),
+        (
+            "key must be a JAX PRNG key",
+            lambda: fit_hyperparameters(XPGP(RBF()), problem, restarts=1, key=0),
+        ),
+        (
+            r"sites.tau\[0\] = nan is not finite",
+            lambda: ep.fit(K, pairs, sites=(np.full(len(pairs), np.nan), np.zeros(len(pairs)))),
+        ),
+        (
+            r"sites.tau\[0\] = -1.0 is negative",
+            lambda: model.fit(problem, sites=(-np.ones(len(pairs)), np.zeros(len(pairs)))),
+        ),
+        (r"X_new\[0, 0\] = nan is not finite", lambda: fit.predict_new(np.full((2, 3), np.nan))),
+        ("X_new must be a real numeric array", lambda: fit.predict_new(np.zeros((1, 3)) + 1j)),
+        ("unknown learning option", lambda: model.fit(problem, learn_hyperparameters=True, foo=1)),
+        (
+            "relations must be a list",
+            lambda: PreferenceProblem.create(pairs, X=X, relations=np.eye(12)),
+        ),
+        (
+            "an entity-only prior needs the number of entities",
+            lambda: XPGP(None, entity=Independent()).covariance(None),
+        ),
+    ]
+    for match, call in cases:
+        _raises(match, call)
+
+
+def test_inputs_beyond_the_working_dtype_are_named():
+    """float32 (x64 off): a float64 input that overflows it is refused before the cast; a prior
+    whose scales overflow ``K`` is named at ``K``'s first non-finite entry (in float64 both are
+    fine)."""
+    problem, X, pairs = _small_problem()
+    if X64:
+        assert np.all(np.isfinite(ep.fit(np.eye(12) * 1e200, pairs).mean))
+        return
+    _raises(r"K\[0, 0\] = 1e\+200 overflows float32", lambda: ep.fit(np.eye(12) * 1e200, pairs))
+    _raises(
+        r"X\[0, 0\] = .* overflows float32",
+        lambda: XPGPModel(XPGP(RBF())).fit(PreferenceProblem.create(pairs, X=X * 1e300)),
+    )
+    _raises(
+        r"prior covariance K\[0, 0\] = inf",
+        lambda: XPGPModel(XPGP(RBF(), sigma=1e-30)).fit(problem),
+    )

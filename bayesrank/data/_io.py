@@ -2,21 +2,38 @@
 
 from __future__ import annotations
 
+import errno
 import gzip
+import zlib
 from pathlib import Path
 
-__all__ = ["read_bytes"]
+__all__ = ["MissingFileError", "read_bytes"]
+
+
+class MissingFileError(FileNotFoundError, ValueError):
+    """A path that does not exist. A ``FileNotFoundError``; also a ``ValueError``, as the readers
+    raised before, so that callers catching ``ValueError`` (the CLI) still report it cleanly."""
+
+    def __str__(self) -> str:
+        return f"{self.filename}: no such file"
 
 
 def read_bytes(path: Path) -> bytes:
-    """The content of a plain or gzipped file (gzip detected by content, not by name)."""
+    """The content of a plain or gzipped file (gzip detected by content, not by name).
+
+    Raises:
+        MissingFileError: (a ``FileNotFoundError``) ``path`` does not exist.
+        ValueError: ``path`` is not a regular file, or holds corrupt gzip data.
+    """
     path = Path(path)
+    if not path.exists():
+        raise MissingFileError(errno.ENOENT, "no such file", str(path))
     if not path.is_file():
-        raise ValueError(f"{path}: no such file")
+        raise ValueError(f"{path}: not a regular file")
     raw = path.read_bytes()
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)
-        except (OSError, EOFError) as err:
+        except (OSError, EOFError, zlib.error) as err:
             raise ValueError(f"{path}: corrupt gzip data ({err})") from None
     return raw

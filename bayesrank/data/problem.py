@@ -42,6 +42,12 @@ class PreferenceProblem:
         """Check and assemble a problem; ``n`` defaults to ``len(X)`` or the relations' size."""
         if X is not None:
             X = check_features(X)
+        relations = () if relations is None else relations
+        if isinstance(relations, np.ndarray) or not isinstance(relations, Sequence):
+            raise ValueError(
+                "relations must be a list of (n, n) adjacency matrices (one per relation type), "
+                f"got {type(relations).__name__}"
+            )
         rels = tuple(check_adjacency(W, name=f"relations[{r}]") for r, W in enumerate(relations))
         sizes = {len(X)} if X is not None else set()
         sizes |= {W.shape[0] for W in rels}

@@ -54,7 +54,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..data.checks import check_adjacency
+from ..data.checks import check_adjacency, check_covariance
 from .params import Positive, param, pytree_dataclass, static
 
 __all__ = [
@@ -171,7 +171,17 @@ class Fixed:
     """A relation covariance given as a PSD matrix ``M`` (``prepare`` takes ``M`` itself)."""
 
     def prepare(self, matrix) -> np.ndarray:
-        return np.asarray(matrix, dtype=np.float64)
+        """``matrix`` checked as a covariance (:func:`~bayesrank.data.checks.check_covariance`:
+        square, finite, symmetric, non-negative diagonal, PSD 2x2 minors), as float64."""
+        matrix = np.asarray(matrix)
+        if matrix.ndim != 2:
+            raise ValueError(f"the Fixed kernel's matrix must be (n, n), got shape {matrix.shape}")
+        if matrix.dtype.kind in "iub":
+            matrix = matrix.astype(np.float64)
+        try:
+            return np.asarray(check_covariance(matrix, name="M"), np.float64)
+        except ValueError as error:
+            raise ValueError(f"the Fixed kernel's matrix M: {error}") from None
 
     def __call__(self, matrix: jax.Array) -> jax.Array:
         return jnp.asarray(matrix)

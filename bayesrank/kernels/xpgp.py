@@ -22,6 +22,7 @@ the confounded ones fixed (the defaults ``sigma = 1/sqrt(2)``, ``kappa = 1``, ``
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -31,7 +32,7 @@ import jax.scipy.linalg as jsl
 
 from .attributes import Independent
 from .base import Kernel
-from .params import Positive, map_params, param, pytree_dataclass
+from .params import Positive, check_hyperparameters, map_params, param, pytree_dataclass
 
 __all__ = [
     "FROZEN_BY_DEFAULT",
@@ -129,7 +130,15 @@ class XPGP:
         for w, kernel, graph in zip(weights[1:], self.relations, graphs, strict=True):
             parts.append(w**2 * kernel(graph))
         if self.entity is not None:
-            n = parts[0].shape[0] if parts else X.shape[0]
+            if parts:
+                n = parts[0].shape[0]
+            elif X is not None or mask is not None:
+                n = (X if X is not None else mask).shape[0]
+            else:
+                raise ValueError(
+                    "an entity-only prior needs the number of entities: pass X or mask "
+                    "(XPGPModel and the fitting functions take it from the problem)"
+                )
             parts.append(self.entity(jnp.arange(n)))
         if not parts:
             raise ValueError("the prior has no component (no attribute, relation or entity kernel)")
@@ -179,3 +188,59 @@ def component_posterior(
     means = A @ mean
     covs = components - A @ components + A @ cov @ jnp.swapaxes(A, -1, -2)
     return ComponentPosterior(means, 0.5 * (covs + jnp.swapaxes(covs, -1, -2)))
+
+
+def check_prior(prior, n_features: int | None = None, where: str = "prior") -> XPGP:
+    """``ValueError`` naming what is wrong with an XPGP prior's structure or values: not an
+    :class:`XPGP`; an attribute that is not a kernel; relations not a tuple of relation kernels
+    (objects with ``prepare``); an entity effect other than ``Independent``; a hyperparameter
+    left ``None``, of the wrong shape (``weights: (1 + R,)``; ARD lengthscales one per feature,
+    ``n_features``) or outside its domain (:func:`~.params.check_hyperparameters`)."""
+    if not isinstance(prior, XPGP):
+        raise ValueError(f"{where} must be an XPGP prior, got {type(prior).__name__}")
+    if prior.attribute is not None and not isinstance(prior.attribute, Kernel):
+        raise ValueError(
+            f"{where}.attribute must be a kernel (e.g. RBF()) or None, got {prior.attribute!r}"
+        )
+    if not isinstance(prior.relations, tuple | list):
+        raise ValueError(
+            f"{where}.relations must be a tuple of relation kernels, e.g. "
+            f"(RegularizedLaplacian(),), got {type(prior.relations).__name__}"
+        )
+    for r, kernel in enumerate(prior.relations):
+        if not hasattr(kernel, "prepare"):
+            raise ValueError(
+                f"{where}.relations[{r}] must be a relation kernel (with prepare), got {kernel!r}"
+            )
+    if prior.entity is not None and not isinstance(prior.entity, Independent):
+        raise ValueError(
+            f"{where}.entity must be Independent() or None, got {type(prior.entity).__name__}"
+        )
+
+    for owner in (prior.attribute, *prior.relations, prior.entity):
+        if dataclasses.is_dataclass(owner):
+            for f in dataclasses.fields(owner):
+                if f.metadata.get("constraint") is not None and getattr(owner, f.name) is None:
+                    raise ValueError(f"{type(owner).__name__}.{f.name} is None: give it a value")
+    check_hyperparameters(prior)
+    R = len(prior.relations)
+    if prior.weights is not None and jnp.shape(prior.weights) != (1 + R,):
+        raise ValueError(
+            f"XPGP.weights must have shape ({1 + R},) = 1 + number of relations, got "
+            f"{jnp.shape(prior.weights)}"
+        )
+    ls = getattr(prior.attribute, "lengthscales", None)
+    if ls is not None and jnp.ndim(ls) > 1:
+        raise ValueError(f"ARD.lengthscales must be a scalar or (d,), got shape {jnp.shape(ls)}")
+    if ls is not None and n_features is not None and jnp.size(ls) not in (1, n_features):
+        raise ValueError(
+            f"ARD.lengthscales has {jnp.size(ls)} entries but X has {n_features} features"
+        )
+    for name in ("kappa", "rho", "scale", "offset"):
+        value = getattr(prior.attribute, name, None)
+        if value is not None and jnp.ndim(value) != 0:
+            raise ValueError(
+                f"{type(prior.attribute).__name__}.{name} must be a scalar, got shape "
+                f"{jnp.shape(value)}"
+            )
+    return prior

@@ -20,16 +20,18 @@ Length: over 400 lines because the façade documents its two dozen options in on
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..data.batch import ProblemBatch
-from ..data.checks import check_choice, check_float, check_int
+from ..data.checks import check_bool, check_choice, check_float, check_int
 from ..data.problem import PreferenceProblem
 from ..inference import ep
 from ..kernels.params import check_hyperparameters, unconstrain
-from ..kernels.xpgp import XPGP
+from ..kernels.xpgp import XPGP, check_prior
 from ..parallel import prepare_batch
 from ..runtime import one_blas_thread
 from .config import Config, Settings, combine, default_trainable
@@ -81,7 +83,7 @@ def _leaves(prior, trainable, dtype):
 def _starts(prior, batch, init, per_query):
     """The starting prior of the fit (shared) or of each query (its median heuristic), each
     checked to lie inside its constraints (learning works on ``log(value - lower)``)."""
-    check_hyperparameters(prior)
+    check_prior(prior, None if batch.X is None else batch.X.shape[-1])
     if not init:
         start = with_weights(prior)
         check_hyperparameters(start, strict=True, where="to be learned, ")
@@ -144,7 +146,12 @@ def _fit(
     else:  # buckets by touched size: each restricted to its size
         data = tuple(prepare_batch(first, b, size) for _, b, size in groups)
         restrict = True
-    trainable = default_trainable(first) if trainable is None else trainable
+    if trainable is None:
+        trainable = default_trainable(first)
+    elif isinstance(trainable, XPGP) and trainable.weights is None and first.weights is not None:
+        # flags made from a prior without weights (default_trainable(prior)): the fit adds unit
+        # weights (with_weights), learned as default_trainable would learn them
+        trainable = dataclasses.replace(trainable, weights=True)
     if per_query and init:
         parts = [_leaves(p, trainable, dtype) for p in start]
         free = [np.stack(v) for v in zip(*(p[0] for p in parts), strict=True)]
@@ -212,15 +219,35 @@ def _fit(
     return jax.block_until_ready(FitResult(fitted, jax.device_put(posterior), trace, converged))
 
 
+def _is_key(key) -> bool:
+    """A typed key (``jax.random.key``) or a raw ``uint32[2]`` one (``jax.random.PRNGKey``)."""
+    if isinstance(key, jax.Array) and jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+        return True
+    arr = np.asarray(key) if isinstance(key, np.ndarray | jax.Array) else None
+    return arr is not None and arr.dtype == np.uint32 and arr.shape == (2,)
+
+
 def _choose(better, new, old):
-    """Per query, the restart ``new`` where ``better``, else ``old`` (host arrays)."""
+    """Per query, the restart ``new`` where ``better``, else ``old`` (host arrays). Their traces
+    ``(B, T, ...)`` may differ in ``T`` (each run stops with its slowest query): the shorter is
+    padded with its last (final) entry first."""
 
     def pick(a, b):
         a, b = np.asarray(a), np.asarray(b)
         mask = better.reshape(better.shape + (1,) * (a.ndim - 1))
         return np.where(mask, a, b)
 
-    return jax.tree_util.tree_map(pick, new, old)
+    (carry_new, trace_new, flags_new), (carry_old, trace_old, flags_old) = new, old
+    T = max(np.shape(trace_new.objective)[1], np.shape(trace_old.objective)[1])
+
+    def pad(a):
+        a = np.asarray(a)
+        return np.concatenate([a, np.repeat(a[:, -1:], T - a.shape[1], axis=1)], axis=1)
+
+    trace_new, trace_old = (jax.tree_util.tree_map(pad, t) for t in (trace_new, trace_old))
+    return jax.tree_util.tree_map(
+        pick, (carry_new, trace_new, flags_new), (carry_old, trace_old, flags_old)
+    )
 
 
 def fit_hyperparameters(
@@ -357,10 +384,21 @@ def fit_hyperparameters(
         inference=inference,
     )
     _check_options(options)
+    for name, flag in (("per_query", per_query), ("init", init), ("progress", progress)):
+        check_bool(flag, name)
+    check_bool(laplace_start, "laplace_start")
+    check_int(bucket, "bucket", low=1, allow_none=True)
+    if key is not None and not _is_key(key):
+        raise ValueError(
+            f"key must be a JAX PRNG key (jax.random.key(0) or jax.random.PRNGKey(0)), got "
+            f"{type(key).__name__}"
+        )
     if not isinstance(prior, XPGP):
         raise ValueError(f"prior must be an XPGP prior, got {type(prior).__name__}")
     if isinstance(problems, PreferenceProblem):
         problems = [problems]
+    if problems is None or isinstance(problems, str | bytes):
+        raise ValueError(f"problems must be PreferenceProblems or a ProblemBatch, got {problems!r}")
     if not isinstance(problems, ProblemBatch):
         problems = list(problems)
         if not problems:

@@ -10,8 +10,7 @@ import numpy as np
 
 from ..data.batch import ProblemBatch, bucket_size, stack_problems, touched_entities
 from ..data.problem import PreferenceProblem
-from ..kernels.params import check_hyperparameters
-from ..kernels.xpgp import XPGP, mask_covariance
+from ..kernels.xpgp import XPGP, check_prior, mask_covariance
 
 
 class PreparedBatch(NamedTuple):
@@ -46,7 +45,7 @@ def prepare_batch(prior: XPGP, batch: ProblemBatch, restrict: int | bool = False
     Arrays go to the device with ``jax.device_put`` (``jnp.asarray`` of a host array compiles a
     program per shape).
     """
-    check_hyperparameters(prior)
+    check_prior(prior, None if batch.X is None else batch.X.shape[-1])
     graphs = []
     for r, kernel in enumerate(prior.relations):
         per_query = [kernel.prepare(W) for W in batch.relations[r]]

@@ -180,3 +180,19 @@ def check_ranking_data(X, y, qid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     y = check_grades(y, X.shape[0], "y")
     qid = check_query_ids(qid, X.shape[0])
     return X, y, qid
+
+
+def check_fits_dtype(arr, name: str, dtype) -> np.ndarray:
+    """``arr`` (finite, already checked) unless an entry overflows ``dtype``, the working dtype
+    it is about to be cast to (float32 with JAX's x64 off): ``ValueError`` naming the first one
+    (``K[0, 0] = 1e+200 overflows float32``). Returns ``arr``."""
+    arr = np.asarray(arr)
+    info = np.finfo(dtype)
+    if arr.dtype.kind == "f" and np.finfo(arr.dtype).max > info.max:
+        if (bad := _first(np.abs(arr) > info.max)) is not None:
+            raise ValueError(
+                f"{name}{_at(bad)} = {_show(arr[bad])} overflows {info.dtype.name} (max "
+                f"{info.max:.3g}); rescale it, or enable float64 "
+                "(jax.config.update('jax_enable_x64', True))"
+            )
+    return arr

@@ -19,6 +19,7 @@ from .sites import (
     Sites,
     apply_site_precision,
     cavity,
+    factor_marginals,
     informative_pairs,
     marginals,
     pair_mask_or_all,
@@ -45,30 +46,39 @@ def site_log_normalisers(m, v, sites: Sites, active, valid):
     return terms + jnp.where(valid & ~active, flat, 0.0)
 
 
-def _evidence_parts(cov, pairs, sites, active, valid):
-    """``(log Z_EP without -1/2 log|I + K S|, mean, eta, m, v)`` from ``Sigma = cov``."""
+def _evidence_parts(cov, pairs, sites, active, valid, factor=None):
+    """``(log Z_EP without -1/2 log|I + K S|, mean, eta, m, v)`` from ``Sigma = cov``.
+
+    With ``factor`` (``U``, ``Sigma = U U^T``) the pairs' variances are ``||U_i - U_j||^2``
+    instead of ``Sigma_ii + Sigma_jj - 2 Sigma_ij``: the latter cancels catastrophically at
+    large kernel scales (float32 at ``K ~ 1e7``: negative variances, a NaN evidence)."""
     eta = to_entities(jnp.where(active, sites.nu, 0.0), pairs, cov.shape[0])
     mean = cov @ eta
-    m, v = marginals(mean, cov, pairs)
+    if factor is None:
+        m, v = marginals(mean, cov, pairs)
+    else:
+        m, v = factor_marginals(mean, factor, pairs)
     value = jnp.sum(site_log_normalisers(m, v, sites, active, valid)) + 0.5 * mean @ eta
     return value, mean, eta, m, v
 
 
 @jax.custom_vjp
-def evidence_from_posterior(K, cov, logdet, pairs, sites, active, valid):
+def evidence_from_posterior(K, cov, logdet, pairs, sites, active, valid, factor=None):
     """``log Z_EP`` given ``cov = (K^-1 + S)^-1`` and ``logdet = log|I + K S|`` (of these sites).
 
     ``cov`` and ``logdet`` are functions of ``K`` computed by the caller; the custom VJP gives
-    the gradient with respect to ``K`` in closed form (see ``_evidence_bwd``).
+    the gradient with respect to ``K`` in closed form (see ``_evidence_bwd``). ``factor``:
+    ``U`` with ``cov = U U^T``, for the pairs' variances without cancellation.
     """
     del K
-    value, *_ = _evidence_parts(cov, pairs, sites, active, valid)
+    value, *_ = _evidence_parts(cov, pairs, sites, active, valid, factor)
     return value - 0.5 * logdet
 
 
-def _evidence_fwd(K, cov, logdet, pairs, sites, active, valid):
+def _evidence_fwd(K, cov, logdet, pairs, sites, active, valid, factor=None):
     residuals = (cov, pairs, sites, active, valid)
-    return evidence_from_posterior(K, cov, logdet, pairs, sites, active, valid), residuals
+    value = evidence_from_posterior(K, cov, logdet, pairs, sites, active, valid, factor)
+    return value, residuals
 
 
 def pseudo_data_precision(cov, pairs, sites: Sites, pair_mask=None) -> jax.Array:
@@ -114,7 +124,7 @@ def _evidence_bwd(res, ct):
     SP = apply_site_precision(Pt.T, pairs, tau)  # S P = pseudo_data_precision
     grad = W + 0.5 * (jnp.outer(u, b) + jnp.outer(b, u)) - 0.5 * SP + 0.5 * jnp.outer(b, b)
     grad = 0.5 * (grad + grad.T)
-    return ct * grad, None, None, None, None, None, None
+    return ct * grad, None, None, None, None, None, None, None
 
 
 evidence_from_posterior.defvjp(_evidence_fwd, _evidence_bwd)
@@ -142,4 +152,6 @@ def log_evidence(K, pairs, sites: Sites, pair_mask=None) -> jax.Array:
     sites = jax.tree_util.tree_map(jax.lax.stop_gradient, sites)
     post = from_root(prior_root(K0), pairs, sites, active)
     cov = post.factor @ post.factor.T
-    return evidence_from_posterior(dense(K), cov, post.logdet, pairs, sites, active, valid)
+    return evidence_from_posterior(
+        dense(K), cov, post.logdet, pairs, sites, active, valid, post.factor
+    )

@@ -23,7 +23,9 @@ import numpy as np
 
 from ...data.batch import bucket_size
 from ...data.checks import (
+    check_bool,
     check_covariance,
+    check_fits_dtype,
     check_float,
     check_int,
     check_pair_mask,
@@ -96,7 +98,7 @@ def fit_core(
     )
     cov = covariance(state, jnp.ndim(K) == 1)
     evidence = evidence_from_posterior(
-        dense(K), cov, state.logdet, pairs, state.sites, active, valid
+        dense(K), cov, state.logdet, pairs, state.sites, active, valid, state.factor
     )
     return EPPosterior(
         mean=state.mean,
@@ -213,14 +215,21 @@ def _fit_eagerly(K, pairs, sites, pair_mask, **options) -> EPPosterior:
     )
     # 0: the posterior at the given sites; at most int32's range (a traced loop counter)
     check_int(options["max_iter"], "max_iter", low=0, high=MAX_ITER_LIMIT)
+    check_bool(options["adapt_damping"], "adapt_damping")
+    check_bool(options["accelerate"], "accelerate")
+    check_bool(options["residual_stop"], "residual_stop")
     check_float(options["tol"], "tol", low=0.0, low_open=True, allow_none=True)
     check_float(options["rtol"], "rtol", low=0.0, allow_none=True)
     K = np.asarray(K)
     if K.dtype.kind in "iub":  # an integer K is a valid covariance: compute in floating point
         K = K.astype(jnp.result_type(float))
+    elif K.dtype.kind == "f" and K.dtype not in (np.float32, np.float64):
+        K = K.astype(np.float32 if K.dtype.itemsize < 4 else np.float64)  # float16, longdouble
     K = check_covariance(K)
+    K = check_fits_dtype(K, "K", jax.dtypes.canonicalize_dtype(K.dtype))
     pairs = check_pairs(pairs, K.shape[0]).pairs
     n, m = K.shape[0], pairs.shape[0]
+    sites = check_sites(sites, m)
     N = bucket_size(n)
     if K.ndim == 1:
         K_pad = np.ones(N, K.dtype)
@@ -244,6 +253,35 @@ def _fit_eagerly(K, pairs, sites, pair_mask, **options) -> EPPosterior:
         residual_stop=bool(options["residual_stop"]),
     )
     return unpad_posterior(result, n, m)
+
+
+def check_sites(sites, m: int) -> Sites | None:
+    """A warm start's sites: ``(tau, nu)`` of ``(m,)`` finite reals each, ``tau >= 0`` (a site's
+    precision; EP's own sites never go below 0), or ``None``. ``ValueError`` naming the first
+    entry at fault."""
+    if sites is None:
+        return None
+    try:
+        tau, nu = sites
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"sites must be Sites(tau, nu) (a fit's .sites), got {type(sites).__name__}"
+        ) from None
+    out = []
+    for name, values in (("sites.tau", tau), ("sites.nu", nu)):
+        arr = np.asarray(values)
+        if arr.dtype.kind not in "biuf" or arr.shape != (m,):
+            raise ValueError(
+                f"{name} must be a real array of shape ({m},), one per pair, got "
+                f"{arr.dtype} {arr.shape}"
+            )
+        arr = arr.astype(np.float64)
+        if (bad := np.flatnonzero(~np.isfinite(arr))).size:
+            raise ValueError(f"{name}[{bad[0]}] = {arr[bad[0]]} is not finite")
+        out.append(arr)
+    if (bad := np.flatnonzero(out[0] < 0)).size:
+        raise ValueError(f"sites.tau[{bad[0]}] = {out[0][bad[0]]} is negative: a precision is >= 0")
+    return Sites(*out)
 
 
 def pad_pairs(pairs: np.ndarray, pair_mask, sites, dtype):

@@ -64,8 +64,7 @@ import numpy as np
 
 from ...data.checks import check_choice, check_float, check_problem
 from ...diagnostics import warn_if_unconverged
-from ...kernels.params import check_hyperparameters
-from ...kernels.xpgp import default_trainable
+from ...kernels.xpgp import check_prior, default_trainable
 from ...predict import draw_entity_scores as entity_scores
 from ...predict import draw_pair_predictions as predict_pairs
 from ...predict import draw_probability_matrix as probability_matrix
@@ -156,10 +155,11 @@ def sample_problem(key, prior, problem, **options) -> NUTSPosterior:
     hyperparameters (the ``K`` that :meth:`bayesrank.model.XPGPModel.fit` gives EP);
     ``options`` as in :func:`sample`.
     """
-    check_hyperparameters(prior)
+    check_prior(prior, None if problem.X is None else problem.X.shape[1])
     graphs = prior.prepare(problem.relations)
     X = None if problem.X is None else jnp.asarray(problem.X)
-    return sample(key, prior.covariance(X, graphs), problem.pairs, **options)
+    K = prior.covariance(X, graphs, np.ones(problem.n, bool))
+    return sample(key, K, problem.pairs, **options)
 
 
 @partial(jax.jit, static_argnames=("settings", "method"))

@@ -45,6 +45,12 @@ class NUTSSettings(NamedTuple):
         return np.asarray([self.target_accept_prob, self.init_radius], dtype)
 
 
+#: The most draws (warm-up or kept) per chain: the sampler's counters are int32, and a larger
+#: run could not be held in memory anyway. ``max_tree_depth`` is at most 30 (2^30 leapfrog
+#: steps a draw), ``num_chains`` at most 4096.
+MAX_DRAWS = 10**8
+
+
 def settings_from(options: dict) -> NUTSSettings:
     """Validated :class:`NUTSSettings` from an entry point's keywords (``ValueError`` naming an
     unknown keyword or a bad value)."""
@@ -55,13 +61,13 @@ def settings_from(options: dict) -> NUTSSettings:
         )
     s = NUTSSettings(**options)
     return NUTSSettings(
-        num_warmup=check_int(s.num_warmup, "num_warmup", low=0),
-        num_samples=check_int(s.num_samples, "num_samples", low=1),
-        num_chains=check_int(s.num_chains, "num_chains", low=1),
+        num_warmup=check_int(s.num_warmup, "num_warmup", low=0, high=MAX_DRAWS),
+        num_samples=check_int(s.num_samples, "num_samples", low=1, high=MAX_DRAWS),
+        num_chains=check_int(s.num_chains, "num_chains", low=1, high=4096),
         target_accept_prob=check_float(
             s.target_accept_prob, "target_accept_prob", 0.0, 1.0, low_open=True, high_open=True
         ),
-        max_tree_depth=check_int(s.max_tree_depth, "max_tree_depth", low=1),
+        max_tree_depth=check_int(s.max_tree_depth, "max_tree_depth", low=1, high=30),
         dense_mass=check_bool(s.dense_mass, "dense_mass"),
         init_radius=check_float(s.init_radius, "init_radius", 0.0, low_open=True),
     )
@@ -126,9 +132,8 @@ def sample_fixed(key, K, pairs, pair_mask, settings: NUTSSettings, tuning):
 _sample_fixed = partial(jax.jit, static_argnames=("settings",))(sample_fixed)
 
 
-#: The largest split R-hat a run counts as converged (Vehtari et al. 2021 ask 1.01 for final
-#: results; 1.05 flags runs that are plainly unmixed without flagging every short one).
-R_HAT_MAX = 1.05
+#: The largest split R-hat a run counts as converged (Vehtari et al. 2021: 1.01).
+R_HAT_MAX = 1.01
 
 
 class NUTSDiagnostics(NamedTuple):

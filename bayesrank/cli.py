@@ -14,7 +14,12 @@ are refused before that, naming the query and label.)
 The CLI runs JAX in float64 (it sets ``jax_enable_x64`` for its own process) so that its metrics
 match the official Perl evaluation scripts to the last printed digit, and keeps compiled programs
 in the persistent compilation cache (:func:`bayesrank.runtime.enable_compilation_cache`;
-``BAYESRANK_CACHE_DIR`` names the directory, ``off`` turns it off).
+``BAYESRANK_CACHE_DIR`` names the directory, ``off`` turns it off; one that cannot be created
+is reported as a one-line warning and the command runs without the cache).
+
+User errors (a missing or malformed file, a label the metrics refuse, ``--max-k`` larger than
+the longest query or 10, whichever is larger) exit with status 2 and a one-line message on
+stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -23,9 +28,13 @@ import argparse
 import json
 import math
 import sys
+import warnings
 from collections.abc import Sequence
 
 __all__ = ["main"]
+
+#: The largest ``--max-k`` ever accepted (beyond the longest query it only allocates memory).
+MAX_K_LIMIT = 10**6
 
 
 def _non_finite(obj, path: str = "") -> str | None:
@@ -90,9 +99,20 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from .evaluation import evaluate_queries, scores_by_query
     from .runtime import enable_compilation_cache
 
-    enable_compilation_cache()  # a second run loads its programs from disk (BAYESRANK_CACHE_DIR)
+    with warnings.catch_warnings(record=True) as caught:  # one line each, no source excerpt
+        warnings.simplefilter("always", RuntimeWarning)
+        enable_compilation_cache()  # a second run loads its programs from disk
+    for warning in caught:
+        message = str(warning.message).removeprefix("bayesrank: ")
+        print(f"bayesrank: warning: {message}", file=sys.stderr)
 
     queries = load_letor(args.data)
+    longest = max((q.n_docs for q in queries), default=0)
+    if args.max_k > max(longest, 10):
+        raise ValueError(
+            f"--max-k {args.max_k} is too large: the longest query has {longest} documents, so "
+            f"--max-k may be at most {max(longest, 10)}"
+        )
     scores = read_scores(args.scores, n_expected=sum(q.n_docs for q in queries))
     result = evaluate_queries(queries, scores_by_query(queries, scores), max_k=args.max_k)
     if args.json:
@@ -132,10 +152,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "max_k", 1) < 1:
         print("bayesrank: error: --max-k must be at least 1", file=sys.stderr)
         return 2
+    if getattr(args, "max_k", 1) > MAX_K_LIMIT:
+        print(f"bayesrank: error: --max-k must be at most {MAX_K_LIMIT}", file=sys.stderr)
+        return 2
     try:
         return args.func(args)
-    except ValueError as err:
-        print(f"bayesrank: error: {err}", file=sys.stderr)
+    except (ValueError, OSError, MemoryError) as err:  # user errors: one line, no traceback
+        message = str(err) or type(err).__name__
+        print(f"bayesrank: error: {message}", file=sys.stderr)
         return 2
 
 

@@ -29,6 +29,7 @@ still needs more can call :func:`clear_compiled` between batches.
 from __future__ import annotations
 
 import os
+import warnings
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
@@ -82,13 +83,30 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path | No
     Returns the directory (``None``, doing nothing, where no ``path`` is given and
     ``BAYESRANK_CACHE_DIR=off``). Safe to call more than once; call it before the first
     compilation.
+
+    A directory that cannot be created or written (a path under ``/proc``, one that names a file,
+    no permission) is not an error: the cache is an optimisation, so this warns
+    (``RuntimeWarning`` naming the path and the reason), leaves JAX's configuration alone and
+    returns ``None``; everything then runs, compiling in each process.
     """
     import jax
 
     directory = Path(path) if path is not None else default_cache_dir()
     if directory is None:
         return None
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise PermissionError("not writable")
+    except (OSError, ValueError) as err:  # ValueError: a path with a NUL byte
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        warnings.warn(
+            f"bayesrank: compilation cache disabled: cannot use {str(directory)!r} as a cache "
+            f"directory ({reason})",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None
     jax.config.update("jax_compilation_cache_dir", str(directory))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)

@@ -25,6 +25,8 @@ from bayesrank.baselines._data import pairs_within_queries, query_codes
 from bayesrank.cli import _json, main
 from bayesrank.metrics import check_gain_labels, letor_metrics, ndcg_at
 
+pytestmark = pytest.mark.float32  # dtype-aware: also run with x64 off in CI
+
 needs_x64 = pytest.mark.skipif(not jax.config.jax_enable_x64, reason="float64 scales")
 
 

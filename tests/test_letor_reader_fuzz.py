@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 from bayesrank.data import letor
 from bayesrank.data.letor import MAX_FEATURE_ID, load_letor, read_query_file, read_scores
 
+pytestmark = pytest.mark.float32  # dtype-aware: also run with x64 off in CI
+
 HEAD = "0 qid:1 1:0.5 2:1 # docid = A\n1 qid:1 2:0.25\n"  # lines 1-2, valid
 TAIL = "2 qid:2 1:3\n"  # line 4, valid
 

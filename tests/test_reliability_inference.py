@@ -18,6 +18,8 @@ from bayesrank.diagnostics import ConvergenceWarning
 from bayesrank.inference import ep
 from bayesrank.learning import fit_hyperparameters
 
+pytestmark = pytest.mark.float32  # dtype-aware: also run with x64 off in CI
+
 SCALES = (1e-6, 1e-3, 1.0, 1e2, 1e4, 1e6, 1e8)
 X64 = jax.config.jax_enable_x64
 float64_only = pytest.mark.skipif(

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import operator
-
 import jax.numpy as jnp
 from jax import lax
 
+from ._checks import MAX_CUTOFF, static_int
 
-def _static_int(name, value, minimum=1):
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(
-            f"{name} must be a static Python int (mark it static under jax.jit), got {value!r}"
-        ) from None
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
+
+def _static_int(name, value, minimum=1, maximum=MAX_CUTOFF):
+    """A static int option in ``[minimum, maximum]`` (``ValueError`` naming it otherwise; a traced
+    value raises :class:`StaticArgumentError`, both a ``TypeError`` and a ``ValueError``)."""
+    return static_int(name, value, minimum, maximum)
 
 
 def _ftype(*xs):

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _checks
 from ._common import _ftype, _masked_mean, _safe_div, _static_int, _valid
 
 __all__ = [
@@ -17,6 +18,13 @@ __all__ = [
     "log_loss",
     "reliability_curve",
 ]
+
+
+def _check_probs(probs, outcomes, mask) -> None:
+    """Shapes always; where concrete, valid ``probs`` finite in [0, 1] and ``outcomes`` 0 or 1."""
+    pv, ov, valid = _checks.paired(probs, outcomes, mask, "probs", "outcomes")
+    _checks.probabilities(pv, valid, "probs")
+    _checks.outcomes01(ov, valid, "outcomes")
 
 
 class ReliabilityCurve(NamedTuple):
@@ -36,7 +44,12 @@ def brier_score(probs, outcomes, mask=None):
 
     Returns:
       ``()`` score in [0, 1] (lower is better); 0 with no valid prediction.
+
+    Raises:
+      ValueError: for shapes that differ, or naming the first valid probability not finite in
+        [0, 1] or outcome not 0 or 1 (checked where the arrays are concrete).
     """
+    _check_probs(probs, outcomes, mask)
     probs, outcomes = jnp.asarray(probs), jnp.asarray(outcomes)
     dt = _ftype(probs, outcomes)
     return _masked_mean((probs.astype(dt) - outcomes) ** 2, _valid(probs, mask))
@@ -55,7 +68,11 @@ def log_loss(probs, outcomes, mask=None):
 
     Returns:
       ``()`` log loss >= 0; 0 with no valid prediction.
+
+    Raises:
+      ValueError: as :func:`brier_score`.
     """
+    _check_probs(probs, outcomes, mask)
     probs, outcomes = jnp.asarray(probs), jnp.asarray(outcomes)
     dt = _ftype(probs, outcomes)
     valid = _valid(probs, mask)
@@ -69,17 +86,21 @@ def reliability_curve(probs, outcomes, mask=None, n_bins=10):
     """Reliability diagram data: per equal-width bin, the count, mean prediction and mean outcome.
 
     Bin b (0-based) of B = ``n_bins`` holds the p in ``[b/B, (b+1)/B)``; the last bin is closed,
-    ``[(B-1)/B, 1]``; p < 0 or p > 1 fall into the first or the last bin.
+    ``[(B-1)/B, 1]``. Concrete probabilities outside [0, 1] (or not finite) and outcomes other
+    than 0 and 1 raise ``ValueError`` (as :func:`brier_score`); traced ones are not checked, and
+    p < 0 or p > 1 then fall into the first or the last bin.
 
     Args:
       probs: ``(m,)`` predicted probabilities; outcomes: ``(m,)`` 1 if the event happened, else 0;
-      mask: ``(m,)`` bool, True for real predictions; None = all; n_bins: static int >= 1.
+      mask: ``(m,)`` bool, True for real predictions; None = all; n_bins: static int in
+      [1, 10**4].
 
     Returns:
       :class:`ReliabilityCurve` of ``(n_bins,)`` arrays; the means are 0 in empty bins (``counts``
       tells which bins are empty).
     """
-    n_bins = _static_int("n_bins", n_bins)
+    n_bins = _static_int("n_bins", n_bins, maximum=_checks.MAX_BINS)
+    _check_probs(probs, outcomes, mask)
     probs, outcomes = jnp.asarray(probs), jnp.asarray(outcomes)
     dt = _ftype(probs, outcomes)
     valid = _valid(probs, mask)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from ..data.checks import check_bool
+from . import _checks
 from ._common import _average_ranks, _ftype, _positions, _safe_div, _valid
 
 __all__ = [
@@ -16,6 +18,12 @@ __all__ = [
     "spearman_footrule",
     "spearman_rho",
 ]
+
+
+def _check_ab(a, b, mask) -> None:
+    """``a`` and ``b`` 1-D of one length (and the mask's); valid concrete entries finite."""
+    _, bv, valid = _checks.paired(a, b, mask, "a", "b")
+    _checks.finite(bv, valid, "b")
 
 
 def _pair_counts(a, b, mask):
@@ -49,7 +57,12 @@ def kendall_tau(a, b, mask=None):
 
     Returns:
       ``()`` tau-b in [-1, 1]; 0 where scipy returns NaN (``a`` or ``b`` constant, < 2 items).
+
+    Raises:
+      ValueError: for shapes that differ or are not 1-D, or naming the first valid (concrete)
+        entry of ``a`` or ``b`` that is not finite.
     """
+    _check_ab(a, b, mask)
     c, d, tied_a, tied_b, _, n_pairs = _pair_counts(a, b, mask)
     tau = _safe_div(c - d, jnp.sqrt((n_pairs - tied_a) * (n_pairs - tied_b)), 0.0)
     return jnp.clip(tau, -1, 1)
@@ -67,7 +80,12 @@ def kendall_distance(a, b, mask=None, normalize=True):
 
     Returns:
       ``()`` distance; 0 with fewer than two valid items.
+
+    Raises:
+      ValueError: as :func:`kendall_tau`, or for a ``normalize`` that is not a bool.
     """
+    normalize = check_bool(normalize, "normalize")
+    _check_ab(a, b, mask)
     _, d, tied_a, tied_b, tied_both, n_pairs = _pair_counts(a, b, mask)
     distance = d + 0.5 * (tied_a + tied_b - 2 * tied_both)
     return _safe_div(distance, n_pairs, 0.0) if normalize else distance
@@ -82,7 +100,11 @@ def spearman_rho(a, b, mask=None):
 
     Returns:
       ``()`` rho in [-1, 1]; 0 where scipy returns NaN (a constant vector, < 2 items).
+
+    Raises:
+      ValueError: as :func:`kendall_tau`.
     """
+    _check_ab(a, b, mask)
     a, b = jnp.asarray(a), jnp.asarray(b)
     valid = _valid(a, mask)
     dt = _ftype(a, b)
@@ -105,7 +127,12 @@ def spearman_footrule(a, b, mask=None, normalize=False):
 
     Returns:
       ``()`` footrule (float); 0 with no valid item.
+
+    Raises:
+      ValueError: as :func:`kendall_tau`, or for a ``normalize`` that is not a bool.
     """
+    normalize = check_bool(normalize, "normalize")
+    _check_ab(a, b, mask)
     a, b = jnp.asarray(a), jnp.asarray(b)
     valid = _valid(a, mask)
     dt = _ftype(a, b)
@@ -130,7 +157,13 @@ def position_error(scores, labels, mask=None):
 
     Returns:
       ``()`` position error (float) in [0, n - 1]; 0 with no valid item.
+
+    Raises:
+      ValueError: for shapes that differ or are not 1-D, or naming the first valid (concrete)
+        score or label that is not finite.
     """
+    _, lv, valid = _checks.paired(scores, labels, mask)
+    _checks.finite(lv, valid, "labels")
     scores, labels = jnp.asarray(scores), jnp.asarray(labels)
     valid = _valid(labels, mask)
     dt = _ftype(scores, labels)

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
 
+from ..data.checks import check_pair_array
+from ..data.checks._format import _show
+from . import _checks
 from ._common import _average_ranks, _ftype, _masked_mean, _safe_div, _valid
 
 __all__ = ["pairwise_auc", "pairwise_error", "pairwise_error_from_scores"]
@@ -11,6 +15,40 @@ __all__ = ["pairwise_auc", "pairwise_error", "pairwise_error_from_scores"]
 
 def _pair_errors(winner, loser):
     return jnp.where(winner < loser, 1.0, jnp.where(winner == loser, 0.5, 0.0))
+
+
+def _check_pair_probs(probs, mask) -> None:
+    """``probs`` 1-D, the mask of its length; valid concrete ones finite in [0, 1]."""
+    probs, values = _checks.vector(probs, "probs")
+    valid = _checks.mask_values(mask, np.shape(probs)[0], "probs")
+    _checks.probabilities(values, valid, "probs")
+
+
+def _check_scored_pairs(scores, pairs, mask):
+    """Shapes always; where concrete: valid pairs' indices in [0, n) (naming the row and the
+    index) and the scores they refer to finite. Returns ``pairs`` (``(m, 2)`` int where
+    concrete)."""
+    scores, values = _checks.vector(scores, "scores")
+    n = np.shape(scores)[0]
+    if _checks.is_traced(pairs):
+        if np.ndim(pairs) != 2 or np.shape(pairs)[1] != 2:
+            raise ValueError(f"pairs must have shape (m, 2), got {np.shape(pairs)}")
+        _checks.mask_values(mask, np.shape(pairs)[0], "pairs")
+        return pairs
+    arr = check_pair_array(pairs, "pairs")
+    valid = _checks.mask_values(mask, arr.shape[0], "pairs")
+    if valid is None:
+        return arr
+    if (bad := np.argwhere(((arr < 0) | (arr >= n)) & valid[:, None])).size:
+        row, col = (int(i) for i in bad[0])
+        raise ValueError(
+            f"pairs row {row}: index {_show(arr[row, col])} is out of range for n={n} scores"
+        )
+    if values is not None:
+        used = np.zeros(n, dtype=bool)
+        used[arr[valid].reshape(-1)] = True
+        _checks.finite(values, used, "scores")
+    return arr
 
 
 def pairwise_error(probs, mask=None):
@@ -23,7 +61,12 @@ def pairwise_error(probs, mask=None):
 
     Returns:
       ``()`` error rate in [0, 1]; 0 when there is no valid pair.
+
+    Raises:
+      ValueError: naming the first valid (concrete) probability not finite in [0, 1], or for a
+        mask of another length.
     """
+    _check_pair_probs(probs, mask)
     probs = jnp.asarray(probs)
     errors = _pair_errors(probs, 0.5).astype(_ftype(probs))
     return _masked_mean(errors, _valid(probs, mask))
@@ -39,7 +82,13 @@ def pairwise_error_from_scores(scores, pairs, mask=None):
 
     Returns:
       ``()`` error rate in [0, 1]; 0 when there is no valid pair.
+
+    Raises:
+      ValueError: for shapes other than ``(n,)``, ``(m, 2)``, ``(m,)``; where concrete, naming
+        the row and index of a valid pair outside [0, n) (``pairs row 0: index 9 is out of range
+        for n=5 scores``) or the first non-finite score that a valid pair uses.
     """
+    pairs = _check_scored_pairs(scores, pairs, mask)
     scores, pairs = jnp.asarray(scores), jnp.asarray(pairs)
     take = lambda i: jnp.take(scores, i, mode="clip")  # noqa: E731
     errors = _pair_errors(take(pairs[:, 0]), take(pairs[:, 1])).astype(_ftype(scores))
@@ -61,7 +110,11 @@ def pairwise_auc(probs, mask=None):
 
     Returns:
       ``()`` AUC in [0, 1]; 0.5 when there is no valid pair.
+
+    Raises:
+      ValueError: as :func:`pairwise_error`.
     """
+    _check_pair_probs(probs, mask)
     probs = jnp.asarray(probs)
     valid = _valid(probs, mask)
     p = jnp.where(valid, probs, 0.5).astype(_ftype(probs))

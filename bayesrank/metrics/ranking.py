@@ -11,6 +11,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..data.checks import check_choice
+from . import _checks
 from ._common import _ftype, _positions, _safe_div, _static_int, _valid
 
 __all__ = [
@@ -34,8 +36,8 @@ class LetorMetrics(NamedTuple):
 
 
 def check_gain_labels(labels, mask=None, name: str = "labels") -> None:
-    """Host-side check that NDCG's gain ``2**label - 1`` of every real document is finite in
-    float64 (so ``label < 1024``), and the label itself finite.
+    """Host-side check that every real document's label is a grade NDCG can use: finite, a whole
+    number >= 0, and with a gain ``2**label - 1`` finite in float64 (so ``label < 1024``).
 
     Args:
         labels: ``(n,)`` relevance grades (NumPy, or concrete JAX arrays).
@@ -44,10 +46,13 @@ def check_gain_labels(labels, mask=None, name: str = "labels") -> None:
 
     Raises:
         ValueError: naming the first offending index and value,
-            ``labels[3] = 2000.0: its NDCG gain 2**label - 1 is not finite in float64``.
+            ``labels[3] = 2000.0: its NDCG gain 2**label - 1 is not finite in float64``,
+            ``labels[0] = -1 is negative: relevance labels must be >= 0``.
     """
-    labels = np.asarray(labels, dtype=np.float64).reshape(-1)
-    valid = np.ones(labels.shape, bool) if mask is None else np.asarray(mask, bool).reshape(-1)
+    _, raw = _checks.vector(labels, name)
+    valid = _checks.mask_values(mask, raw.shape[0], name)
+    _checks.relevance(raw, valid, name, grades=True)
+    labels = raw.astype(np.float64)
     with np.errstate(over="ignore", invalid="ignore"):  # the overflow is the test
         bad = valid & ~(np.isfinite(labels) & np.isfinite(np.exp2(labels) - 1))
     if bad.any():
@@ -58,16 +63,20 @@ def check_gain_labels(labels, mask=None, name: str = "labels") -> None:
         )
 
 
-def _check_concrete_labels(labels, mask):
-    """:func:`check_gain_labels` where ``labels`` and ``mask`` are concrete (under ``jit`` or
-    ``vmap`` they are tracers and cannot be checked; the gains then stay finite anyway)."""
-    if not any(isinstance(x, jax.core.Tracer) for x in (labels, mask)):
-        check_gain_labels(labels, mask)
+def _check_inputs(scores, labels, mask, *, grades: bool, relevant_threshold=1):
+    """Shapes always (``scores``, ``labels`` and ``mask`` of one length); where concrete, valid
+    scores finite and labels non-negative (whole numbers with a finite gain with ``grades``,
+    :func:`check_gain_labels`), and ``relevant_threshold`` finite."""
+    _, lv, valid = _checks.paired(scores, labels, mask)
+    if grades and lv is not None and valid is not None:
+        check_gain_labels(lv, valid)
+    else:
+        _checks.relevance(lv, valid, "labels")
+    _checks.threshold(relevant_threshold)
 
 
 def _check_short_query(short_query):
-    if short_query not in _SHORT_QUERY:
-        raise ValueError(f"short_query must be one of {_SHORT_QUERY}, got {short_query!r}")
+    check_choice(short_query, "short_query", _SHORT_QUERY)
 
 
 def _letor_curves(scores, labels, mask, relevant_threshold):
@@ -136,7 +145,7 @@ def ndcg_at(scores, labels, k, mask=None, short_query="letor"):
     """
     k = _static_int("k", k)
     _check_short_query(short_query)
-    _check_concrete_labels(labels, mask)
+    _check_inputs(scores, labels, mask, grades=True)
     ndcg, hits, _, n_valid = _letor_curves(scores, labels, mask, 1)
     return _at_cutoffs(ndcg, hits, n_valid, np.array([k]), short_query)[0][0]
 
@@ -159,6 +168,7 @@ def precision_at(scores, labels, k, mask=None, relevant_threshold=1):
       ``()`` P@k in [0, 1]; 0 when no document is relevant.
     """
     k = _static_int("k", k)
+    _check_inputs(scores, labels, mask, grades=False, relevant_threshold=relevant_threshold)
     ndcg, hits, _, n_valid = _letor_curves(scores, labels, mask, relevant_threshold)
     return _at_cutoffs(ndcg, hits, n_valid, np.array([k]), "letor")[1][0]
 
@@ -176,6 +186,7 @@ def average_precision(scores, labels, mask=None, relevant_threshold=1):
     Returns:
       ``()`` AP in [0, 1]; 0 when no document is relevant.
     """
+    _check_inputs(scores, labels, mask, grades=False, relevant_threshold=relevant_threshold)
     return _letor_curves(scores, labels, mask, relevant_threshold)[2]
 
 
@@ -197,7 +208,7 @@ def letor_metrics(scores, labels, mask=None, max_k=10, short_query="letor", rele
     """
     ks = np.arange(1, _static_int("max_k", max_k) + 1)
     _check_short_query(short_query)
-    _check_concrete_labels(labels, mask)
+    _check_inputs(scores, labels, mask, grades=True, relevant_threshold=relevant_threshold)
     ndcg, hits, ap, n_valid = _letor_curves(scores, labels, mask, relevant_threshold)
     ndcg_k, precision_k = _at_cutoffs(ndcg, hits, n_valid, ks, short_query)
     return LetorMetrics(map=ap, ndcg=ndcg_k, precision=precision_k)

@@ -265,7 +265,8 @@ def test_an_entity_only_prior_needs_no_attributes(inference):
     post = XPGPModel(XPGP(None, entity=Independent(1.5)), inference=inference).fit(problem)
     if inference == "ep":
         reference = ep.fit(np.full(4, 1.5**2 / (2 * 0.5)), problem.pairs)
-        np.testing.assert_allclose(post.mean, reference.mean, rtol=1e-5, atol=1e-6)
+        tol = 1e-5 if X64 else 2e-3  # EP stops at 1e-6 (float64) or 1e-3 (float32)
+        np.testing.assert_allclose(post.mean, reference.mean, rtol=tol, atol=tol)
     assert np.asarray(post.mean)[3] == pytest.approx(0.0, abs=1e-6)  # untouched entity
 
 

@@ -382,3 +382,27 @@ def test_inputs_beyond_the_working_dtype_are_named():
         r"prior covariance K\[0, 0\] = inf",
         lambda: XPGPModel(XPGP(RBF(), sigma=1e-30)).fit(problem),
     )
+
+
+def test_keys_paths_and_problems_are_checked_before_jax_sees_them():
+    from bayesrank.data.letor import load_letor
+    from bayesrank.data.pairs import split_pairs
+    from bayesrank.inference import nuts
+
+    pairs = [[0, 1], [1, 2]]
+    for bad in (None, 3, b"/x"):
+        _raises("path must be a str or os.PathLike", lambda bad=bad: load_letor(bad))
+    _raises("key must be a JAX PRNG key", lambda: split_pairs(0, pairs, 1))
+    _raises("key must be a JAX PRNG key", lambda: nuts.sample("abc", np.eye(3), pairs))
+    _raises(
+        "problem must be a PreferenceProblem",
+        lambda: nuts.sample_problem(jax.random.key(0), XPGP(RBF()), (pairs, np.eye(3))),
+    )
+    # both kinds of key are taken, and give the same split
+    a = split_pairs(jax.random.PRNGKey(0), pairs, 1)
+    b = split_pairs(jax.random.key(0), pairs, 1)
+    np.testing.assert_array_equal(a[0], b[0])
+    # relations as a generator are taken once
+    W = np.ones((3, 3)) - np.eye(3)
+    problem = PreferenceProblem.create(pairs, relations=(w for w in [W]))
+    np.testing.assert_array_equal(problem.relations[0], W)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import errno
 import gzip
+import os
 import zlib
 from pathlib import Path
 
-__all__ = ["MissingFileError", "read_bytes"]
+__all__ = ["MissingFileError", "as_path", "read_bytes"]
 
 
 class MissingFileError(FileNotFoundError, ValueError):
@@ -18,6 +19,14 @@ class MissingFileError(FileNotFoundError, ValueError):
         return f"{self.filename}: no such file"
 
 
+def as_path(path, name: str = "path") -> Path:
+    """``path`` as a :class:`~pathlib.Path`; ``ValueError`` for what is not a path (``None``,
+    a number, bytes)."""
+    if not isinstance(path, str | os.PathLike):
+        raise ValueError(f"{name} must be a str or os.PathLike, got {type(path).__name__}")
+    return Path(path)
+
+
 def read_bytes(path: Path) -> bytes:
     """The content of a plain or gzipped file (gzip detected by content, not by name).
 
@@ -25,7 +34,7 @@ def read_bytes(path: Path) -> bytes:
         MissingFileError: (a ``FileNotFoundError``) ``path`` does not exist.
         ValueError: ``path`` is not a regular file, or holds corrupt gzip data.
     """
-    path = Path(path)
+    path = as_path(path)
     if not path.exists():
         raise MissingFileError(errno.ENOENT, "no such file", str(path))
     if not path.is_file():

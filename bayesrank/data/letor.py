@@ -60,7 +60,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._io import read_bytes
+from ._io import as_path, read_bytes
 from .checks import check_int
 
 __all__ = ["MAX_FEATURE_ID", "Query", "load_letor", "read_query_file", "read_scores"]
@@ -410,7 +410,7 @@ def _parse_fast(lines: list[str], need_qid: bool, cap: int) -> _Parsed | None:
 
 def read_query_file(path: str | os.PathLike) -> np.ndarray:
     """Read a LightGBM ``.query`` file: one positive group size a line. Returns ``(n_groups,)``."""
-    path = Path(path)
+    path = as_path(path)
     sizes = []
     for lineno, line in enumerate(_split_lines(_read_text(path)), start=1):
         text = line.strip(" \t")
@@ -475,7 +475,7 @@ def load_letor(
             file whose sizes do not add up to the number of lines.
     """
     n_features = check_int(n_features, "n_features", low=1, allow_none=True)
-    path = Path(path)
+    path = as_path(path)
     lines, linenos = _data_lines(_read_text(path))
     if not lines:
         raise ValueError(f"{path}: empty file (no data lines)")
@@ -554,7 +554,7 @@ def read_scores(path: str | os.PathLike, n_expected: int | None = None) -> np.nd
     A score is a finite decimal number, as a feature value in the module docstring's grammar.
     """
     n_expected = check_int(n_expected, "n_expected", low=0, allow_none=True)
-    path = Path(path)
+    path = as_path(path)
     rows = _split_lines(_read_text(path))
     while rows and not rows[-1].strip(" \t"):
         rows.pop()

@@ -16,6 +16,7 @@ import jax
 import numpy as np
 
 from .checks import PairSummary, check_grades, check_int, check_pair_array, check_pairs
+from .keys import check_key
 
 __all__ = ["PairSummary", "pairs_from_grades", "sample_pairs", "split_pairs", "validate_pairs"]
 
@@ -68,6 +69,7 @@ def split_pairs(key, pairs, n_known: int) -> tuple[np.ndarray, np.ndarray]:
     Returns:
         ``known: (n_known, 2)`` and ``held_out: (m - n_known, 2)``, int64 arrays.
     """
+    check_key(key)
     arr = check_pair_array(pairs)
     known, held_out = _random_partition(key, arr.shape[0], n_known, "n_known")
     return arr[known], arr[held_out]

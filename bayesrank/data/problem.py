@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +43,8 @@ class PreferenceProblem:
         if X is not None:
             X = check_features(X)
         relations = () if relations is None else relations
+        if isinstance(relations, Iterator):  # a generator of adjacencies: taken once
+            relations = tuple(relations)
         if isinstance(relations, np.ndarray) or not isinstance(relations, Sequence):
             raise ValueError(
                 "relations must be a list of (n, n) adjacency matrices (one per relation type), "

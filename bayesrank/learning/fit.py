@@ -28,6 +28,7 @@ import numpy as np
 
 from ..data.batch import ProblemBatch
 from ..data.checks import check_bool, check_choice, check_float, check_int
+from ..data.keys import check_key
 from ..data.problem import PreferenceProblem
 from ..inference import ep
 from ..kernels.params import check_hyperparameters, unconstrain
@@ -219,14 +220,6 @@ def _fit(
     return jax.block_until_ready(FitResult(fitted, jax.device_put(posterior), trace, converged))
 
 
-def _is_key(key) -> bool:
-    """A typed key (``jax.random.key``) or a raw ``uint32[2]`` one (``jax.random.PRNGKey``)."""
-    if isinstance(key, jax.Array) and jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
-        return True
-    arr = np.asarray(key) if isinstance(key, np.ndarray | jax.Array) else None
-    return arr is not None and arr.dtype == np.uint32 and arr.shape == (2,)
-
-
 def _choose(better, new, old):
     """Per query, the restart ``new`` where ``better``, else ``old`` (host arrays). Their traces
     ``(B, T, ...)`` may differ in ``T`` (each run stops with its slowest query): the shorter is
@@ -388,11 +381,8 @@ def fit_hyperparameters(
         check_bool(flag, name)
     check_bool(laplace_start, "laplace_start")
     check_int(bucket, "bucket", low=1, allow_none=True)
-    if key is not None and not _is_key(key):
-        raise ValueError(
-            f"key must be a JAX PRNG key (jax.random.key(0) or jax.random.PRNGKey(0)), got "
-            f"{type(key).__name__}"
-        )
+    if key is not None:
+        check_key(key)
     if not isinstance(prior, XPGP):
         raise ValueError(f"prior must be an XPGP prior, got {type(prior).__name__}")
     if isinstance(problems, PreferenceProblem):

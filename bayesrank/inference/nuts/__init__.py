@@ -63,6 +63,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...data.checks import check_choice, check_float, check_problem
+from ...data.keys import check_key
+from ...data.problem import PreferenceProblem
 from ...diagnostics import warn_if_unconverged
 from ...kernels.xpgp import check_prior, default_trainable
 from ...predict import draw_entity_scores as entity_scores
@@ -138,6 +140,7 @@ def sample(key, K, pairs, *, pair_mask=None, **options) -> NUTSPosterior:
         :class:`NUTSPosterior` with draws ``(num_chains, num_samples, n)`` and diagnostics.
     """
     settings = settings_from(options)
+    check_key(key)
     K, pairs, pair_mask = _float_problem(K, pairs, pair_mask, batched=False)
     with one_blas_thread():
         samples, trace = _sample_fixed(
@@ -155,6 +158,11 @@ def sample_problem(key, prior, problem, **options) -> NUTSPosterior:
     hyperparameters (the ``K`` that :meth:`bayesrank.model.XPGPModel.fit` gives EP);
     ``options`` as in :func:`sample`.
     """
+    if not isinstance(problem, PreferenceProblem):
+        raise ValueError(
+            f"problem must be a PreferenceProblem (PreferenceProblem.create), got "
+            f"{type(problem).__name__}"
+        )
     check_prior(prior, None if problem.X is None else problem.X.shape[1])
     graphs = prior.prepare(problem.relations)
     X = None if problem.X is None else jnp.asarray(problem.X)
@@ -192,13 +200,19 @@ def sample_batch(key, K, pairs, *, pair_mask=None, method: str = "vmap", **optio
     """
     K = np.asarray(K)
     return sample_each(
-        jax.random.split(key, K.shape[0]), K, pairs, pair_mask=pair_mask, method=method, **options
+        jax.random.split(check_key(key), K.shape[0]),
+        K,
+        pairs,
+        pair_mask=pair_mask,
+        method=method,
+        **options,
     )
 
 
 def sample_each(keys, K, pairs, *, pair_mask=None, method: str = "vmap", **options):
     """:func:`sample_batch` with one key per query given (``keys: (B,)``)."""
     settings = settings_from(options)
+    check_key(keys, "keys")
     method = check_choice(method, "method", ("vmap", "map"))
     K, pairs, pair_mask = _float_problem(K, pairs, pair_mask, batched=True)
     if len(keys) != K.shape[0]:

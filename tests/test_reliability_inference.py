@@ -382,6 +382,11 @@ def test_inputs_beyond_the_working_dtype_are_named():
         r"prior covariance K\[0, 0\] = inf",
         lambda: XPGPModel(XPGP(RBF(), sigma=1e-30)).fit(problem),
     )
+    # features in 1e-30 units: the median heuristic's rho (~1e30) squares beyond float32
+    _raises(
+        r"The start was XPGP\(attribute=RBF\(.*rho=.*standardise X",
+        lambda: fit_hyperparameters(XPGP(RBF()), PreferenceProblem.create(pairs, X=X * 1e-30)),
+    )
 
 
 def test_keys_paths_and_problems_are_checked_before_jax_sees_them():

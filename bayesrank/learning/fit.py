@@ -194,7 +194,16 @@ def _fit(
     best, ends = None, []
     for point in [free, *restart_points(free, restarts, key, per_query)]:
         u0 = point if centre is None else centre
-        result = drive(point, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress)
+        try:
+            result = drive(point, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress)
+        except ValueError as error:
+            if "at the initial hyperparameters is not finite" not in str(error):
+                raise
+            raise ValueError(  # name the values: e.g. a median heuristic beyond float32's range
+                f"{error}. The start was {first!r} ({np.dtype(dtype).name}); features on a "
+                "scale far from 1 put the median heuristic there: standardise X, or enable "
+                "float64"
+            ) from None
         score = np.asarray(result[1].objective)[..., -1]
         ends.append((score, flat_values(result[0].free, per_query)))
         if best is None:

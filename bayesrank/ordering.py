@@ -36,7 +36,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .data.checks._format import _show
-from .metrics._checks import is_traced, mask_values
+from .metrics._checks import mask_values
+from .runtime import is_traced
 
 __all__ = [
     "agreement",

@@ -34,7 +34,21 @@ from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["clear_compiled", "default_cache_dir", "enable_compilation_cache", "one_blas_thread"]
+__all__ = [
+    "clear_compiled",
+    "default_cache_dir",
+    "enable_compilation_cache",
+    "is_traced",
+    "one_blas_thread",
+]
+
+
+def is_traced(*values) -> bool:
+    """Whether any leaf of ``values`` is a JAX tracer (inside ``jit``, ``vmap`` or ``grad``):
+    the façades check and pad concrete inputs, and pass traced ones to the pure cores."""
+    import jax
+
+    return any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(values))
 
 
 @lru_cache(maxsize=1)

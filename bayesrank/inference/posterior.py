@@ -34,12 +34,9 @@ from ..predict import (
     predict_pairs,
     probability_matrix,
 )
+from ..runtime import is_traced
 
 __all__ = ["GaussianPosterior", "SamplePosterior"]
-
-
-def _traced(*values) -> bool:
-    return any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(values))
 
 
 def _check_pairs(pairs, n: int, batch: int | None) -> np.ndarray:
@@ -126,7 +123,7 @@ class GaussianPosterior:
         ``pairs: (p, 2)`` (or ``(B, p, 2)`` for a batch); outputs ``(p,)`` (or ``(B, p)``).
         """
         mean, cov = self.mean, self.cov
-        if _traced(mean, cov, pairs):
+        if is_traced(mean, cov, pairs):
             return _gaussian_pairs.__wrapped__(mean, cov, jnp.asarray(pairs))
         batch = mean.shape[0] if jnp.ndim(mean) == 2 else None
         checked = _check_pairs(pairs, jnp.shape(mean)[-1], batch)
@@ -136,7 +133,7 @@ class GaussianPosterior:
 
     def probability_matrix(self) -> jax.Array:
         """``(n, n)`` matrix of ``P(i > j | data)`` (diagonal 1/2); ``(B, n, n)`` for a batch."""
-        if _traced(self.mean, self.cov):
+        if is_traced(self.mean, self.cov):
             return _gaussian_matrix.__wrapped__(self.mean, self.cov)
         return _gaussian_matrix(self.mean, self.cov)
 
@@ -167,7 +164,7 @@ class SamplePosterior:
         """Monte Carlo ``P(i > j | data) = mean_t Phi(xi_i^(t) - xi_j^(t))`` and the sample moments
         of ``xi_i - xi_j`` (ddof 0) for ``pairs: (p, 2)``; outputs ``(p,)``."""
         draws = self.draws
-        if _traced(draws, pairs):
+        if is_traced(draws, pairs):
             return draw_pair_predictions(draws, jnp.asarray(pairs))
         checked = _check_pairs(pairs, draws.shape[-1], None)
         return _unpad(_draw_pairs(draws, _pad_pairs(checked)), checked.shape[0])
@@ -175,7 +172,7 @@ class SamplePosterior:
     def probability_matrix(self) -> jax.Array:
         """``(n, n)`` matrix of Monte Carlo ``P(i > j | data)`` (diagonal 1/2)."""
         draws = self.draws
-        return draw_probability_matrix(draws) if _traced(draws) else _draw_matrix(draws)
+        return draw_probability_matrix(draws) if is_traced(draws) else _draw_matrix(draws)
 
     def scores(self) -> tuple[jax.Array, jax.Array]:
         """Posterior mean and variance (ddof 0) of every entity's preference degree."""

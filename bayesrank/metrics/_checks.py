@@ -14,6 +14,7 @@ import numpy as np
 
 from ..data.checks import check_float, check_int
 from ..data.checks._format import _as_array, _show
+from ..runtime import is_traced
 
 #: The largest cut-off ``k`` / ``max_k`` accepted (larger ones would only allocate memory).
 MAX_CUTOFF = 10**6
@@ -25,11 +26,6 @@ class StaticArgumentError(TypeError, ValueError):
     """A static option (``k``, ``max_k``, ``n_bins``) passed as a traced value under ``jit``.
 
     Both a ``TypeError`` (it is one, for JAX) and a ``ValueError`` (the package's contract)."""
-
-
-def is_traced(*values) -> bool:
-    """Whether any leaf of ``values`` is a JAX tracer (inside ``jit``, ``vmap`` or ``grad``)."""
-    return any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(values))
 
 
 def static_int(name: str, value, low: int = 1, high: int = MAX_CUTOFF) -> int:

@@ -32,13 +32,13 @@ from ...data.checks import (
     check_pairs,
 )
 from ...diagnostics import warn_if_unconverged
-from ...runtime import one_blas_thread
+from ...runtime import is_traced, one_blas_thread
 from ..posterior import GaussianPosterior
 from .evidence import evidence_from_posterior
 from .factor import covariance, dense
 from .loop import check_schedule, convergence_tol, default_tol
 from .precision import check_precision
-from .run import check_damping, is_traced, run
+from .run import check_damping, run
 from .sites import Sites, informative_pairs, pair_mask_or_all
 
 __all__ = [

@@ -3,21 +3,16 @@
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
 from ...data.checks import check_float
+from ...runtime import is_traced
 from .loop import check_schedule, default_tol, init, iterate
 from .precision import check_precision, run_mixed
 from .sites import Sites
 from .state import EPState
 
 __all__ = ["run"]
-
-
-def is_traced(*values) -> bool:
-    """Whether any leaf of ``values`` is a JAX tracer (inside ``jit``, ``vmap`` or ``grad``)."""
-    return any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(values))
 
 
 def check_damping(damping) -> None:

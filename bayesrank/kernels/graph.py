@@ -102,28 +102,46 @@ def laplacian_spectrum(W, normalized: bool = False, *, validate: bool = True) ->
     # eigh of W / max(W), eigenvalues scaled back: eigh squares its input's entries, so weights
     # beyond ~1e154 overflowed inside it (a zero kernel, no error), and a float64 weight beyond
     # float32's range became inf in float32; the normalized Laplacian does not depend on scale
-    if validate:  # the scale on the host, in float64, before any cast to the working dtype
-        W = check_adjacency(W)
-        top = float(W.max()) if W.size else 0.0
-        scale = top if top > 0 else 1.0
-        W = jnp.asarray(W / scale)
-    else:
-        W = jnp.asarray(W)
-        top = jnp.max(W, initial=0.0)
-        scale = jnp.where(top > 0, top, 1.0)
-        W = W / scale
-    evals, evecs = jnp.linalg.eigh(laplacian(W, normalized))
+    if validate:
+        return _host_spectrum(check_adjacency(W), normalized)
+    W = jnp.asarray(W)
+    top = jnp.max(W, initial=0.0)
+    scale = jnp.where(top > 0, top, 1.0)
+    evals, evecs = jnp.linalg.eigh(laplacian(W / scale, normalized))
     # eigenvalues within round-off of 0 are 0 (a component's constant vector): scaled back by
     # a large weight, their noise would otherwise turn into a large eigenvalue
     noise = W.shape[0] * jnp.finfo(evals.dtype).eps * jnp.max(jnp.abs(evals), initial=0.0)
     evals = jnp.where(evals <= noise, 0.0, evals)
     if not normalized:  # beyond the dtype's range (float32): its largest number, not inf
         big = jnp.finfo(evals.dtype).max
-        log_scale = math.log(scale) if isinstance(scale, float) else jnp.log(scale)
         positive = evals > 0
-        over = positive & (jnp.log(jnp.where(positive, evals, 1.0)) + log_scale > jnp.log(big))
+        over = positive & (jnp.log(jnp.where(positive, evals, 1.0)) + jnp.log(scale) > jnp.log(big))
         evals = jnp.where(over, big, evals * jnp.minimum(scale, big))
     return LaplacianSpectrum(evals, evecs)
+
+
+def _host_spectrum(W: np.ndarray, normalized: bool) -> LaplacianSpectrum:
+    """:func:`laplacian_spectrum` of a checked ``W`` on the host, in float64 (NumPy's ``eigh``:
+    no program compiled per graph size), cast to the working dtype at the end."""
+    top = float(W.max()) if W.size else 0.0
+    scale = top if top > 0 else 1.0
+    W = W / scale
+    degree = W.sum(axis=1)
+    if normalized:
+        inv_sqrt = np.where(degree > 0, 1.0 / np.sqrt(np.where(degree > 0, degree, 1.0)), 0.0)
+        L = np.diag((degree > 0).astype(W.dtype)) - inv_sqrt[:, None] * W * inv_sqrt[None, :]
+    else:
+        L = np.diag(degree) - W
+    evals, evecs = np.linalg.eigh(L)
+    noise = W.shape[0] * np.finfo(np.float64).eps * np.max(np.abs(evals), initial=0.0)
+    evals = np.where(evals <= noise, 0.0, evals)
+    dtype = np.dtype(jnp.result_type(float))
+    if not normalized:  # beyond the working dtype's range (float32): its largest number, not inf
+        big = float(np.finfo(dtype).max)
+        positive = evals > 0
+        over = positive & (np.log(np.where(positive, evals, 1.0)) + math.log(scale) > math.log(big))
+        evals = np.where(over, big, evals * min(scale, big))
+    return LaplacianSpectrum(evals.astype(dtype), evecs.astype(dtype))
 
 
 def _from_spectrum(spectrum: LaplacianSpectrum, r: jax.Array) -> jax.Array:

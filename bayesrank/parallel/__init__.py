@@ -25,21 +25,38 @@ from __future__ import annotations
 
 from .baselines import fit_rankboost, fit_ranksvm, pairwise_errors
 from .batching import PreparedBatch, covariances, prepare_batch, size_groups
-from .collection import fit_ep, letor_metrics, predict_pairs, sample_nuts
+from .collection import (
+    CollectionPrediction,
+    fit_ep,
+    fit_predict,
+    letor_metrics,
+    predict_pairs,
+    sample_nuts,
+)
+from .distributed import initialize, process_share
 from .mapping import map_queries, query_map_method
+from .plan import CollectionPlan, make_plan
+from .sharding import query_mesh
 
 __all__ = [
+    "CollectionPlan",
+    "CollectionPrediction",
     "PreparedBatch",
     "covariances",
     "fit_ep",
+    "fit_predict",
     "fit_rankboost",
     "fit_ranksvm",
+    "initialize",
     "letor_metrics",
+    "make_plan",
     "map_queries",
     "pairwise_errors",
     "predict_pairs",
     "prepare_batch",
+    "process_share",
     "query_map_method",
+    "query_mesh",
     "sample_nuts",
     "size_groups",
 ]

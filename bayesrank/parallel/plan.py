@@ -1,0 +1,125 @@
+"""Where each query of a collection runs: size groups, their padded shapes, and a slot on a
+device for every query.
+
+A collection of ``Q`` queries, spread over ``P`` processes with ``D`` devices each, runs as one
+compiled program (:mod:`.collection`) holding one block of rows per **size group**: the queries
+whose entity and pair counts fall in the same bucket (:func:`~bayesrank.data.batch.bucket_size`
+with ``per_octave`` sizes per power of two, so padding adds at most ``1 / per_octave`` to a
+size). A group's rows are split evenly over the ``P * D`` devices of the mesh: device ``g`` holds
+rows ``[g * r, (g + 1) * r)``, ``r`` the group's rows per device. Each process places only the
+queries it read, on its own devices, dealt round-robin in order of decreasing size, so that
+every device gets a like share of each group's work; empty slots are padding (skipped by the
+CPU's query map, computed on filler data by ``vmap``).
+
+The plan is plain host data computed the same way on every process from the sizes of all
+queries (:func:`make_plan`), so the processes agree on every shape without further talk.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..data.batch import bucket_size
+
+__all__ = ["CollectionPlan", "Group", "make_plan"]
+
+
+class Group(NamedTuple):
+    """One size group: padded sizes ``n`` (entities), ``m`` (known pairs), ``p`` (pairs to
+    predict); ``rows_per_device``; ``queries: (k,)`` the global indices of its queries and
+    ``rows: (k,)`` the row of each among the group's ``rows_per_device * n_devices`` rows."""
+
+    n: int
+    m: int
+    p: int
+    rows_per_device: int
+    queries: np.ndarray
+    rows: np.ndarray
+
+
+class CollectionPlan(NamedTuple):
+    """How a collection runs: its groups, the mesh's size and the query map's method.
+
+    ``sizes: (Q, 3)`` the real ``(n, m, p)`` of every query (global order: process 0's queries
+    first), ``owner: (Q,)`` the process that read each.
+    """
+
+    groups: tuple[Group, ...]
+    n_processes: int
+    devices_per_process: int
+    method: str
+    sizes: np.ndarray
+    owner: np.ndarray
+
+    @property
+    def n_devices(self) -> int:
+        return self.n_processes * self.devices_per_process
+
+    def padding_waste(self) -> float:
+        """The share of EP's ``n^3`` work spent on padding: ``1 - sum_q n_q^3 / sum n_pad^3``
+        over the rows that run (every row under ``vmap``, the real ones under ``lax.map``)."""
+        real = float(np.sum(self.sizes[:, 0].astype(float) ** 3))
+        padded = 0.0
+        for g in self.groups:
+            rows = g.rows_per_device * self.n_devices if self.method == "vmap" else len(g.queries)
+            padded += rows * float(g.n) ** 3
+        return 1.0 - real / padded if padded else 0.0
+
+    def describe(self) -> str:
+        """One line: queries, groups, devices, processes, method and padding waste."""
+        return (
+            f"{len(self.sizes)} queries in {len(self.groups)} size groups on {self.n_devices} "
+            f"device(s) of {self.n_processes} process(es), each device's queries by "
+            f"{'vmap' if self.method == 'vmap' else 'lax.map'}; padding "
+            f"{100 * self.padding_waste():.0f}% of the n^3 work"
+        )
+
+
+def make_plan(
+    sizes,
+    owner,
+    n_processes: int,
+    devices_per_process: int,
+    method: str,
+    per_octave: int = 8,
+) -> CollectionPlan:
+    """The plan of a collection from every query's real sizes.
+
+    Args:
+        sizes: ``(Q, 3)`` int, each query's ``(n, m, p)``: entities, known pairs, pairs to
+            predict.
+        owner: ``(Q,)`` the process holding each query; a process's queries are contiguous, in
+            process order (global index = position in the concatenation of the processes' lists).
+        n_processes, devices_per_process: the mesh's shape.
+        method: ``"map"`` or ``"vmap"`` (:func:`~bayesrank.parallel.query_map_method`).
+        per_octave: size buckets per power of two (:func:`~bayesrank.data.batch.bucket_size`):
+            more buckets, less padding and more programs to compile.
+    """
+    sizes = np.asarray(sizes, np.int64).reshape(-1, 3)
+    owner = np.asarray(owner, np.int64)
+    keys = [(bucket_size(n, per_octave), bucket_size(max(m, 1), per_octave)) for n, m, _ in sizes]
+    members: dict[tuple[int, int], list[int]] = {}
+    for q, key in enumerate(keys):
+        members.setdefault(key, []).append(q)
+    groups = []
+    for (n, m), queries in sorted(members.items()):
+        queries = np.asarray(queries)
+        per_device: list[list[int]] = [[] for _ in range(n_processes * devices_per_process)]
+        for proc in range(n_processes):
+            mine = queries[owner[queries] == proc]
+            mine = mine[np.argsort(-sizes[mine, 0], kind="stable")]  # largest first
+            for k, q in enumerate(mine):
+                per_device[proc * devices_per_process + k % devices_per_process].append(int(q))
+        most = max(len(d) for d in per_device)
+        rows_per_device = bucket_size(most, per_octave=4)
+        order, rows = [], []
+        for device, qs in enumerate(per_device):
+            order += qs
+            rows += [device * rows_per_device + k for k in range(len(qs))]
+        order, rows = np.asarray(order, np.int64), np.asarray(rows, np.int64)
+        sort = np.argsort(order)
+        p = bucket_size(max(1, int(sizes[queries, 2].max())))
+        groups.append(Group(n, m, p, rows_per_device, order[sort], rows[sort]))
+    return CollectionPlan(tuple(groups), n_processes, devices_per_process, method, sizes, owner)

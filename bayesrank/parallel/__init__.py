@@ -14,11 +14,19 @@ Every function of bayesrank computes for ONE query; this module runs them over a
    on the CPU, where batched LAPACK calls are slow and, run concurrently, can deadlock jaxlib
    0.10's CPU thread pool (``docs/model.md``). :func:`query_map_method` says which is used.
 
+3. **shard over devices and processes** (:mod:`.sharding`, :mod:`.distributed`): a collection
+   runs as one compiled program (:mod:`.program`) over a one-axis mesh of every device of every
+   process; :mod:`.plan` groups the queries by size and deals each group's queries evenly over
+   the devices, each process placing only the queries it read.
+
 Learning (:mod:`bayesrank.learning`) builds its shared and per-query objectives on these pieces;
-the collection façades (:func:`fit_ep`, :func:`sample_nuts`, :func:`letor_metrics`,
-:func:`fit_ranksvm`, ...) are the ones users call. Modules: :mod:`.mapping` (the query map),
-:mod:`.batching` (stacked problems, covariances), :mod:`.collection` (EP, prediction, NUTS,
-metrics), :mod:`.baselines` (RankSVM, RankBoost, pairwise errors per query).
+the collection façades (:func:`fit_predict`, :func:`fit_ep`, :func:`sample_nuts`,
+:func:`letor_metrics`, :func:`fit_ranksvm`, ...) are the ones users call. Modules: :mod:`.mapping`
+(the query map), :mod:`.batching` (stacked problems, covariances), :mod:`.plan`,
+:mod:`.sharding`, :mod:`.distributed`, :mod:`.program` (the collection's compiled program),
+:mod:`.collection` (EP, prediction, NUTS, metrics), :mod:`.baselines` (RankSVM, RankBoost,
+pairwise errors per query). ``docs/scaling.md``: how to run on many devices and hosts, and what
+it measured.
 """
 
 from __future__ import annotations

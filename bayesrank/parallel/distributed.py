@@ -43,6 +43,7 @@ def process_share(
     count = jax.process_count() if process_count is None else int(process_count)
     if count < 1 or not 0 <= k < count:
         raise ValueError(f"process_index must be in [0, {count}), got {k}")
+
     def bound(j):
         return -(-j * len(items) // count)
 

@@ -127,14 +127,15 @@ def test_padded_collection_equals_each_query_alone_unpadded():
 
 def test_plan_deals_each_group_evenly_and_counts_its_padding():
     rng = np.random.default_rng(3)
-    sizes = np.c_[rng.integers(5, 300, 200), rng.integers(0, 400, 200), rng.integers(0, 50, 200)]
+    n = rng.integers(5, 300, 200)
+    sizes = np.c_[n, rng.integers(0, 400, 200), rng.integers(0, 50, 200), n // 2 + 2]
     owner = np.repeat([0, 1], [120, 80])
     plan = make_plan(sizes, owner, n_processes=2, devices_per_process=4, method="map")
     seen = np.concatenate([g.queries for g in plan.groups])
     assert sorted(seen) == list(range(200))
     for g in plan.groups:
         assert (sizes[g.queries, 0] <= g.n).all() and (sizes[g.queries, 1] <= max(g.m, 8)).all()
-        assert (sizes[g.queries, 2] <= g.p).all()
+        assert (sizes[g.queries, 2] <= g.p).all() and (sizes[g.queries, 3] <= g.t).all()
         device = g.rows // g.rows_per_device
         assert len(set(g.rows)) == len(g.rows) and (device < 8).all()
         # each process's queries on its own devices, within one query of each other
@@ -144,8 +145,8 @@ def test_plan_deals_each_group_evenly_and_counts_its_padding():
                 4 * proc : 4 * proc + 4
             ]
             assert counts.max() - counts.min() <= 1
-    padded = sum(len(g.queries) * g.n**3 for g in plan.groups)
-    assert plan.padding_waste() == pytest.approx(1 - np.sum(sizes[:, 0] ** 3.0) / padded)
+    padded = sum(len(g.queries) * g.t**3 for g in plan.groups)
+    assert plan.padding_waste() == pytest.approx(1 - np.sum(sizes[:, 3] ** 3.0) / padded)
     assert "200 queries" in plan.describe() and "8 device(s)" in plan.describe()
 
 

@@ -101,14 +101,13 @@ def fit_predict(
         mesh=mesh,
         method=method,
         per_octave=per_octave,
-        posterior=False,
         **options,
     )
     Q = len(plan.sizes)
     fields = {k: [None] * Q for k in QueryResult._fields}
     for g, res in zip(plan.groups, out, strict=True):
         for q, row in zip(g.queries, g.rows, strict=True):
-            n, _, p = plan.sizes[q]
+            n, _, p, _ = plan.sizes[q]
             for k in QueryResult._fields:
                 value = np.asarray(getattr(res, k)[row])
                 fields[k][q] = (
@@ -169,13 +168,12 @@ def fit_ep(
         mesh=mesh,
         method=method,
         per_octave=per_octave,
-        posterior=True,
         **options,
     )
     posts: list = [None] * len(plan.sizes)
     for g, res in zip(plan.groups, out, strict=True):
         for q, row in zip(g.queries, g.rows, strict=True):
-            n, m, _ = plan.sizes[q]
+            n, m, _, _ = plan.sizes[q]
             one = jax.tree_util.tree_map(lambda x, row=row: x[row], res)
             posts[q] = ep.unpad_posterior(one, int(n), int(m))
     if max_iter:

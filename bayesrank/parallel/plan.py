@@ -2,10 +2,11 @@
 device for every query.
 
 A collection of ``Q`` queries, spread over ``P`` processes with ``D`` devices each, runs as one
-compiled program (:mod:`.collection`) holding one block of rows per **size group**: the queries
-whose entity and pair counts fall in the same bucket (:func:`~bayesrank.data.batch.bucket_size`
-with ``per_octave`` sizes per power of two, so padding adds at most ``1 / per_octave`` to a
-size). A group's rows are split evenly over the ``P * D`` devices of the mesh: device ``g`` holds
+compiled program (:mod:`.program`) holding one block of rows per **size group**: the queries
+whose sizes fall in the same buckets (:func:`~bayesrank.data.batch.bucket_size`): the entities
+EP runs on ``t`` and the known pairs ``m`` at ``per_octave`` sizes per power of two (padding adds
+at most ``1 / per_octave`` to them), the entities ``n`` at a quarter of that. A group's rows
+are split evenly over the ``P * D`` devices of the mesh: device ``g`` holds
 rows ``[g * r, (g + 1) * r)``, ``r`` the group's rows per device. Each process places only the
 queries it read, on its own devices, dealt round-robin in order of decreasing size, so that
 every device gets a like share of each group's work; empty slots are padding (skipped by the
@@ -28,12 +29,14 @@ __all__ = ["CollectionPlan", "Group", "make_plan"]
 
 class Group(NamedTuple):
     """One size group: padded sizes ``n`` (entities), ``m`` (known pairs), ``p`` (pairs to
-    predict); ``rows_per_device``; ``queries: (k,)`` the global indices of its queries and
+    predict), ``t`` (the entities EP runs on: those the pairs touch, or all ``n``);
+    ``rows_per_device``; ``queries: (k,)`` the global indices of its queries and
     ``rows: (k,)`` the row of each among the group's ``rows_per_device * n_devices`` rows."""
 
     n: int
     m: int
     p: int
+    t: int
     rows_per_device: int
     queries: np.ndarray
     rows: np.ndarray
@@ -42,7 +45,7 @@ class Group(NamedTuple):
 class CollectionPlan(NamedTuple):
     """How a collection runs: its groups, the mesh's size and the query map's method.
 
-    ``sizes: (Q, 3)`` the real ``(n, m, p)`` of every query (global order: process 0's queries
+    ``sizes: (Q, 4)`` the real ``(n, m, p, t)`` of every query (global order: process 0's queries
     first), ``owner: (Q,)`` the process that read each.
     """
 
@@ -58,13 +61,13 @@ class CollectionPlan(NamedTuple):
         return self.n_processes * self.devices_per_process
 
     def padding_waste(self) -> float:
-        """The share of EP's ``n^3`` work spent on padding: ``1 - sum_q n_q^3 / sum n_pad^3``
+        """The share of EP's ``t^3`` work spent on padding: ``1 - sum_q t_q^3 / sum t_pad^3``
         over the rows that run (every row under ``vmap``, the real ones under ``lax.map``)."""
-        real = float(np.sum(self.sizes[:, 0].astype(float) ** 3))
+        real = float(np.sum(self.sizes[:, 3].astype(float) ** 3))
         padded = 0.0
         for g in self.groups:
             rows = g.rows_per_device * self.n_devices if self.method == "vmap" else len(g.queries)
-            padded += rows * float(g.n) ** 3
+            padded += rows * float(g.t) ** 3
         return 1.0 - real / padded if padded else 0.0
 
     def describe(self) -> str:
@@ -73,7 +76,7 @@ class CollectionPlan(NamedTuple):
             f"{len(self.sizes)} queries in {len(self.groups)} size groups on {self.n_devices} "
             f"device(s) of {self.n_processes} process(es), each device's queries by "
             f"{'vmap' if self.method == 'vmap' else 'lax.map'}; padding "
-            f"{100 * self.padding_waste():.0f}% of the n^3 work"
+            f"{100 * self.padding_waste():.0f}% of EP's t^3 work"
         )
 
 
@@ -88,8 +91,8 @@ def make_plan(
     """The plan of a collection from every query's real sizes.
 
     Args:
-        sizes: ``(Q, 3)`` int, each query's ``(n, m, p)``: entities, known pairs, pairs to
-            predict.
+        sizes: ``(Q, 4)`` int, each query's ``(n, m, p, t)``: entities, known pairs, pairs to
+            predict, entities EP runs on (``t <= n``).
         owner: ``(Q,)`` the process holding each query; a process's queries are contiguous, in
             process order (global index = position in the concatenation of the processes' lists).
         n_processes, devices_per_process: the mesh's shape.
@@ -97,14 +100,19 @@ def make_plan(
         per_octave: size buckets per power of two (:func:`~bayesrank.data.batch.bucket_size`):
             more buckets, less padding and more programs to compile.
     """
-    sizes = np.asarray(sizes, np.int64).reshape(-1, 3)
+    sizes = np.asarray(sizes, np.int64).reshape(-1, 4)
     owner = np.asarray(owner, np.int64)
-    keys = [(bucket_size(n, per_octave), bucket_size(max(m, 1), per_octave)) for n, m, _ in sizes]
-    members: dict[tuple[int, int], list[int]] = {}
+    # EP's t^3 dominates; n sets the covariance's n^3 and the expansion's n^2 t: coarser
+    coarse = max(1, per_octave // 4)
+    keys = [
+        (bucket_size(t, per_octave), bucket_size(n, coarse), bucket_size(max(m, 1), per_octave))
+        for n, m, _, t in sizes
+    ]
+    members: dict[tuple[int, int, int], list[int]] = {}
     for q, key in enumerate(keys):
         members.setdefault(key, []).append(q)
     groups = []
-    for (n, m), queries in sorted(members.items()):
+    for (t, n, m), queries in sorted(members.items()):
         queries = np.asarray(queries)
         per_device: list[list[int]] = [[] for _ in range(n_processes * devices_per_process)]
         for proc in range(n_processes):
@@ -121,5 +129,6 @@ def make_plan(
         order, rows = np.asarray(order, np.int64), np.asarray(rows, np.int64)
         sort = np.argsort(order)
         p = bucket_size(max(1, int(sizes[queries, 2].max())))
-        groups.append(Group(n, m, p, rows_per_device, order[sort], rows[sort]))
+        t = min(n, t)
+        groups.append(Group(n, m, p, t, rows_per_device, order[sort], rows[sort]))
     return CollectionPlan(tuple(groups), n_processes, devices_per_process, method, sizes, owner)

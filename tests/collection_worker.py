@@ -25,20 +25,7 @@ if role == "process":  # before anything starts JAX's backend
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
-from sharding_cases import PRIOR, letor_problems, random_problems  # noqa: E402
-
-
-def arrays(result) -> dict:
-    flat = {
-        "prob": np.concatenate([p.prob for p in result.predictions]),
-        "delta_var": np.concatenate([p.delta_var for p in result.predictions]),
-        "mean": np.concatenate(result.mean),
-        "var": np.concatenate(result.var),
-        "log_evidence": result.log_evidence,
-        "n_iter": result.n_iter,
-    }
-    return flat
-
+from sharding_cases import PRIOR, flat, letor_problems, random_problems  # noqa: E402
 
 if role == "devices":
     problems, tests = random_problems()
@@ -51,8 +38,8 @@ if role == "devices":
     posts1 = parallel.fit_ep(PRIOR, problems, tol=1e-9, mesh=parallel.query_mesh(jax.devices()[:1]))
     np.savez(
         out,
-        **{f"four_{k}": v for k, v in arrays(four).items()},
-        **{f"one_{k}": v for k, v in arrays(one).items()},
+        **{f"four_{k}": v for k, v in flat(four).items()},
+        **{f"one_{k}": v for k, v in flat(one).items()},
         ep_cov_diff=max(
             float(np.max(np.abs(a.cov - b.cov))) for a, b in zip(posts4, posts1, strict=True)
         ),
@@ -65,4 +52,4 @@ else:
     problems, tests = letor_problems(mine)
     result = parallel.fit_predict(PRIOR, problems, tests, tol=1e-9)
     if jax.process_index() == 0:
-        np.savez(out, files=len(mine), devices=len(jax.devices()), **arrays(result))
+        np.savez(out, files=len(mine), devices=len(jax.devices()), **flat(result))

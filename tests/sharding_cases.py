@@ -18,6 +18,18 @@ PRIOR = XPGP(
 SIZES = [(12, 20), (30, 40), (13, 22), (50, 60), (11, 19), (29, 35), (9, 15), (14, 3), (10, 0)]
 
 
+def flat(result) -> dict:
+    """A collection's outputs, every query's concatenated, for comparing two runs."""
+    return {
+        "prob": np.concatenate([p.prob for p in result.predictions]),
+        "delta_var": np.concatenate([p.delta_var for p in result.predictions]),
+        "mean": np.concatenate(result.mean),
+        "var": np.concatenate(result.var),
+        "log_evidence": result.log_evidence,
+        "n_iter": result.n_iter,
+    }
+
+
 def graph(rng, n):
     W = (rng.uniform(size=(n, n)) < 0.2) * rng.uniform(0.5, 2.0, size=(n, n))
     return np.triu(W, 1) + np.triu(W, 1).T

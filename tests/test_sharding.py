@@ -11,7 +11,7 @@ from functools import partial
 import jax
 import numpy as np
 import pytest
-from sharding_cases import PRIOR, letor_problems, random_problems, write_letor_files
+from sharding_cases import PRIOR, flat, letor_problems, random_problems, write_letor_files
 
 from bayesrank import RBF, XPGP, parallel
 from bayesrank.inference import ep
@@ -30,17 +30,6 @@ def worker_env():
     env.pop("XLA_FLAGS", None)  # the worker sets its own device count
     env["JAX_PLATFORMS"] = "cpu"
     return env
-
-
-def flat(result) -> dict:
-    return {
-        "prob": np.concatenate([p.prob for p in result.predictions]),
-        "delta_var": np.concatenate([p.delta_var for p in result.predictions]),
-        "mean": np.concatenate(result.mean),
-        "var": np.concatenate(result.var),
-        "log_evidence": result.log_evidence,
-        "n_iter": result.n_iter,
-    }
 
 
 @x64_only

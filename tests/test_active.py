@@ -2,6 +2,8 @@
 the compiled loop against a plain Python loop fed the same answers, no pair asked twice."""
 
 import itertools
+import json
+import re
 
 import jax
 import numpy as np
@@ -107,3 +109,46 @@ def test_explore_input_errors_name_the_culprit():
         active.explore(K, cands, outcome, 2, "entropy")
     with pytest.raises(ValueError, match="candidates"):
         active.explore(K, np.array([[0, 9]]), np.array([True]), 1)
+
+
+def test_a_callable_oracle_asks_what_the_compiled_loop_asks():
+    K, cands, outcome = problem(seed=4)
+    lookup = {tuple(c): bool(o) for c, o in zip(cands, outcome, strict=True)}
+    session = active.ask(K, cands, lambda i, j: lookup[(i, j)], 5, tol=1e-10)
+    compiled = active.explore(K, cands, outcome, 5, tol=1e-10)
+    assert [s for s, _ in session.log] == list(np.asarray(compiled.chosen))
+    np.testing.assert_allclose(session.mean, compiled.mean, atol=1e-6)
+
+
+def test_interactive_mode_writes_the_answers_and_resumes(tmp_path, monkeypatch, capsys):
+    """Scripted standard input: answer, answer, skip, undo (the skip), answer, stop."""
+    import io
+
+    from bayesrank.cli import main
+
+    path = tmp_path / "answers.jsonl"
+    monkeypatch.setattr("sys.stdin", io.StringIO("1\n2\ns\nu\n1\nq\n"))
+    assert main(["active", "--interactive", "--answers", str(path), "--k", "5"]) == 0
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r["answer"] for r in rows] == ["first", "second", "first"]
+    out = capsys.readouterr().out
+    shown = re.findall(r"document (\S+) \(features", out)
+    # the pair skipped and undone is asked again, and its answer is the third row
+    assert shown[4:6] == shown[8:10] and shown[6:8] != shown[4:6]
+    assert len({(r["i"], r["j"]) for r in rows}) == 3
+    # a second run resumes from the file: three answers already, so the fourth pair is asked
+    monkeypatch.setattr("sys.stdin", io.StringIO("q\n"))
+    assert main(["active", "--interactive", "--answers", str(path), "--k", "5"]) == 0
+    assert "pair 4 of 5" in capsys.readouterr().out
+    assert [json.loads(line) for line in path.read_text().splitlines()] == rows
+
+
+def test_a_bad_answer_file_names_its_line(tmp_path):
+    K, cands, _ = problem(n=5)
+    path = tmp_path / "a.jsonl"
+    path.write_text('{"i": 0, "j": 1, "answer": "first"}\n{"i": 0, "j": 2, "answer": "maybe"}\n')
+    with pytest.raises(ValueError, match="line 2"):
+        active.Session(K, cands, answers=path)
+    path.write_text('{"i": 0, "j": 7, "answer": "first"}\n')
+    with pytest.raises(ValueError, match=r"line 1.*not a candidate"):
+        active.Session(K, cands, answers=path)

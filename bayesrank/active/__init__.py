@@ -2,15 +2,21 @@
 
 :mod:`.criteria` scores candidate pairs (the paper's variance ratio, BALD's mutual information,
 random); :mod:`.loop` runs the greedy loop, one compiled ``lax.scan`` of selections and EP
-updates warm-started from the previous sites.
+updates warm-started from the previous sites; :mod:`.session` lets a person (or any callable)
+answer, one pair at a time, with skip, undo and an answer file to resume from
+(``bayesrank active --interactive``).
 """
 
 from .criteria import CRITERIA, mutual_information, score, variance_ratio
 from .loop import Exploration, explore, explore_core, next_pair
+from .session import ANSWERS, Session, ask
 
 __all__ = [
+    "ANSWERS",
     "CRITERIA",
     "Exploration",
+    "Session",
+    "ask",
     "explore",
     "explore_core",
     "mutual_information",

@@ -152,3 +152,36 @@ def test_a_bad_answer_file_names_its_line(tmp_path):
     path.write_text('{"i": 0, "j": 7, "answer": "first"}\n')
     with pytest.raises(ValueError, match=r"line 1.*not a candidate"):
         active.Session(K, cands, answers=path)
+
+
+def test_batch_rounds_follow_the_believer_rule():
+    """Rounds of 3 picks, each answered by its more probable side until the round's real
+    answers arrive: against a loop of the public ep.fit and NumPy scores."""
+    if not jax.config.jax_enable_x64:
+        pytest.skip("argmax ties resolve at float64 resolution")
+    K, cands, outcome = problem(seed=5)
+    k, q = 6, 3
+    got = active.explore(K, cands, outcome, k, batch=q, tol=1e-10)
+    asked, real = [], []
+    mean, cov = np.zeros(len(K)), K
+    for _ in range(k // q):
+        fantasy, m, c = list(real), mean, cov
+        for _ in range(q):
+            dm, dv = moments(m, c, cands)
+            s = np.where(np.isin(np.arange(len(cands)), asked), -np.inf, dv / (dm**2 + 1e-300))
+            pick = int(np.argmax(s))
+            asked.append(pick)
+            i, j = cands[pick]
+            fantasy.append((i, j) if dm[pick] >= 0 else (j, i))
+            post = ep.fit(K, np.array(fantasy), tol=1e-10)
+            m, c = np.asarray(post.mean), np.asarray(post.cov)
+        for pick in asked[-q:]:
+            i, j = cands[pick]
+            real.append((i, j) if outcome[pick] else (j, i))
+        post = ep.fit(K, np.array(real), tol=1e-10)
+        mean, cov = np.asarray(post.mean), np.asarray(post.cov)
+    assert list(np.asarray(got.chosen)) == asked
+    np.testing.assert_array_equal(np.asarray(got.pairs), np.array(real))
+    np.testing.assert_allclose(got.mean, mean, atol=1e-8)
+    with pytest.raises(ValueError, match="multiple of batch"):
+        active.explore(K, cands, outcome, 5, batch=3)

@@ -29,8 +29,8 @@ __all__ = ["Exploration", "explore", "explore_core", "next_pair"]
 class Exploration(NamedTuple):
     """Result of a loop: ``chosen: (k,)`` indices into the candidates, in the order asked;
     ``pairs: (k, 2)`` the answers as pairs (winner first); the final EP posterior's ``mean: (n,)``
-    and ``cov: (n, n)``; ``sites`` (``(k,)`` each, for a warm start); ``n_iter: (k,)`` EP sweeps
-    after each answer."""
+    and ``cov: (n, n)``; ``sites`` (``(k,)`` each, for a warm start); ``n_iter: (k / batch,)`` EP
+    sweeps after each round's answers."""
 
     chosen: jax.Array
     pairs: jax.Array
@@ -48,24 +48,82 @@ def next_pair(mean, cov, candidates, asked, criterion: str, key=None):
     return jnp.argmax(jnp.where(asked, -jnp.inf, s))
 
 
-def explore_core(K, candidates, outcome, key, *, k: int, criterion: str, max_iter=100, tol=None):
+def _ask(K, candidates, outcome, key, pairs, mask, sites, mean, cov, asked, t, criterion, fit):
+    """One greedy pick at position ``t`` (answered by ``outcome``, or where ``outcome`` is None
+    by the more probable orientation: a fantasy) and the EP update."""
+    key, sub = jax.random.split(key)
+    s = next_pair(mean, cov, candidates, asked, criterion, sub)
+    i, j = candidates[s, 0], candidates[s, 1]
+    if outcome is None:
+        first = predict_pairs(mean, cov, candidates[s][None]).delta_mean[0] >= 0
+    else:
+        first = outcome[s]
+    pairs = pairs.at[t].set(jnp.where(first, jnp.stack([i, j]), jnp.stack([j, i])))
+    mask = mask.at[t].set(True)
+    post = fit(K, pairs, sites=sites, pair_mask=mask)
+    return s, key, pairs, mask, post, asked.at[s].set(True)
+
+
+def explore_core(
+    K, candidates, outcome, key, *, k: int, criterion: str, batch: int = 1, max_iter=100, tol=None
+):
     """:func:`explore` as a pure function: ``K: (n, n)``, ``candidates: (c, 2)``, ``outcome:
-    (c,)`` bool (True: the first of the pair wins), ``k`` static."""
+    (c,)`` bool (True: the first of the pair wins), ``k`` and ``batch`` static."""
     K = jnp.asarray(K)
     dtype = K.dtype
     n = K.shape[0]
+    fit = partial(ep.fit_core, max_iter=max_iter, tol=tol)
 
-    def step(state, t):
+    def one_round(state, r):
         pairs, mask, sites, mean, cov, asked, key = state
-        key, sub = jax.random.split(key)
-        s = next_pair(mean, cov, candidates, asked, criterion, sub)
-        i, j = candidates[s, 0], candidates[s, 1]
-        pair = jnp.where(outcome[s], jnp.stack([i, j]), jnp.stack([j, i]))
-        pairs = pairs.at[t].set(pair)
-        mask = mask.at[t].set(True)
-        post = ep.fit_core(K, pairs, sites=sites, pair_mask=mask, max_iter=max_iter, tol=tol)
-        state = (pairs, mask, post.sites, post.mean, post.cov, asked.at[s].set(True), key)
-        return state, (s, post.n_iter)
+        if batch == 1:
+            s, key, pairs, mask, post, asked = _ask(
+                K,
+                candidates,
+                outcome,
+                key,
+                pairs,
+                mask,
+                sites,
+                mean,
+                cov,
+                asked,
+                r,
+                criterion,
+                fit,
+            )
+            return (pairs, mask, post.sites, post.mean, post.cov, asked, key), (
+                s[None],
+                post.n_iter,
+            )
+
+        def fantasy(inner, b):  # the batch's picks, each answered by its more probable side
+            f_pairs, f_mask, f_sites, f_mean, f_cov, f_asked, key = inner
+            s, key, f_pairs, f_mask, post, f_asked = _ask(
+                K,
+                candidates,
+                None,
+                key,
+                f_pairs,
+                f_mask,
+                f_sites,
+                f_mean,
+                f_cov,
+                f_asked,
+                r * batch + b,
+                criterion,
+                fit,
+            )
+            return (f_pairs, f_mask, post.sites, post.mean, post.cov, f_asked, key), s
+
+        inner, chosen = jax.lax.scan(fantasy, state, jnp.arange(batch))
+        _, mask, f_sites, _, _, asked, key = inner
+        first = outcome[chosen]
+        i, j = candidates[chosen, 0], candidates[chosen, 1]
+        real = jnp.stack([jnp.where(first, i, j), jnp.where(first, j, i)], axis=1)
+        pairs = jax.lax.dynamic_update_slice(pairs, real.astype(pairs.dtype), (r * batch, 0))
+        post = fit(K, pairs, sites=f_sites, pair_mask=mask)
+        return (pairs, mask, post.sites, post.mean, post.cov, asked, key), (chosen, post.n_iter)
 
     start = (
         jnp.tile(jnp.array([0, 1], candidates.dtype), (k, 1)),
@@ -76,14 +134,24 @@ def explore_core(K, candidates, outcome, key, *, k: int, criterion: str, max_ite
         jnp.zeros(candidates.shape[0], bool),
         key,
     )
-    (pairs, _, sites, mean, cov, _, _), (chosen, n_iter) = jax.lax.scan(step, start, jnp.arange(k))
-    return Exploration(chosen, pairs, mean, cov, sites, n_iter)
+    (pairs, _, sites, mean, cov, _, _), (chosen, n_iter) = jax.lax.scan(
+        one_round, start, jnp.arange(k // batch)
+    )
+    return Exploration(chosen.reshape(-1), pairs, mean, cov, sites, n_iter)
 
 
-@partial(jax.jit, static_argnames=("k", "criterion"))
-def _explore_jit(K, candidates, outcome, key, max_iter, tol, *, k, criterion):
+@partial(jax.jit, static_argnames=("k", "criterion", "batch"))
+def _explore_jit(K, candidates, outcome, key, max_iter, tol, *, k, criterion, batch):
     return explore_core(
-        K, candidates, outcome, key, k=k, criterion=criterion, max_iter=max_iter, tol=tol
+        K,
+        candidates,
+        outcome,
+        key,
+        k=k,
+        criterion=criterion,
+        batch=batch,
+        max_iter=max_iter,
+        tol=tol,
     )
 
 
@@ -95,6 +163,7 @@ def explore(
     criterion: str = "variance_ratio",
     key=None,
     *,
+    batch: int = 1,
     max_iter: int = 100,
     tol: float | None = None,
 ) -> Exploration:
@@ -109,6 +178,10 @@ def explore(
         criterion: ``"variance_ratio"`` (the paper's), ``"mutual_information"`` or ``"random"``
             (:mod:`bayesrank.active.criteria`).
         key: a JAX PRNG key (``"random"`` needs it; default ``PRNGKey(0)``).
+        batch: pairs chosen per round (``k`` a multiple of it). Within a round each pick is
+            answered by a **fantasy**, the more probable side under the current posterior (the
+            "believer" approximation), and the posterior updated before the next pick; the real
+            answers then replace the fantasies. ``batch = 1``: the paper's one-at-a-time rule.
         max_iter, tol: each EP update's (:func:`bayesrank.inference.ep.fit`).
 
     Returns:
@@ -125,6 +198,9 @@ def explore(
             f"{outcome.dtype} of shape {outcome.shape}"
         )
     k = check_int(k, "k", low=1, high=len(candidates))
+    batch = check_int(batch, "batch", low=1, high=k)
+    if k % batch:
+        raise ValueError(f"k={k} must be a multiple of batch={batch}")
     criterion = check_choice(criterion, "criterion", CRITERIA)
     key = jax.random.PRNGKey(0) if key is None else check_key(key)
     tol = ep.default_tol(K.dtype) if tol is None else tol
@@ -137,4 +213,5 @@ def explore(
         np.asarray(tol, K.dtype),
         k=k,
         criterion=criterion,
+        batch=batch,
     )

@@ -185,3 +185,19 @@ def test_batch_rounds_follow_the_believer_rule():
     np.testing.assert_allclose(got.mean, mean, atol=1e-8)
     with pytest.raises(ValueError, match="multiple of batch"):
         active.explore(K, cands, outcome, 5, batch=3)
+
+
+def test_repeats_in_one_call_equal_single_runs_and_the_curve_is_the_error():
+    K, cands, outcome = problem(seed=6)
+    truth = np.where(outcome[:, None], cands, cands[:, ::-1])  # winner first
+    key = jax.random.PRNGKey(7)
+    many = active.explore(K, cands, outcome, 4, "random", key, repeats=3, test=truth)
+    assert many.chosen.shape == (3, 4) and many.curve.shape == (3, 4)
+    assert len({tuple(np.asarray(r)) for r in many.chosen}) > 1
+    for r, sub in enumerate(jax.random.split(key, 3)):
+        one = active.explore(K, cands, outcome, 4, "random", sub, test=truth)
+        np.testing.assert_array_equal(one.chosen, many.chosen[r])
+        np.testing.assert_allclose(one.curve, many.curve[r])
+        dm, dv = moments(np.asarray(one.mean), np.asarray(one.cov), truth)
+        p = norm.cdf(dm / np.sqrt(1 + dv))
+        assert float(one.curve[-1]) == pytest.approx(np.mean((p < 0.5) + 0.5 * (p == 0.5)))

@@ -20,6 +20,7 @@ from ..data.checks import check_choice, check_index_pairs, check_int
 from ..data.keys import check_key
 from ..inference import ep
 from ..inference.ep.sites import zero_sites
+from ..parallel import map_queries
 from ..predict import predict_pairs
 from .criteria import CRITERIA, score
 
@@ -30,7 +31,9 @@ class Exploration(NamedTuple):
     """Result of a loop: ``chosen: (k,)`` indices into the candidates, in the order asked;
     ``pairs: (k, 2)`` the answers as pairs (winner first); the final EP posterior's ``mean: (n,)``
     and ``cov: (n, n)``; ``sites`` (``(k,)`` each, for a warm start); ``n_iter: (k / batch,)`` EP
-    sweeps after each round's answers."""
+    sweeps after each round's answers; ``curve: (k / batch,)`` (with ``test`` pairs) the pairwise
+    error on them after each round (a pair an error where ``P(winner beats loser) < 1/2``, half
+    one at ``1/2``)."""
 
     chosen: jax.Array
     pairs: jax.Array
@@ -38,6 +41,7 @@ class Exploration(NamedTuple):
     cov: jax.Array
     sites: ep.Sites
     n_iter: jax.Array
+    curve: jax.Array | None = None
 
 
 def next_pair(mean, cov, candidates, asked, criterion: str, key=None):
@@ -64,11 +68,29 @@ def _ask(K, candidates, outcome, key, pairs, mask, sites, mean, cov, asked, t, c
     return s, key, pairs, mask, post, asked.at[s].set(True)
 
 
+def _error(mean, cov, test):
+    if test is None:
+        return jnp.zeros((), mean.dtype)
+    prob = predict_pairs(mean, cov, test).prob
+    return jnp.mean(jnp.where(prob < 0.5, 1.0, jnp.where(prob == 0.5, 0.5, 0.0)))
+
+
 def explore_core(
-    K, candidates, outcome, key, *, k: int, criterion: str, batch: int = 1, max_iter=100, tol=None
+    K,
+    candidates,
+    outcome,
+    key,
+    *,
+    k: int,
+    criterion: str,
+    batch: int = 1,
+    max_iter=100,
+    tol=None,
+    test=None,
 ):
     """:func:`explore` as a pure function: ``K: (n, n)``, ``candidates: (c, 2)``, ``outcome:
-    (c,)`` bool (True: the first of the pair wins), ``k`` and ``batch`` static."""
+    (c,)`` bool (True: the first of the pair wins), ``k`` and ``batch`` static; ``test: (p, 2)``
+    held-out pairs, winner first, or None."""
     K = jnp.asarray(K)
     dtype = K.dtype
     n = K.shape[0]
@@ -92,10 +114,8 @@ def explore_core(
                 criterion,
                 fit,
             )
-            return (pairs, mask, post.sites, post.mean, post.cov, asked, key), (
-                s[None],
-                post.n_iter,
-            )
+            state = (pairs, mask, post.sites, post.mean, post.cov, asked, key)
+            return state, (s[None], post.n_iter, _error(post.mean, post.cov, test))
 
         def fantasy(inner, b):  # the batch's picks, each answered by its more probable side
             f_pairs, f_mask, f_sites, f_mean, f_cov, f_asked, key = inner
@@ -123,7 +143,8 @@ def explore_core(
         real = jnp.stack([jnp.where(first, i, j), jnp.where(first, j, i)], axis=1)
         pairs = jax.lax.dynamic_update_slice(pairs, real.astype(pairs.dtype), (r * batch, 0))
         post = fit(K, pairs, sites=f_sites, pair_mask=mask)
-        return (pairs, mask, post.sites, post.mean, post.cov, asked, key), (chosen, post.n_iter)
+        state = (pairs, mask, post.sites, post.mean, post.cov, asked, key)
+        return state, (chosen, post.n_iter, _error(post.mean, post.cov, test))
 
     start = (
         jnp.tile(jnp.array([0, 1], candidates.dtype), (k, 1)),
@@ -134,25 +155,30 @@ def explore_core(
         jnp.zeros(candidates.shape[0], bool),
         key,
     )
-    (pairs, _, sites, mean, cov, _, _), (chosen, n_iter) = jax.lax.scan(
+    (pairs, _, sites, mean, cov, _, _), (chosen, n_iter, curve) = jax.lax.scan(
         one_round, start, jnp.arange(k // batch)
     )
-    return Exploration(chosen.reshape(-1), pairs, mean, cov, sites, n_iter)
+    curve = None if test is None else curve
+    return Exploration(chosen.reshape(-1), pairs, mean, cov, sites, n_iter, curve)
 
 
 @partial(jax.jit, static_argnames=("k", "criterion", "batch"))
-def _explore_jit(K, candidates, outcome, key, max_iter, tol, *, k, criterion, batch):
-    return explore_core(
-        K,
-        candidates,
-        outcome,
-        key,
-        k=k,
-        criterion=criterion,
-        batch=batch,
-        max_iter=max_iter,
-        tol=tol,
-    )
+def _explore_jit(K, candidates, outcome, keys, max_iter, tol, test, *, k, criterion, batch):
+    def one(key):
+        return explore_core(
+            K,
+            candidates,
+            outcome,
+            key,
+            k=k,
+            criterion=criterion,
+            batch=batch,
+            max_iter=max_iter,
+            tol=tol,
+            test=test,
+        )
+
+    return map_queries(one, keys)  # repetitions: lax.map on a CPU, vmap on accelerators
 
 
 def explore(
@@ -164,6 +190,8 @@ def explore(
     key=None,
     *,
     batch: int = 1,
+    repeats: int | None = None,
+    test=None,
     max_iter: int = 100,
     tol: float | None = None,
 ) -> Exploration:
@@ -182,6 +210,10 @@ def explore(
             answered by a **fantasy**, the more probable side under the current posterior (the
             "believer" approximation), and the posterior updated before the next pick; the real
             answers then replace the fantasies. ``batch = 1``: the paper's one-at-a-time rule.
+        repeats: run the loop this many times, with keys ``jax.random.split(key, repeats)``, in
+            one compiled call (``"random"`` repetitions); every field then has a leading axis.
+        test: ``(p, 2)`` held-out pairs, winner first: the result's ``curve`` is the pairwise
+            error on them after each round.
         max_iter, tol: each EP update's (:func:`bayesrank.inference.ep.fit`).
 
     Returns:
@@ -204,14 +236,21 @@ def explore(
     criterion = check_choice(criterion, "criterion", CRITERIA)
     key = jax.random.PRNGKey(0) if key is None else check_key(key)
     tol = ep.default_tol(K.dtype) if tol is None else tol
-    return _explore_jit(
+    if test is not None:
+        test = check_index_pairs(test, K.shape[0], name="test").astype(np.int32)
+    if repeats is not None:
+        repeats = check_int(repeats, "repeats", low=1)
+    keys = key[None] if repeats is None else jax.random.split(key, repeats)
+    out = _explore_jit(
         K,
         candidates.astype(np.int32),
         outcome,
-        key,
+        keys,
         np.asarray(max_iter, np.int32),
         np.asarray(tol, K.dtype),
+        test,
         k=k,
         criterion=criterion,
         batch=batch,
     )
+    return out if repeats is not None else jax.tree_util.tree_map(lambda x: x[0], out)

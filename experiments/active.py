@@ -1,9 +1,10 @@
-"""Active preference exploration on OHSUMED (Kersting & Xu 2009, Fig. 4): pairs chosen actively
-against pairs chosen at random.
+"""Active preference exploration on OHSUMED or MQ2008 (Kersting & Xu 2009, Fig. 4): pairs chosen
+actively against pairs chosen at random.
 
-For each of ``--queries`` OHSUMED queries (chosen with ``--seed`` among those with at least 200
-labelled pairs), every pair implied by the relevance grades is a candidate (its orientation
-shuffled, the grades answering). Starting from no known pair:
+For each of ``--queries`` queries (chosen with ``--seed`` among those with at least
+``--min-pairs`` labelled pairs: 200 on OHSUMED, 50 on MQ2008), every pair implied by the
+relevance grades is a candidate (its orientation shuffled, the grades answering). Starting from
+no known pair:
 
 1. **Fig. 4 protocol**: ``k = 10`` pairs chosen by the paper's variance ratio, by BALD's mutual
    information, and 20 times at random; the EP posterior then predicts every remaining labelled
@@ -15,8 +16,10 @@ Models (hyperparameters fixed, not learned: RBF ``rho`` from the median heuristi
 entity scale 0.1): ``XPGP`` (RBF on the 45 features + regularized Laplacian on the keyword graph
 + entity effect), ``GP+entity`` (RBF + entity), ``GP`` (RBF alone, 1e-6 jitter).
 
-    python experiments/active.py [--data-dir ../shared/data] [--queries 10] [--k-max 50]
-        [--repeats 20] [--models XPGP GP+entity GP] [--out experiments/out/active]
+    python experiments/active.py [--data-dir ../shared/data] [--collection OHSUMED|MQ2008]
+        [--queries 10] [--k-max 50] [--repeats 20] [--models XPGP GP+entity GP] [--out DIR]
+
+MQ2008 (LETOR 4.0) ships no relation graph, so only the two GPs run there.
 """
 
 from __future__ import annotations
@@ -152,18 +155,35 @@ def main():
     p.add_argument("--k-max", type=int, default=50)
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--models", nargs="+", default=["XPGP", "GP+entity", "GP"])
-    p.add_argument("--out", type=Path, default=REPO_ROOT / "experiments/out/active")
+    p.add_argument("--collection", default="OHSUMED", choices=["OHSUMED", "MQ2008"])
+    p.add_argument("--min-pairs", type=int, default=None, help="default 200 (OHSUMED), 50")
+    p.add_argument("--models", nargs="+", default=None, help="default: all (MQ2008: no XPGP)")
+    p.add_argument("--out", type=Path, default=None, help="default experiments/out/active[_mq2008]")
     args = p.parse_args()
-    fold = args.data_dir / "OHSUMED/QueryLevelNorm/Fold1"
-    queries = [q for part in ("train", "vali", "test") for q in load_letor(fold / f"{part}.txt.gz")]
-    eligible = [q for q in queries if len(pairs_from_grades(q.grades)) >= 200]
+    if args.out is None:
+        suffix = "" if args.collection == "OHSUMED" else "_" + args.collection.lower()
+        args.out = REPO_ROOT / "experiments/out" / f"active{suffix}"
+    ohsumed = args.collection == "OHSUMED"
+    if args.models is None:  # MQ2008 ships no relation graph
+        args.models = ["XPGP", "GP+entity", "GP"] if ohsumed else ["GP+entity", "GP"]
+    if not ohsumed and "XPGP" in args.models:
+        raise SystemExit("MQ2008 has no relation graph: leave XPGP out")
+    min_pairs = args.min_pairs or (200 if ohsumed else 50)
+    if ohsumed:
+        fold = args.data_dir / "OHSUMED/QueryLevelNorm/Fold1"
+        files = [fold / f"{part}.txt.gz" for part in ("train", "vali", "test")]
+    else:
+        files = [args.data_dir / f"MQ2008/S{s}.txt.gz" for s in range(1, 6)]
+    queries = [q for f in files for q in load_letor(f)]
+    eligible = [q for q in queries if len(pairs_from_grades(q.grades)) >= min_pairs]
     pick = np.sort(np.random.default_rng(args.seed).choice(len(eligible), args.queries, False))
     chosen = [eligible[i] for i in pick]
     graphs = {
         q.qid: ohsumed_keyword_graph(
             args.data_dir / "OHSUMED/Meta" / f"query-{q.qid}.xml.gz", doc_ids=q.doc_ids, k=10
         )[0]
+        if ohsumed
+        else None
         for q in chosen
     }
     start = time.perf_counter()

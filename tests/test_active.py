@@ -201,3 +201,77 @@ def test_repeats_in_one_call_equal_single_runs_and_the_curve_is_the_error():
         dm, dv = moments(np.asarray(one.mean), np.asarray(one.cov), truth)
         p = norm.cdf(dm / np.sqrt(1 + dv))
         assert float(one.curve[-1]) == pytest.approx(np.mean((p < 0.5) + 0.5 * (p == 0.5)))
+
+
+def test_the_laplace_engine_loop_equals_a_python_loop_of_laplace_fits():
+    """engine="laplace": each answer updates the Laplace approximation (warm-started); against
+    a loop of cold-started laplace.fit calls and NumPy scores."""
+    if not jax.config.jax_enable_x64:
+        pytest.skip("argmax ties resolve at float64 resolution")
+    from bayesrank.inference import laplace
+
+    K, cands, outcome = problem(seed=8)
+    k = 6
+    got = active.explore(K, cands, outcome, k, engine="laplace", tol=1e-12)
+    asked, pairs = [], []
+    mean, cov = np.zeros(len(K)), K
+    for _ in range(k):
+        dm, dv = moments(mean, cov, cands)
+        s = np.where(np.isin(np.arange(len(cands)), asked), -np.inf, dv / (dm**2 + 1e-300))
+        c = int(np.argmax(s))
+        asked.append(c)
+        i, j = cands[c]
+        pairs.append((i, j) if outcome[c] else (j, i))
+        post = laplace.fit(K, np.array(pairs), tol=1e-12)
+        mean, cov = np.asarray(post.mean), np.asarray(post.cov)
+    assert list(np.asarray(got.chosen)) == asked
+    np.testing.assert_allclose(got.mean, mean, atol=1e-8)
+    np.testing.assert_allclose(got.cov, cov, atol=1e-8)
+    # and it is not EP's posterior: the engines differ once answers arrive
+    ep_run = active.explore(K, cands, outcome, k, tol=1e-12)
+    assert np.max(np.abs(np.asarray(ep_run.mean) - mean)) > 1e-3
+
+
+@pytest.mark.parametrize("criterion", ["variance_ratio", "random"])
+def test_a_collection_in_one_call_equals_each_query_alone(criterion):
+    """Three queries of different sizes (so padded entities, candidates and test pairs) with
+    their repetitions in one call: each query's result is its own run's, key fold_in(key, q)."""
+    problems = [problem(n=n, seed=s) for n, s in ((7, 10), (10, 11), (5, 12))]
+    Ks = [K for K, _, _ in problems]
+    cands = [c for _, c, _ in problems]
+    outs = [o for _, _, o in problems]
+    tests = [np.where(o[:, None], c, c[:, ::-1]) for _, c, o in problems]
+    key = jax.random.PRNGKey(1)
+    repeats = 3 if criterion == "random" else None
+    many = active.explore_queries(
+        Ks, cands, outs, 4, criterion, key, repeats=repeats, tests=tests, tol=1e-10
+    )
+    for q, (K, c, o) in enumerate(problems):
+        one = active.explore(
+            K,
+            c,
+            o,
+            4,
+            criterion,
+            jax.random.fold_in(key, q),
+            repeats=repeats,
+            test=tests[q],
+            tol=1e-10,
+        )
+        np.testing.assert_array_equal(many[q].chosen, one.chosen)
+        np.testing.assert_array_equal(many[q].pairs, one.pairs)
+        assert many[q].mean.shape == one.mean.shape and one.mean.shape[-1] == len(K)
+        np.testing.assert_allclose(many[q].mean, one.mean, atol=1e-9)
+        np.testing.assert_allclose(many[q].curve, one.curve, atol=1e-12)
+        assert set(np.asarray(one.chosen).reshape(-1)) <= set(range(len(c)))
+
+
+def test_collection_input_errors_name_the_query():
+    K, cands, outcome = problem(n=5)
+    K2, cands2, outcome2 = problem(n=4, seed=1)
+    with pytest.raises(ValueError, match="query 1: outcome"):
+        active.explore_queries([K, K2], [cands, cands2], [outcome, outcome2[:-1]], 2)
+    with pytest.raises(ValueError, match="query 1 has 6 candidates, fewer than k=8"):
+        active.explore_queries([K, K2], [cands, cands2], [outcome, outcome2], 8)
+    with pytest.raises(ValueError, match="engine"):
+        active.explore(K, cands, outcome, 2, engine="nuts")

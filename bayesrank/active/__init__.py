@@ -1,24 +1,28 @@
 """Active preference exploration (paper Sec. 5): choose the pair the model is least sure of.
 
 :mod:`.criteria` scores candidate pairs (the paper's variance ratio, BALD's mutual information,
-random); :mod:`.loop` runs the greedy loop, one compiled ``lax.scan`` of selections and EP
-updates warm-started from the previous sites; :mod:`.session` lets a person (or any callable)
-answer, one pair at a time, with skip, undo and an answer file to resume from
-(``bayesrank active --interactive``).
+random); :mod:`.loop` runs the greedy loop, one compiled ``lax.scan`` of selections and EP (or
+Laplace) updates warm-started from the previous sites; :mod:`.collection` runs it on host arrays,
+for one query or a whole collection with its random repetitions in one compiled call;
+:mod:`.session` lets a person (or any callable) answer, one pair at a time, with skip, undo and an
+answer file to resume from (``bayesrank active --interactive``).
 """
 
+from .collection import explore, explore_queries
 from .criteria import CRITERIA, mutual_information, score, variance_ratio
-from .loop import Exploration, explore, explore_core, next_pair
+from .loop import ENGINES, Exploration, explore_core, next_pair
 from .session import ANSWERS, Session, ask
 
 __all__ = [
     "ANSWERS",
     "CRITERIA",
+    "ENGINES",
     "Exploration",
     "Session",
     "ask",
     "explore",
     "explore_core",
+    "explore_queries",
     "mutual_information",
     "next_pair",
     "score",

@@ -15,7 +15,8 @@ delta_var))``. Every score is larger for the pair more worth asking:
   ``sd(d) <= 1`` (there ``h(Phi(.))``, which varies on a scale of 1, is smooth relative to the
   Gaussian), Gauss-Legendre over ``d`` in ``[-L, L]`` otherwise (``h(Phi(d)) < 1e-20`` beyond
   ``L = 10``), both accurate to about 1e-10.
-- ``"random"``: a uniform random score (the reference).
+- ``"random"``: a uniform random score (the reference), candidate ``s``'s drawn from
+  ``fold_in(key, s)``, so that padding the candidate list does not change the draws.
 """
 
 from __future__ import annotations
@@ -87,5 +88,8 @@ def score(criterion: str, delta_mean, delta_var, key=None):
     if criterion == "mutual_information":
         return mutual_information(delta_mean, delta_var)
     if criterion == "random":
-        return jax.random.uniform(key, jnp.shape(delta_mean), jnp.result_type(delta_var))
+        dtype = jnp.result_type(delta_var)
+        index = jnp.arange(jnp.size(delta_mean)).reshape(jnp.shape(delta_mean))
+        draw = jax.vmap(lambda s: jax.random.uniform(jax.random.fold_in(key, s), (), dtype))
+        return draw(index.reshape(-1)).reshape(index.shape)
     raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}")

@@ -3,7 +3,7 @@ queries with its random repetitions in one compiled call (:func:`explore_queries
 
 Both pad each query to bucketed shapes (:func:`~bayesrank.data.batch.bucket_size`): padded
 entities get a decoupled unit prior, padded candidates are unavailable and padded test pairs are
-masked out, so a padded query asks exactly what it asks alone, and queries of similar size reuse
+masked out, so a padded query asks exactly what it asks alone, and queries of similar size share
 one compiled program. The rows (query, repetition) then go through
 :func:`~bayesrank.parallel.map_queries`: ``lax.map`` on a CPU, ``vmap`` on an accelerator.
 """
@@ -26,6 +26,10 @@ from .criteria import CRITERIA
 from .loop import ENGINES, Exploration, explore_core
 
 __all__ = ["explore", "explore_queries"]
+
+#: Queries whose sizes round to the same ``bucket_size(n, GROUPS_PER_OCTAVE)`` share a compiled
+#: call (EP's ``n^3``: padding a 40-document query to 300 would waste almost all its work).
+GROUPS_PER_OCTAVE = 4
 
 
 def _check_query(K, candidates, outcome, test, where: str):
@@ -101,39 +105,40 @@ def _explore_rows(data, rows, keys, max_iter, tol, *, k, criterion, batch, engin
 def _run(queries, keys, k, criterion, batch, engine, max_iter, tol, method):
     """The loops of ``queries`` (checked host tuples ``(K, candidates, outcome, test)``), query
     ``q`` once per key of ``keys[q]: (R, 2)``; returns one :class:`Exploration` per query with
-    a leading repetition axis, unpadded."""
+    a leading repetition axis, unpadded. Queries run in groups of similar size (``n`` within
+    a quarter octave), one compiled call each."""
     for q, (_, cand, _, _) in enumerate(queries):
         if len(cand) < k:
             raise ValueError(f"query {q} has {len(cand)} candidates, fewer than k={k}")
-    with_test = queries[0][3] is not None
-    data = _pad_rows(queries, with_test)
-    dtype = data[0].dtype
-    tol = (
-        (laplace.default_tol(dtype) if engine == "laplace" else ep.default_tol(dtype))
-        if (tol is None)
-        else tol
-    )
-    rows = np.concatenate([np.full(len(kq), q, np.int32) for q, kq in enumerate(keys)])
-    out = _explore_rows(
-        data,
-        rows,
-        jnp.concatenate(keys),
-        np.asarray(max_iter, np.int32),
-        np.asarray(tol, dtype),
-        k=k,
-        criterion=criterion,
-        batch=batch,
-        engine=engine,
-        method=method,
-    )
-    out = jax.device_get(out)
-    results, start = [], 0
-    for (K, *_), kq in zip(queries, keys, strict=True):
-        n, stop = len(K), start + len(kq)
-        part = jax.tree_util.tree_map(lambda x, a=start, b=stop: x[a:b], out)
-        part = part._replace(mean=part.mean[:, :n], cov=part.cov[:, :n, :n])
-        results.append(part)
-        start = stop
+    dtype = queries[0][0].dtype
+    if tol is None:
+        tol = laplace.default_tol(dtype) if engine == "laplace" else ep.default_tol(dtype)
+    groups: dict[int, list[int]] = {}
+    for q, (K, *_) in enumerate(queries):
+        groups.setdefault(bucket_size(len(K), per_octave=GROUPS_PER_OCTAVE), []).append(q)
+    results = [None] * len(queries)
+    for members in groups.values():
+        data = _pad_rows([queries[q] for q in members], queries[0][3] is not None)
+        rows = np.concatenate([np.full(len(keys[q]), r, np.int32) for r, q in enumerate(members)])
+        out = _explore_rows(
+            data,
+            rows,
+            jnp.concatenate([keys[q] for q in members]),
+            np.asarray(max_iter, np.int32),
+            np.asarray(tol, dtype),
+            k=k,
+            criterion=criterion,
+            batch=batch,
+            engine=engine,
+            method=method,
+        )
+        out = jax.device_get(out)
+        start = 0
+        for q in members:
+            n, stop = len(queries[q][0]), start + len(keys[q])
+            part = jax.tree_util.tree_map(lambda x, a=start, b=stop: x[a:b], out)
+            results[q] = part._replace(mean=part.mean[:, :n], cov=part.cov[:, :n, :n])
+            start = stop
     return results
 
 
@@ -230,8 +235,8 @@ def explore_queries(
 
     Query ``q`` runs with the key ``jax.random.fold_in(key, q)`` (split ``repeats`` times), so
     ``explore_queries(...)[q]`` equals ``explore(Ks[q], ..., key=jax.random.fold_in(key, q))``
-    exactly. Queries are padded to the largest (bucketed) query: group queries of very
-    different sizes into separate calls, as EP's cost grows with ``n^3``.
+    exactly. Queries of similar size are padded to one shape and run in one compiled call
+    (:data:`GROUPS_PER_OCTAVE`); a collection of very different sizes makes a few calls.
 
     Returns:
         one :class:`~bayesrank.active.loop.Exploration` per query.

@@ -1,30 +1,35 @@
-"""Active preference exploration on OHSUMED or MQ2008 (Kersting & Xu 2009, Fig. 4): pairs chosen
-actively against pairs chosen at random.
+"""Active preference exploration (Kersting & Xu 2009, Fig. 4) on OHSUMED, MQ2008 or HetRec
+MovieLens users: pairs chosen actively against pairs chosen at random.
 
 For each of ``--queries`` queries (chosen with ``--seed`` among those with at least
-``--min-pairs`` labelled pairs: 200 on OHSUMED, 50 on MQ2008), every pair implied by the
-relevance grades is a candidate (its orientation shuffled, the grades answering). Starting from
-no known pair:
+``--min-pairs`` labelled pairs: 200 on OHSUMED, 50 on MQ2008; on MovieLens the users with at
+least 60 rated movies, ``--max-movies`` of them drawn per user), every pair implied by the
+relevance grades (the star ratings) is a candidate (its orientation shuffled, the grades
+answering). Starting from no known pair:
 
 1. **Fig. 4 protocol**: ``k = 10`` pairs chosen by the paper's variance ratio, by BALD's mutual
-   information, and 20 times at random; the EP posterior then predicts every remaining labelled
+   information, and 20 times at random; the posterior then predicts every remaining labelled
    pair: pairwise error and AUC per query;
 2. **learning curves**: the pairwise error on all labelled pairs after each of ``k = 1 ..
    --k-max`` answers, per criterion (random: mean and 10-90% band over the repetitions).
 
+Every (model, criterion, stage) is one call of :func:`bayesrank.active.explore_queries`: all the
+queries and their repetitions in one compiled program per size group.
+
 Models (hyperparameters fixed, not learned: RBF ``rho`` from the median heuristic, unit weights,
-entity scale 0.1): ``XPGP`` (RBF on the 45 features + regularized Laplacian on the keyword graph
-+ entity effect), ``GP+entity`` (RBF + entity), ``GP`` (RBF alone, 1e-6 jitter).
+entity scale 0.1): ``XPGP`` (RBF on the attributes + one regularized Laplacian per relation +
+entity effect), ``GP+entity`` (RBF + entity), ``GP`` (RBF alone, 1e-6 jitter). Relations:
+OHSUMED's keyword graph; on MovieLens co-director and co-genre (bipartite projections; the
+genres are also among the movie attributes); MQ2008 ships none, so only the two GPs run there.
 
-    python experiments/active.py [--data-dir ../shared/data] [--collection OHSUMED|MQ2008]
-        [--queries 10] [--k-max 50] [--repeats 20] [--models XPGP GP+entity GP] [--out DIR]
-
-MQ2008 (LETOR 4.0) ships no relation graph, so only the two GPs run there.
+    python experiments/active.py [--data-dir ../shared/data] [--collection OHSUMED|MQ2008|MovieLens]
+        [--queries 10] [--k-max 50] [--repeats 20] [--engine ep|laplace] [--models ...] [--out DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import time
 from pathlib import Path
@@ -37,9 +42,10 @@ from bayesrank.runtime import enable_compilation_cache  # noqa: E402
 enable_compilation_cache()
 
 import numpy as np  # noqa: E402
+from accuracy_data import movie_attributes, scale01  # noqa: E402
 
 from bayesrank import active  # noqa: E402
-from bayesrank.data.graphs import ohsumed_keyword_graph  # noqa: E402
+from bayesrank.data.graphs import load_hetrec_relations, ohsumed_keyword_graph  # noqa: E402
 from bayesrank.data.letor import load_letor  # noqa: E402
 from bayesrank.data.pairs import pairs_from_grades  # noqa: E402
 from bayesrank.kernels import RBF, XPGP, Independent, RegularizedLaplacian  # noqa: E402
@@ -55,15 +61,14 @@ def median_rho(X) -> float:
     return 1.0 / float(np.median(d[d > 0]))
 
 
-def covariance(model: str, q, W) -> np.ndarray:
-    rbf = RBF(1.0, median_rho(q.X))
+def covariance(model: str, q) -> np.ndarray:
+    rbf = RBF(1.0, median_rho(q["X"]))
     if model == "XPGP":
-        prior = XPGP(rbf, (RegularizedLaplacian(),), entity=Independent(0.1))
-        spectrum = prior.relations[0].prepare(W)
-        return np.asarray(prior.covariance(q.X, [spectrum]))
+        prior = XPGP(rbf, tuple(RegularizedLaplacian() for _ in q["W"]), entity=Independent(0.1))
+        return np.asarray(prior.covariance(q["X"], prior.prepare(q["W"])))
     if model == "GP+entity":
-        return np.asarray(XPGP(rbf, (), entity=Independent(0.1)).covariance(q.X))
-    return np.asarray(XPGP(rbf, ()).covariance(q.X)) + 1e-6 * np.eye(len(q.X))
+        return np.asarray(XPGP(rbf, (), entity=Independent(0.1)).covariance(q["X"]))
+    return np.asarray(XPGP(rbf, ()).covariance(q["X"])) + 1e-6 * np.eye(len(q["X"]))
 
 
 def evaluate(mean, cov, truth, asked) -> dict:
@@ -73,28 +78,53 @@ def evaluate(mean, cov, truth, asked) -> dict:
     return {"err": float(pairwise_error(prob)), "auc": float(pairwise_auc(prob))}
 
 
-def run_query(q, W, model, args, seed):
-    rng = np.random.default_rng(seed)
-    truth = pairs_from_grades(q.grades)  # winner first
-    flip = rng.uniform(size=len(truth)) < 0.5
-    candidates = np.where(flip[:, None], truth[:, ::-1], truth)
-    outcome = ~flip
-    K = covariance(model, q, W)
-    key = jax.random.PRNGKey(seed)
-    out = {"qid": q.qid, "n": len(q.X), "pairs": len(truth), "k10": {}, "curve": {}}
+def candidates(queries, seed):
+    """Per query: ``truth`` (winner first), the candidates (orientation shuffled), the answers."""
+    out = []
+    for k, q in enumerate(queries):
+        truth = pairs_from_grades(q["grades"])
+        flip = np.random.default_rng(seed + k).uniform(size=len(truth)) < 0.5
+        out.append((truth, np.where(flip[:, None], truth[:, ::-1], truth), ~flip))
+    return out
+
+
+def run_model(queries, model, args):
+    """Both stages for every criterion, each one batched call over queries and repetitions."""
+    Ks = [covariance(model, q) for q in queries]
+    truths, cands, outcomes = zip(*candidates(queries, args.seed), strict=True)
+    key = jax.random.PRNGKey(args.seed)
+    options = dict(engine=args.engine)
+    rows = [
+        {"qid": q["qid"], "n": len(q["X"]), "pairs": len(t), "k10": {}, "curve": {}}
+        for q, t in zip(queries, truths, strict=True)
+    ]
     for criterion in CRITERIA:
         repeats = args.repeats if criterion == "random" else None
-        ten = active.explore(K, candidates, outcome, 10, criterion, key, repeats=repeats)
-        rows = []
-        for r in range(args.repeats if repeats else 1):
-            one = jax.tree_util.tree_map(lambda x, r=r: x[r], ten) if repeats else ten
-            rows.append(evaluate(one.mean, one.cov, truth, np.asarray(one.chosen)))
-        out["k10"][criterion] = rows
-        curve = active.explore(
-            K, candidates, outcome, args.k_max, criterion, key, repeats=repeats, test=truth
+        ten = active.explore_queries(
+            Ks, cands, outcomes, 10, criterion, key, repeats=repeats, **options
         )
-        out["curve"][criterion] = np.asarray(curve.curve).reshape(-1, args.k_max).tolist()
-    return out
+        curves = active.explore_queries(
+            Ks,
+            cands,
+            outcomes,
+            args.k_max,
+            criterion,
+            key,
+            repeats=repeats,
+            tests=truths,
+            **options,
+        )
+        for row, one, curve, truth in zip(rows, ten, curves, truths, strict=True):
+            reps = (
+                [one]
+                if repeats is None
+                else [jax.tree_util.tree_map(lambda x, r=r: x[r], one) for r in range(repeats)]
+            )
+            row["k10"][criterion] = [
+                evaluate(r.mean, r.cov, truth, np.asarray(r.chosen)) for r in reps
+            ]
+            row["curve"][criterion] = np.asarray(curve.curve).reshape(-1, args.k_max).tolist()
+    return rows
 
 
 def summary_table(results) -> str:
@@ -148,26 +178,7 @@ def plot(results, path: Path, k_max: int) -> None:
     fig.savefig(path, dpi=110)
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    p.add_argument("--data-dir", type=Path, default=REPO_ROOT / ".." / "shared" / "data")
-    p.add_argument("--queries", type=int, default=10)
-    p.add_argument("--k-max", type=int, default=50)
-    p.add_argument("--repeats", type=int, default=20)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--collection", default="OHSUMED", choices=["OHSUMED", "MQ2008"])
-    p.add_argument("--min-pairs", type=int, default=None, help="default 200 (OHSUMED), 50")
-    p.add_argument("--models", nargs="+", default=None, help="default: all (MQ2008: no XPGP)")
-    p.add_argument("--out", type=Path, default=None, help="default experiments/out/active[_mq2008]")
-    args = p.parse_args()
-    if args.out is None:
-        suffix = "" if args.collection == "OHSUMED" else "_" + args.collection.lower()
-        args.out = REPO_ROOT / "experiments/out" / f"active{suffix}"
-    ohsumed = args.collection == "OHSUMED"
-    if args.models is None:  # MQ2008 ships no relation graph
-        args.models = ["XPGP", "GP+entity", "GP"] if ohsumed else ["GP+entity", "GP"]
-    if not ohsumed and "XPGP" in args.models:
-        raise SystemExit("MQ2008 has no relation graph: leave XPGP out")
+def letor_queries(args, ohsumed: bool) -> list[dict]:
     min_pairs = args.min_pairs or (200 if ohsumed else 50)
     if ohsumed:
         fold = args.data_dir / "OHSUMED/QueryLevelNorm/Fold1"
@@ -177,31 +188,96 @@ def main():
     queries = [q for f in files for q in load_letor(f)]
     eligible = [q for q in queries if len(pairs_from_grades(q.grades)) >= min_pairs]
     pick = np.sort(np.random.default_rng(args.seed).choice(len(eligible), args.queries, False))
-    chosen = [eligible[i] for i in pick]
-    graphs = {
-        q.qid: ohsumed_keyword_graph(
-            args.data_dir / "OHSUMED/Meta" / f"query-{q.qid}.xml.gz", doc_ids=q.doc_ids, k=10
-        )[0]
-        if ohsumed
-        else None
-        for q in chosen
-    }
+    out = []
+    for q in (eligible[i] for i in pick):
+        W = []
+        if ohsumed:
+            meta = args.data_dir / "OHSUMED/Meta" / f"query-{q.qid}.xml.gz"
+            W = [ohsumed_keyword_graph(meta, doc_ids=q.doc_ids, k=10)[0]]
+        out.append({"qid": q.qid, "X": q.X, "grades": q.grades, "W": W})
+    return out
+
+
+def movielens_users(args) -> list[dict]:
+    """Users with at least 60 rated movies; ``--max-movies`` of a user's movies drawn at random;
+    attributes: the 27 movie features of ``accuracy_data.movie_attributes``, scaled to [0, 1]
+    within the user; relations co-director and co-genre."""
+    base = args.data_dir / "hetrec2011-movielens-2k"
+    ratings: dict[int, dict[int, float]] = {}
+    for part in ("train", "test"):
+        path = base / "ratings_subset_38users" / f"{part}_user_ratings.dat.gz"
+        for line in gzip.open(path, "rt").read().splitlines()[1:]:
+            user, movie, rating = line.split("\t")[:3]
+            ratings.setdefault(int(user), {})[int(movie)] = float(rating)
+    attrs = movie_attributes(args.data_dir)
+    users = [u for u in sorted(ratings) if sum(m in attrs for m in ratings[u]) >= 60]
+    rng = np.random.default_rng(args.seed)
+    out = []
+    for u in sorted(rng.choice(users, min(args.queries, len(users)), replace=False)):
+        movies = [m for m in sorted(ratings[u]) if m in attrs]
+        if len(movies) > args.max_movies:
+            movies = sorted(rng.choice(movies, args.max_movies, replace=False).tolist())
+        W = load_hetrec_relations(base, movies, ("co_director", "co_genre"))
+        out.append(
+            {
+                "qid": f"user{u}",
+                "X": scale01(np.stack([attrs[m] for m in movies])),
+                "grades": np.array([ratings[u][m] for m in movies]),
+                "W": [W["co_director"], W["co_genre"]],
+            }
+        )
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    p.add_argument("--data-dir", type=Path, default=REPO_ROOT / ".." / "shared" / "data")
+    p.add_argument("--queries", type=int, default=10)
+    p.add_argument("--k-max", type=int, default=50)
+    p.add_argument("--repeats", type=int, default=20)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--collection", default="OHSUMED", choices=["OHSUMED", "MQ2008", "MovieLens"])
+    p.add_argument("--min-pairs", type=int, default=None, help="default 200 (OHSUMED), 50")
+    p.add_argument("--max-movies", type=int, default=100, help="MovieLens: movies per user")
+    p.add_argument("--engine", default="ep", choices=list(active.ENGINES))
+    p.add_argument("--models", nargs="+", default=None, help="default: all (MQ2008: no XPGP)")
+    p.add_argument("--out", type=Path, default=None, help="default experiments/out/active[_...]")
+    args = p.parse_args()
+    suffix = "" if args.collection == "OHSUMED" else "_" + args.collection.lower()
+    if args.engine != "ep":
+        suffix += "_" + args.engine
+    if args.out is None:
+        args.out = REPO_ROOT / "experiments/out" / f"active{suffix}"
+    has_graph = args.collection != "MQ2008"
+    if args.models is None:
+        args.models = ["XPGP", "GP+entity", "GP"] if has_graph else ["GP+entity", "GP"]
+    if not has_graph and "XPGP" in args.models:
+        raise SystemExit("MQ2008 has no relation graph: leave XPGP out")
+    if args.collection == "MovieLens":
+        queries = movielens_users(args)
+    else:
+        queries = letor_queries(args, args.collection == "OHSUMED")
     start = time.perf_counter()
     results = {}
     for model in args.models:
-        results[model] = []
-        for k, q in enumerate(chosen):
-            results[model].append(run_query(q, graphs[q.qid], model, args, args.seed + k))
-            print(f"{model} query {q.qid} done ({time.perf_counter() - start:.0f} s)", flush=True)
+        results[model] = run_model(queries, model, args)
+        print(f"{model} done ({time.perf_counter() - start:.0f} s)", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     table = summary_table(results)
     print(table)
+    seconds = time.perf_counter() - start
     (args.out / "results.json").write_text(
-        json.dumps({"settings": {k: str(v) for k, v in vars(args).items()}, "results": results})
+        json.dumps(
+            {
+                "settings": {k: str(v) for k, v in vars(args).items()},
+                "seconds": seconds,
+                "results": results,
+            }
+        )
     )
     (args.out / "table.txt").write_text(table + "\n")
     plot(results, args.out / "curves.png", args.k_max)
-    print(f"written {args.out} ({time.perf_counter() - start:.0f} s)")
+    print(f"written {args.out} ({seconds:.0f} s)")
 
 
 if __name__ == "__main__":

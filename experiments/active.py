@@ -154,6 +154,34 @@ def summary_table(results) -> str:
     return "\n".join(lines)
 
 
+def curve_table(results, k_max: int) -> str:
+    """Mean error on all labelled pairs at a few ``k`` per model and criterion, and the ``k``
+    from which each active criterion's mean stays below random's."""
+    marks = [k for k in (1, 5, 10, 20, 30, 40, 50) if k <= k_max]
+    lines = [
+        "model      criterion             "
+        + "".join(f"  k={k:<4d}" for k in marks)
+        + "  below random from k"
+    ]
+    for model, per_query in results.items():
+        mean = {
+            c: np.mean([np.mean(r["curve"][c], axis=0) for r in per_query], axis=0)
+            for c in CRITERIA
+        }
+        for c in CRITERIA:
+            below = ""
+            if c != "random":
+                above = np.flatnonzero(mean[c] >= mean["random"])
+                last = above[-1] + 2 if len(above) else 1
+                below = str(last) if last <= k_max else "never"
+            lines.append(
+                f"{model:9s}  {c:20s}"
+                + "".join(f"  {mean[c][k - 1]:.3f} " for k in marks)
+                + f"  {below}"
+            )
+    return "\n".join(lines)
+
+
 def plot(results, path: Path, k_max: int) -> None:
     try:
         import matplotlib
@@ -263,7 +291,7 @@ def main():
         results[model] = run_model(queries, model, args)
         print(f"{model} done ({time.perf_counter() - start:.0f} s)", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    table = summary_table(results)
+    table = summary_table(results) + "\n\n" + curve_table(results, args.k_max)
     print(table)
     seconds = time.perf_counter() - start
     (args.out / "results.json").write_text(

@@ -22,8 +22,9 @@ entity effect), ``GP+entity`` (RBF + entity), ``GP`` (RBF alone, 1e-6 jitter). R
 OHSUMED's keyword graph; on MovieLens co-director and co-genre (bipartite projections; the
 genres are also among the movie attributes); MQ2008 ships none, so only the two GPs run there.
 
-    python experiments/active.py [--data-dir ../shared/data] [--collection OHSUMED|MQ2008|MovieLens]
-        [--queries 10] [--k-max 50] [--repeats 20] [--engine ep|laplace] [--models ...] [--out DIR]
+    python experiments/active.py [--data-dir ../shared/data] [--queries 10] [--k-max 50]
+        [--collection OHSUMED|MQ2008|MovieLens|all] [--repeats 20] [--engine ep|laplace]
+        [--models ...] [--out DIR]
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from bayesrank.predict import predict_pairs  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CRITERIA = ("variance_ratio", "mutual_information", "random")
+COLLECTIONS = ("OHSUMED", "MQ2008", "MovieLens")
 
 
 def median_rho(X) -> float:
@@ -264,22 +266,32 @@ def main():
     p.add_argument("--k-max", type=int, default=50)
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--collection", default="OHSUMED", choices=["OHSUMED", "MQ2008", "MovieLens"])
+    p.add_argument(
+        "--collection", default="OHSUMED", choices=[*COLLECTIONS, "all"], help="all: each in turn"
+    )
     p.add_argument("--min-pairs", type=int, default=None, help="default 200 (OHSUMED), 50")
     p.add_argument("--max-movies", type=int, default=100, help="MovieLens: movies per user")
     p.add_argument("--engine", default="ep", choices=list(active.ENGINES))
     p.add_argument("--models", nargs="+", default=None, help="default: all (MQ2008: no XPGP)")
     p.add_argument("--out", type=Path, default=None, help="default experiments/out/active[_...]")
     args = p.parse_args()
+    if args.collection == "all":
+        for collection in COLLECTIONS:
+            out = args.out and args.out / collection.lower()  # --out DIR: one folder each
+            run(argparse.Namespace(**{**vars(args), "collection": collection, "out": out}))
+    else:
+        run(args)
+
+
+def run(args) -> None:
+    """One collection's experiment (``args`` as :func:`main` parses them)."""
     suffix = "" if args.collection == "OHSUMED" else "_" + args.collection.lower()
     if args.engine != "ep":
         suffix += "_" + args.engine
-    if args.out is None:
-        args.out = REPO_ROOT / "experiments/out" / f"active{suffix}"
+    out = args.out or REPO_ROOT / "experiments/out" / f"active{suffix}"
     has_graph = args.collection != "MQ2008"
-    if args.models is None:
-        args.models = ["XPGP", "GP+entity", "GP"] if has_graph else ["GP+entity", "GP"]
-    if not has_graph and "XPGP" in args.models:
+    models = args.models or (["XPGP", "GP+entity", "GP"] if has_graph else ["GP+entity", "GP"])
+    if not has_graph and "XPGP" in models:
         raise SystemExit("MQ2008 has no relation graph: leave XPGP out")
     if args.collection == "MovieLens":
         queries = movielens_users(args)
@@ -287,14 +299,14 @@ def main():
         queries = letor_queries(args, args.collection == "OHSUMED")
     start = time.perf_counter()
     results = {}
-    for model in args.models:
+    for model in models:
         results[model] = run_model(queries, model, args)
         print(f"{model} done ({time.perf_counter() - start:.0f} s)", flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     table = summary_table(results) + "\n\n" + curve_table(results, args.k_max)
     print(table)
     seconds = time.perf_counter() - start
-    (args.out / "results.json").write_text(
+    (out / "results.json").write_text(
         json.dumps(
             {
                 "settings": {k: str(v) for k, v in vars(args).items()},
@@ -303,9 +315,9 @@ def main():
             }
         )
     )
-    (args.out / "table.txt").write_text(table + "\n")
-    plot(results, args.out / "curves.png", args.k_max)
-    print(f"written {args.out} ({seconds:.0f} s)")
+    (out / "table.txt").write_text(table + "\n")
+    plot(results, out / "curves.png", args.k_max)
+    print(f"written {out} ({seconds:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -27,17 +27,22 @@ mixing weight ``w_r`` of :mod:`~bayesrank.kernels.xpgp` only ``w_r^2 / beta`` is
 **Hidden common causes** (Silva, Chu & Ghahramani, "Hidden common cause relations in relational
 learning", NIPS 2007; the second graph kernel of Kersting & Xu). A relation between two entities is
 modelled as a latent Gaussian cause shared by both, ``g_i = sum_{causes c of i} a_ic z_c``, so
-``K_r = A A^T`` is positive semi-definite by construction and zero for unrelated pairs (marginal
-independence, the bi-directed graph reading of a relation). Two constructions, normalised to unit
-variance on every related entity:
+``K_r = A A^T`` is positive semi-definite by construction and, with one cause per edge, zero for
+unrelated pairs (marginal independence, the bi-directed graph reading of a relation). Two
+constructions, normalised to unit variance on every related entity:
 
 - ``"edge"``, one cause per edge, ``a_ic = sqrt(W_ij / d_i)`` for edge ``c = {i, j}``:
   ``K_ij = W_ij / sqrt(d_i d_j)`` off the diagonal, ``K_ii = 1`` (``0`` for isolated entities). For
-  unweighted graphs this is ``1 / sqrt(#neigh(i) #neigh(j))``.
+  unweighted graphs this is ``1 / sqrt(#neigh(i) #neigh(j))``. It is singular wherever a
+  connected component is bipartite (a path, a star, an even cycle: smallest eigenvalue exactly
+  0); a valid covariance, made positive definite by the other parts of the prior.
 - ``"clique"``, one cause per maximal clique of the graph made chordal (triangulated):
   ``K_ij = c_ij / sqrt(c_i c_j)`` with ``c_ij`` the number of cliques holding both ``i`` and ``j``.
+  The triangulation adds edges, and an added edge gets a non-zero covariance: on the 4-cycle
+  0-1-2-3 the chord 1-3 gives ``K_13 = 1``, two unrelated entities perfectly correlated.
 
-Provenance, stated honestly: the NIPS paper's full text was not reachable when this was written.
+Provenance, stated honestly: the NIPS paper's full text was not reachable when this was written,
+nor on a second search (2026-11-25: the stored pages hold only its abstract and first section).
 Both formulas are those recorded from Silva's talk on the paper ("Approach 1 - using cliques:
 Cov(zeta_i, zeta_j) = #cliques(i,j) / sqrt(#cliques(i) #cliques(j)); triangulate and extract
 cliques"; "Approach 2 - hidden parent for each pair of nodes: 1 / sqrt(#neigh(i) #neigh(j))"); the

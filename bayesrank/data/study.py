@@ -1,0 +1,193 @@
+"""A relational preference collection on disk, and the study protocol's split of its pairs.
+
+**The format** (one folder per query; the folder's name is the query id)::
+
+    <data-dir>/
+        <query>/
+            attributes.csv        n rows of d numbers, comma-separated, no header: entity i is
+                                  row i (0-based)
+            grades.csv            n numbers, one per line: relevance grades or ratings (higher
+                                  is preferred; every pair of different grades is a preference)
+            comparisons.csv       or instead of grades: rows "winner,loser" (entity indices)
+            relation-<name>.csv   one per relation type: rows "i,j" or "i,j,weight" (an
+                                  undirected edge, weight 1 by default; a repeated edge, in
+                                  either orientation, adds up)
+
+Lines starting with ``#`` and blank lines are skipped. Every relation name must occur in every
+query (a query without edges of that type has an empty file). :func:`read_study_dir` reads it
+(errors name the file and line), :func:`write_study_dir` writes it.
+
+**The protocol's split** (:func:`split_known`): ``k`` of a query's pairs known, chosen uniformly
+at random, every other pair a test pair; :func:`seen_category` says for each test pair whether
+both, one or neither of its entities occur in a known pair (relations should matter most where
+there is no entity-specific evidence).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ._io import as_path
+from .checks import check_adjacency, check_features
+from .pairs import pairs_from_grades, split_pairs
+
+__all__ = [
+    "SEEN",
+    "StudyQuery",
+    "read_study_dir",
+    "seen_category",
+    "split_known",
+    "write_study_dir",
+]
+
+#: :func:`seen_category`'s codes, by name: how many of a test pair's entities are in known pairs.
+SEEN = {"neither": 0, "one": 1, "both": 2}
+
+
+@dataclass(frozen=True, eq=False)
+class StudyQuery:
+    """One query of a relational collection: ``X: (n, d)`` attributes, the preference
+    ``pairs: (m, 2)`` (winner first), and ``relations``: name -> ``W: (n, n)``; ``grades:
+    (n,)`` where the pairs come from grades (None for explicit comparisons)."""
+
+    qid: str
+    X: np.ndarray
+    pairs: np.ndarray
+    relations: dict[str, np.ndarray] = field(default_factory=dict)
+    grades: np.ndarray | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.X)
+
+
+def _rows(path: Path) -> list[tuple[int, list[str]]]:
+    """``(line number, fields)`` of a CSV file, comments and blank lines skipped."""
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file")
+    out = []
+    for lineno, line in enumerate(path.read_text().splitlines(), start=1):
+        text = line.strip()
+        if text and not text.startswith("#"):
+            out.append((lineno, [f.strip() for f in text.split(",")]))
+    return out
+
+
+def _numbers(path: Path, width: int | None) -> np.ndarray:
+    rows = []
+    for lineno, fields in _rows(path):
+        if width is not None and len(fields) != width:
+            raise ValueError(f"{path}, line {lineno}: expected {width} values, got {len(fields)}")
+        try:
+            rows.append([float(f) for f in fields])
+        except ValueError:
+            raise ValueError(f"{path}, line {lineno}: not a number in {fields}") from None
+    return np.array(rows, float).reshape(len(rows), -1)
+
+
+def _indices(path: Path, n: int, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs (and a weight column, default 1) of an edge or comparison file."""
+    pairs, weights = [], []
+    for lineno, fields in _rows(path):
+        if len(fields) not in (2, 3):
+            raise ValueError(f"{path}, line {lineno}: expected i,j or i,j,weight")
+        try:
+            i, j = int(fields[0]), int(fields[1])
+            w = float(fields[2]) if len(fields) == 3 else 1.0
+        except ValueError:
+            raise ValueError(f"{path}, line {lineno}: {what} must be integers") from None
+        for index in (i, j):
+            if not 0 <= index < n:
+                raise ValueError(f"{path}, line {lineno}: entity {index} outside 0..{n - 1}")
+        if i == j:
+            raise ValueError(f"{path}, line {lineno}: entity {i} paired with itself")
+        if not (np.isfinite(w) and w > 0):
+            raise ValueError(f"{path}, line {lineno}: weight {fields[2]} must be positive")
+        pairs.append((i, j))
+        weights.append(w)
+    return np.array(pairs, np.int64).reshape(-1, 2), np.array(weights)
+
+
+def read_study_dir(path: str | os.PathLike) -> list[StudyQuery]:
+    """Every query folder under ``path`` (sorted by name), in the module's format.
+
+    Raises:
+        ValueError: naming the file and line of a malformed row, an entity out of range, a
+            query with neither or both of ``grades.csv`` and ``comparisons.csv``, or relation
+            names that differ between queries.
+    """
+    root = as_path(path, "data_dir")
+    if not root.is_dir():
+        raise ValueError(f"{root}: not a directory")
+    folders = sorted(p for p in root.iterdir() if p.is_dir())
+    if not folders:
+        raise ValueError(f"{root}: no query folders")
+    queries, names = [], None
+    for folder in folders:
+        X = check_features(_numbers(folder / "attributes.csv", None), name=f"{folder}/X")
+        n = len(X)
+        has_grades = (folder / "grades.csv").is_file()
+        if has_grades == (folder / "comparisons.csv").is_file():
+            raise ValueError(f"{folder}: needs exactly one of grades.csv and comparisons.csv")
+        grades = None
+        if has_grades:
+            grades = _numbers(folder / "grades.csv", 1)[:, 0]
+            if len(grades) != n:
+                raise ValueError(f"{folder / 'grades.csv'}: {len(grades)} grades for {n} entities")
+            pairs = pairs_from_grades(grades)
+        else:
+            pairs, _ = _indices(folder / "comparisons.csv", n, "winner and loser")
+        relations = {}
+        for file in sorted(folder.glob("relation-*.csv")):
+            edges, weights = _indices(file, n, "entity indices")
+            W = np.zeros((n, n))
+            np.add.at(W, (edges[:, 0], edges[:, 1]), weights)
+            np.add.at(W, (edges[:, 1], edges[:, 0]), weights)
+            relations[file.stem.removeprefix("relation-")] = check_adjacency(W, name=str(file))
+        if names is None:
+            names = sorted(relations)
+        elif sorted(relations) != names:
+            raise ValueError(f"{folder}: relations {sorted(relations)}, other queries {names}")
+        queries.append(StudyQuery(folder.name, X, pairs, relations, grades))
+    return queries
+
+
+def write_study_dir(path: str | os.PathLike, queries: Sequence[StudyQuery]) -> Path:
+    """Write ``queries`` in the module's format (grades where a query has them, else its
+    comparisons); returns the directory."""
+    root = as_path(path, "path")
+    for q in queries:
+        folder = root / q.qid
+        folder.mkdir(parents=True, exist_ok=True)
+        np.savetxt(folder / "attributes.csv", q.X, delimiter=",", fmt="%.17g")
+        if q.grades is not None:
+            np.savetxt(folder / "grades.csv", q.grades, fmt="%.17g")
+        else:
+            np.savetxt(folder / "comparisons.csv", q.pairs, delimiter=",", fmt="%d")
+        for name, W in q.relations.items():
+            i, j = np.nonzero(np.triu(W, 1))
+            rows = np.column_stack([i, j, W[i, j]])
+            with open(folder / f"relation-{name}.csv", "w") as f:
+                for a, b, w in rows:
+                    f.write(f"{int(a)},{int(b)},{w:.17g}\n")
+    return root
+
+
+def split_known(key, pairs, n_known: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n_known`` of ``pairs`` known (uniformly at random, by ``key``), every other pair a test
+    pair: ``(known (n_known, 2), test (m - n_known, 2))``, disjoint by row."""
+    return split_pairs(key, pairs, n_known)
+
+
+def seen_category(known, test, n: int) -> np.ndarray:
+    """For each ``test`` pair, how many of its two entities occur in a ``known`` pair: ``(p,)``
+    int, codes :data:`SEEN` (0 neither, 1 one, 2 both)."""
+    seen = np.zeros(n, bool)
+    seen[np.asarray(known, np.int64).reshape(-1)] = True
+    test = np.asarray(test, np.int64).reshape(-1, 2)
+    return seen[test[:, 0]].astype(np.int64) + seen[test[:, 1]]

@@ -53,6 +53,7 @@ the queries (the paper's) and a paired t-test over the query-repetitions. Collec
 
     python experiments/relational.py --collection OHSUMED|MovieLens|MQ2008|dir|sample
         [--data-dir DIR] [--queries 10] [--known 100 150 200] [--repeats 20] [--models ...]
+        [--max-movies 100]
         [--seed 0] [--out DIR]
 
 Writes ``<out>/results.json`` (every query-repetition's numbers), ``<out>/table.txt`` and,
@@ -534,16 +535,18 @@ def main(argv=None):
     p.add_argument("--data-dir", type=Path, default=REPO_ROOT / ".." / "shared" / "data")
     p.add_argument("--queries", type=int, default=10)
     p.add_argument("--known", type=int, nargs="+", default=None)
-    p.add_argument("--repeats", type=int, default=20)
+    p.add_argument("--repeats", type=int, default=None, help="default 20 (sample: 3)")
     p.add_argument("--max-movies", type=int, default=100)
     p.add_argument("--models", nargs="+", default=None)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
     if args.known is None:
-        args.known = {"MovieLens": [50, 100, 200], "MQ2008": [20, 40, 60], "sample": [20, 40]}.get(
-            args.collection, [100, 150, 200]
-        )
+        defaults = {"MovieLens": [50, 100, 200], "MQ2008": [20, 40, 60], "sample": [20, 40]}
+        defaults["dir"] = [25, 50, 100]
+        args.known = defaults.get(args.collection, [100, 150, 200])
+    if args.repeats is None:
+        args.repeats = 3 if args.collection == "sample" else 20
     out = args.out or REPO_ROOT / "experiments/out" / f"relational_{args.collection.lower()}"
     start = time.perf_counter()
     queries = COLLECTIONS[args.collection](args)

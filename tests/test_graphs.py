@@ -316,6 +316,10 @@ def test_permute_graph_preserves_degrees_and_weights():
     np.testing.assert_array_equal(np.sort(W_perm, axis=None), np.sort(W, axis=None))
     P = np.eye(9)[perm]  # P[i, perm[i]] = 1
     np.testing.assert_array_equal(W_perm, P @ W @ P.T)
+    # identity broken: most entities receive another entity's relations
+    assert np.sum(perm != np.arange(9)) >= 6 and not np.array_equal(W_perm, W)
+    moved = [i for i in range(9) if not np.array_equal(W_perm[i], W[i])]
+    assert len(moved) >= 6
 
 
 def test_permute_graph_is_a_function_of_the_key():

@@ -502,6 +502,40 @@ def table(results) -> str:
     return "\n".join(lines)
 
 
+def markdown(results) -> str:
+    """The summary as Markdown tables (for ``docs/results.md``)."""
+    lines = []
+    for k, block in results["settings"].items():
+        lines += [
+            f"**{results['collection']}, {k} known pairs**",
+            "",
+            "| model | error | AUC | log P(truth) | Brier | ECE | error: both seen | one | "
+            "neither |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for m, s in block["summary"].items():
+            short = lambda x: "-" if x is None else f"{x['mean']:.3f}"  # noqa: E731
+            lines.append(
+                f"| {m} | {fmt(s['err'])} | {fmt(s['auc'])} | {short(s['loglik'])} | "
+                f"{short(s['brier'])} | {short(s['ece'])} | {short(s['err_both'])} | "
+                f"{short(s['err_one'])} | {short(s['err_neither'])} |"
+            )
+        lines += [
+            "",
+            "| XPGP against | error reduction | queries lower | Wilcoxon p | paired t p |",
+        ]
+        lines.append("| --- | ---: | ---: | ---: | ---: |")
+        for other, c in block["comparisons"].items():
+            red = "-" if c["reduction"] is None else f"{100 * c['reduction']:+.1f}%"
+            lines.append(
+                f"| {other} | {red} | {c['queries_lower']} of {c['queries']} | "
+                f"{c['wilcoxon_p']:.3g} | {c['ttest_p']:.3g} |"
+            )
+        counts = next(iter(block["summary"].values()))["counts"]
+        lines += ["", f"Test pairs by seen entities (all repetitions): {counts}.", ""]
+    return "\n".join(lines)
+
+
 def plot(results, path: Path) -> None:
     try:
         import matplotlib
@@ -585,6 +619,7 @@ def main(argv=None):
     print(text)
     (out / "results.json").write_text(json.dumps(results))
     (out / "table.txt").write_text(text)
+    (out / "table.md").write_text(markdown(results))
     plot(results, out / "curves.png")
     print(f"written {out}")
 

@@ -68,7 +68,7 @@ def test_comparison_by_hand(study):
 
 
 def test_a_small_study_runs_end_to_end(study, tmp_path):
-    """Two queries in the study format, two models, two repetitions: every test pair counted
+    """Two queries in the study format, two models, one repetition: every test pair counted
     once in the seen/unseen breakdown, the table and the JSON written."""
     import json
 
@@ -89,14 +89,14 @@ def test_a_small_study_runs_end_to_end(study, tmp_path):
     study.main(
         [
             "--collection", "dir", "--data-dir", str(tmp_path / "data"), "--known", "10",
-            "--repeats", "2", "--models", "PGP", "XPGP", "RankSVM", "--out", str(out),
+            "--repeats", "1", "--models", "XPGP", "RankSVM", "--out", str(out),
         ]
     )  # fmt: skip
     results = json.loads((out / "results.json").read_text())
     block = results["settings"]["10"]
-    total = sum(len(q.pairs) - 10 for q in queries) * 2
-    for model in ("PGP", "XPGP", "RankSVM"):
+    total = sum(len(q.pairs) - 10 for q in queries)
+    for model in ("XPGP", "RankSVM"):
         assert sum(block["summary"][model]["counts"].values()) == total
         assert 0 <= block["summary"][model]["err"]["mean"] <= 1
-    assert set(block["comparisons"]) == {"PGP", "RankSVM"}
-    assert "XPGP vs PGP" in (out / "table.txt").read_text()
+    assert set(block["comparisons"]) == {"RankSVM"}
+    assert "XPGP vs RankSVM" in (out / "table.txt").read_text()

@@ -67,8 +67,10 @@ import argparse
 import dataclasses
 import gzip
 import json
+import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import jax
@@ -563,6 +565,23 @@ def plot(results, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def parts(models) -> list[list[str]]:
+    """The models in separately run groups: each GP alone, the two SVMs together."""
+    svms = [m for m in models if m in ("RankSVM", "LapRankSVM")]
+    return [[m] for m in models if m not in svms] + ([svms] if svms else [])
+
+
+def run_part(args, k: int, models: list[str], path: Path) -> None:
+    """One setting's repetitions for some models, in a child process: rows to ``path``."""
+    command = [sys.executable, __file__, "--part", str(path), "--known", str(k), "--models"]
+    command += models
+    for name in ("collection", "data_dir", "queries", "repeats", "max_movies", "seed"):
+        command += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--collection", default="OHSUMED", choices=list(COLLECTIONS))
@@ -573,7 +592,9 @@ def main(argv=None):
     p.add_argument("--max-movies", type=int, default=100)
     p.add_argument("--models", nargs="+", default=None)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--jobs", type=int, default=2, help="child processes at a time")
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--part", type=Path, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.known is None:
         defaults = {"MovieLens": [50, 100, 200], "MQ2008": [20, 40, 60], "sample": [20, 40]}
@@ -588,11 +609,32 @@ def main(argv=None):
         raise SystemExit(f"no query of {args.collection} has {2 * max(args.known)} pairs")
     relations = sorted(queries[0].relations)
     models = args.models or model_names(relations)
+    if args.part is not None:  # a child: one setting, some models
+        rows, hyper = run_setting(queries, args.known[0], args, relations, models)
+        args.part.write_text(json.dumps({"rows": rows, "hyper": hyper}))
+        return
     print(
         f"{args.collection}: {len(queries)} queries ({[q.qid for q in queries]}), "
         f"n = {[q.n for q in queries]}, relations {relations}, models {models}",
         flush=True,
     )
+    # Each (setting, model group) runs in its own process: compiled CPU programs hold memory
+    # mappings that jaxlib does not release, and one process running every model hit the
+    # kernel's limit of 65,530 mappings ("LLVM ERROR: Unable to allocate section memory").
+    out.mkdir(parents=True, exist_ok=True)
+    tasks = [(k, group) for k in args.known for group in parts(models)]
+    paths = {
+        (k, tuple(g)): out / f"part-{k}-{'+'.join(g).replace('[', '_').replace(']', '')}.json"
+        for k, g in tasks
+    }
+
+    def one(task):
+        k, group = task
+        run_part(args, k, group, paths[(k, tuple(group))])
+        print(f"  k={k} {', '.join(group)} done ({time.perf_counter() - start:.0f} s)", flush=True)
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        list(pool.map(one, tasks))
     results = {
         "collection": args.collection,
         "queries": [{"qid": q.qid, "n": q.n, "pairs": len(q.pairs)} for q in queries],
@@ -601,7 +643,11 @@ def main(argv=None):
         "args": {k: str(v) for k, v in vars(args).items()},
     }
     for k in args.known:
-        rows, hyper = run_setting(queries, k, args, relations, models)
+        rows, hyper = {}, {}
+        for group in parts(models):
+            part = json.loads(paths[(k, tuple(group))].read_text())
+            rows.update({m: part["rows"][m] for m in group})
+            hyper.update({m: part["hyper"][m] for m in group})
         comparisons = {
             other: compare(rows, "XPGP", other)
             for other in COMPARATORS
@@ -613,8 +659,9 @@ def main(argv=None):
             "rows": rows,
             "hyperparameters": hyper,
         }
+    for path in paths.values():
+        path.unlink()
     results["seconds"] = time.perf_counter() - start
-    out.mkdir(parents=True, exist_ok=True)
     text = table(results) + f"run time {results['seconds']:.0f} s\n"
     print(text)
     (out / "results.json").write_text(json.dumps(results))

@@ -116,13 +116,19 @@ def movie_attributes(data_dir):
     return {m: attrs[a] for a, m in enumerate(ids)}
 
 
-def hetrec_problems(data_dir, count, rng, *, known, min_n, max_n, max_held_out):
+def user_ratings(data_dir) -> dict[int, dict[int, float]]:
+    """``{userID: {movieID: rating}}`` of the 38 HetRec users (train and test files together)."""
     base = Path(data_dir) / "hetrec2011-movielens-2k" / "ratings_subset_38users"
-    ratings = {}
+    ratings: dict[int, dict[int, float]] = {}
     for part in ("train", "test"):
         _, rows = _table(base / f"{part}_user_ratings.dat.gz")
         for r in rows:
             ratings.setdefault(int(r[0]), {})[int(r[1])] = float(r[2])
+    return ratings
+
+
+def hetrec_problems(data_dir, count, rng, *, known, min_n, max_n, max_held_out):
+    ratings = user_ratings(data_dir)
     attrs = movie_attributes(data_dir)
     users = []
     for u in sorted(ratings):

@@ -30,7 +30,6 @@ genres are also among the movie attributes); MQ2008 ships none, so only the two 
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import time
 from pathlib import Path
@@ -43,7 +42,7 @@ from bayesrank.runtime import enable_compilation_cache  # noqa: E402
 enable_compilation_cache()
 
 import numpy as np  # noqa: E402
-from accuracy_data import movie_attributes, scale01  # noqa: E402
+from accuracy_data import movie_attributes, scale01, user_ratings  # noqa: E402
 
 from bayesrank import active  # noqa: E402
 from bayesrank.data.graphs import load_hetrec_relations, ohsumed_keyword_graph  # noqa: E402
@@ -233,12 +232,7 @@ def movielens_users(args) -> list[dict]:
     attributes: the 27 movie features of ``accuracy_data.movie_attributes``, scaled to [0, 1]
     within the user; relations co-director and co-genre."""
     base = args.data_dir / "hetrec2011-movielens-2k"
-    ratings: dict[int, dict[int, float]] = {}
-    for part in ("train", "test"):
-        path = base / "ratings_subset_38users" / f"{part}_user_ratings.dat.gz"
-        for line in gzip.open(path, "rt").read().splitlines()[1:]:
-            user, movie, rating = line.split("\t")[:3]
-            ratings.setdefault(int(user), {})[int(movie)] = float(rating)
+    ratings = user_ratings(args.data_dir)
     attrs = movie_attributes(args.data_dir)
     users = [u for u in sorted(ratings) if sum(m in attrs for m in ratings[u]) >= 60]
     rng = np.random.default_rng(args.seed)

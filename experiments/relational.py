@@ -118,7 +118,7 @@ from bayesrank.parallel import map_queries  # noqa: E402
 from bayesrank.predict import predict_pairs  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from accuracy_data import movie_attributes, scale01  # noqa: E402
+from accuracy_data import movie_attributes, scale01, user_ratings  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PLACEBO_PERMUTATIONS = 5
@@ -193,12 +193,7 @@ def _co_actor(base: Path, movies) -> np.ndarray:
 
 def movielens(args) -> list[StudyQuery]:
     base = args.data_dir / "hetrec2011-movielens-2k"
-    ratings: dict[int, dict[int, float]] = {}
-    for part in ("train", "test"):
-        path = base / "ratings_subset_38users" / f"{part}_user_ratings.dat.gz"
-        for line in gzip.open(path, "rt").read().splitlines()[1:]:
-            user, movie, rating = line.split("\t")[:3]
-            ratings.setdefault(int(user), {})[int(movie)] = float(rating)
+    ratings = user_ratings(args.data_dir)
     attrs = movie_attributes(args.data_dir)
     users = [u for u in sorted(ratings) if sum(m in attrs for m in ratings[u]) >= 60]
     rng = np.random.default_rng(args.seed)

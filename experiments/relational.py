@@ -587,7 +587,7 @@ def main(argv=None):
     p.add_argument("--max-movies", type=int, default=100)
     p.add_argument("--models", nargs="+", default=None)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--jobs", type=int, default=2, help="child processes at a time")
+    p.add_argument("--jobs", type=int, default=2, help="child processes at a time (0: none)")
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--part", type=Path, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -625,10 +625,14 @@ def main(argv=None):
 
     def one(task):
         k, group = task
-        run_part(args, k, group, paths[(k, tuple(group))])
+        if args.jobs == 0:  # in this process (small runs, tests)
+            rows, hyper = run_setting(queries, k, args, relations, group)
+            paths[(k, tuple(group))].write_text(json.dumps({"rows": rows, "hyper": hyper}))
+        else:
+            run_part(args, k, group, paths[(k, tuple(group))])
         print(f"  k={k} {', '.join(group)} done ({time.perf_counter() - start:.0f} s)", flush=True)
 
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+    with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
         list(pool.map(one, tasks))
     results = {
         "collection": args.collection,

@@ -211,7 +211,7 @@ def test_the_laplace_engine_loop_equals_a_python_loop_of_laplace_fits():
     from bayesrank.inference import laplace
 
     K, cands, outcome = problem(seed=8)
-    k = 6
+    k = 4
     got = active.explore(K, cands, outcome, k, engine="laplace", tol=1e-12)
     asked, pairs = [], []
     mean, cov = np.zeros(len(K)), K

@@ -89,7 +89,7 @@ def test_a_small_study_runs_end_to_end(study, tmp_path):
     study.main(
         [
             "--collection", "dir", "--data-dir", str(tmp_path / "data"), "--known", "10",
-            "--repeats", "1", "--models", "XPGP", "RankSVM", "--out", str(out),
+            "--repeats", "1", "--models", "XPGP", "RankSVM", "--jobs", "0", "--out", str(out),
         ]
     )  # fmt: skip
     results = json.loads((out / "results.json").read_text())

@@ -84,7 +84,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from jax.scipy.special import log_ndtr  # noqa: E402
 
-from bayesrank.baselines.ranksvm import fit_kernel  # noqa: E402
+from bayesrank.baselines.ranksvm import fit_kernel, rbf_kernel  # noqa: E402
 from bayesrank.data.graphs import (  # noqa: E402
     feature_similarity_graph,
     load_hetrec_relations,
@@ -269,10 +269,6 @@ def _median_gamma(X) -> float:
     return 1.0 / max(float(np.median(d2[d2 > 0])), 1e-12)
 
 
-def _rbf(X, gamma):
-    return np.exp(-gamma * ((X[:, None] - X[None]) ** 2).sum(-1))
-
-
 def _deformed(K, W, gamma_l):
     """``(K^-1 + gamma_l L)^-1 = K (I + gamma_l L K)^-1``, symmetrised."""
     L = np.diag(W.sum(1)) - W
@@ -332,7 +328,8 @@ def fit_svms(queries, splits, relations, seed):
     medians = [_median_gamma(q.X) for q in queries]
     options = [(g, C) for g in GAMMA_SCALES for C in SVM_C]
     Ks = {
-        g: [_rbf(q.X, g * m) for q, m in zip(queries, medians, strict=True)] for g in GAMMA_SCALES
+        g: [np.asarray(rbf_kernel(q.X, q.X, g * m)) for q, m in zip(queries, medians, strict=True)]
+        for g in GAMMA_SCALES
     }
     cv = np.stack([_cv_error(Ks[g], splits, [C] * len(queries), seed) for g, C in options])
     best = [options[i] for i in np.argmin(cv, axis=0)]

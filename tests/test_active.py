@@ -60,14 +60,10 @@ def problem(n=10, seed=0):
     return K, cands, u[cands[:, 0]] > u[cands[:, 1]]
 
 
-@pytest.mark.parametrize("criterion", ["variance_ratio", "mutual_information"])
-def test_compiled_loop_equals_a_python_loop(criterion):
-    """The same answers fed to a loop of the public ep.fit (cold starts) and scores from NumPy."""
-    if not jax.config.jax_enable_x64:
-        pytest.skip("argmax ties resolve at float64 resolution")
-    K, cands, outcome = problem()
-    k = 6
-    got = active.explore(K, cands, outcome, k, criterion, tol=1e-10)
+def python_loop(K, cands, outcome, k, criterion, fit):
+    """The greedy rule as a plain loop: NumPy scores (the variance ratio by its formula), the
+    answers from ``outcome``, ``fit(pairs)`` cold-started after each. Returns ``(asked, pairs,
+    mean, cov)``."""
     asked, pairs = [], []
     mean, cov = np.zeros(len(K)), K
     for _ in range(k):
@@ -82,8 +78,22 @@ def test_compiled_loop_equals_a_python_loop(criterion):
         asked.append(c)
         i, j = cands[c]
         pairs.append((i, j) if outcome[c] else (j, i))
-        post = ep.fit(K, np.array(pairs), tol=1e-10)
+        post = fit(np.array(pairs))
         mean, cov = np.asarray(post.mean), np.asarray(post.cov)
+    return asked, pairs, mean, cov
+
+
+@pytest.mark.parametrize("criterion", ["variance_ratio", "mutual_information"])
+def test_compiled_loop_equals_a_python_loop(criterion):
+    """The same answers fed to a loop of the public ep.fit (cold starts) and scores from NumPy."""
+    if not jax.config.jax_enable_x64:
+        pytest.skip("argmax ties resolve at float64 resolution")
+    K, cands, outcome = problem()
+    k = 6
+    got = active.explore(K, cands, outcome, k, criterion, tol=1e-10)
+    asked, pairs, mean, cov = python_loop(
+        K, cands, outcome, k, criterion, lambda p: ep.fit(K, p, tol=1e-10)
+    )
     assert list(np.asarray(got.chosen)) == asked
     np.testing.assert_array_equal(np.asarray(got.pairs), np.array(pairs))
     np.testing.assert_allclose(got.mean, mean, atol=1e-8)
@@ -213,17 +223,9 @@ def test_the_laplace_engine_loop_equals_a_python_loop_of_laplace_fits():
     K, cands, outcome = problem(seed=8)
     k = 4
     got = active.explore(K, cands, outcome, k, engine="laplace", tol=1e-12)
-    asked, pairs = [], []
-    mean, cov = np.zeros(len(K)), K
-    for _ in range(k):
-        dm, dv = moments(mean, cov, cands)
-        s = np.where(np.isin(np.arange(len(cands)), asked), -np.inf, dv / (dm**2 + 1e-300))
-        c = int(np.argmax(s))
-        asked.append(c)
-        i, j = cands[c]
-        pairs.append((i, j) if outcome[c] else (j, i))
-        post = laplace.fit(K, np.array(pairs), tol=1e-12)
-        mean, cov = np.asarray(post.mean), np.asarray(post.cov)
+    asked, _, mean, cov = python_loop(
+        K, cands, outcome, k, "variance_ratio", lambda p: laplace.fit(K, p, tol=1e-12)
+    )
     assert list(np.asarray(got.chosen)) == asked
     np.testing.assert_allclose(got.mean, mean, atol=1e-8)
     np.testing.assert_allclose(got.cov, cov, atol=1e-8)

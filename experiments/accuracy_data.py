@@ -18,31 +18,13 @@ disjoint: a seeded random split of the pairs the grades imply).
 
 from __future__ import annotations
 
-import gzip
 from pathlib import Path
 
 import numpy as np
 
 from bayesrank.data.letor import load_letor
+from bayesrank.data.movielens import movie_attributes, scale01, user_ratings
 from bayesrank.data.pairs import pairs_from_grades
-
-MOVIE_COLUMNS = (
-    "year",
-    "rtAllCriticsRating",
-    "rtAllCriticsScore",
-    "rtTopCriticsRating",
-    "rtAudienceRating",
-    "rtAudienceScore",
-    "rtAudienceNumRatings",
-)
-
-
-def scale01(X):
-    """Each column to ``[0, 1]`` (a constant column to 0)."""
-    X = np.asarray(X, float)
-    lo, hi = X.min(0), X.max(0)
-    span = np.where(hi > lo, hi - lo, 1.0)
-    return (X - lo) / span
 
 
 def split(rng, pairs, known, max_held_out):
@@ -79,52 +61,6 @@ def letor_problems(data_dir, collection, count, rng, *, known, min_n, max_n, max
             )
         )
     return out
-
-
-def _table(path):
-    with gzip.open(path, "rt", encoding="latin-1") as f:
-        header = f.readline().rstrip("\n").split("\t")
-        rows = [line.rstrip("\n").split("\t") for line in f if line.strip()]
-    return header, rows
-
-
-def movie_attributes(data_dir):
-    """``{movieID: (27,) attributes}`` (unscaled) of every HetRec movie."""
-    base = Path(data_dir) / "hetrec2011-movielens-2k"
-    header, rows = _table(base / "movies.dat.gz")
-    cols = [header.index(c) for c in MOVIE_COLUMNS]
-    ids = [int(r[0]) for r in rows]
-    values = np.full((len(rows), len(cols)), np.nan)
-    for a, r in enumerate(rows):
-        for b, c in enumerate(cols):
-            try:
-                v = float(r[c])
-            except (ValueError, IndexError):
-                continue
-            values[a, b] = v if v > 0 else np.nan  # 0 and \N mark a missing figure
-    values[:, -1] = np.log1p(values[:, -1])
-    med = np.nanmedian(values, axis=0)
-    values = np.where(np.isnan(values), med, values)
-    _, grows = _table(base / "movie_genres.dat.gz")
-    genres = sorted({g for _, g in grows})
-    index = {m: a for a, m in enumerate(ids)}
-    onehot = np.zeros((len(ids), len(genres)))
-    for m, g in grows:
-        if int(m) in index:
-            onehot[index[int(m)], genres.index(g)] = 1.0
-    attrs = np.concatenate([onehot, values], axis=1)
-    return {m: attrs[a] for a, m in enumerate(ids)}
-
-
-def user_ratings(data_dir) -> dict[int, dict[int, float]]:
-    """``{userID: {movieID: rating}}`` of the 38 HetRec users (train and test files together)."""
-    base = Path(data_dir) / "hetrec2011-movielens-2k" / "ratings_subset_38users"
-    ratings: dict[int, dict[int, float]] = {}
-    for part in ("train", "test"):
-        _, rows = _table(base / f"{part}_user_ratings.dat.gz")
-        for r in rows:
-            ratings.setdefault(int(r[0]), {})[int(r[1])] = float(r[2])
-    return ratings
 
 
 def hetrec_problems(data_dir, count, rng, *, known, min_n, max_n, max_held_out):

@@ -13,14 +13,11 @@ relations, star ratings as grades: ``bayesrank.data.study`` format under ``--out
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import relational
-
 from bayesrank.data.study import StudyQuery, write_study_dir
+from bayesrank.study import StudyConfig
+from bayesrank.study.collections import movielens
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,12 +30,12 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=REPO_ROOT / "experiments/out/kept_aside_data")
     args = p.parse_args()
-    study = argparse.Namespace(data_dir=args.data_dir, queries=10, seed=args.seed, max_movies=100)
-    used = {q.qid for q in relational.movielens(study)}
-    every = argparse.Namespace(
-        data_dir=args.data_dir, queries=10_000, seed=args.seed, max_movies=args.movies
+    study = StudyConfig("MovieLens", args.data_dir, queries=10, seed=args.seed, max_movies=100)
+    used = {q.qid for q in movielens(study)}
+    every = StudyConfig(
+        "MovieLens", args.data_dir, queries=10_000, seed=args.seed, max_movies=args.movies
     )
-    rest = [q for q in relational.movielens(every) if q.qid not in used][: args.users]
+    rest = [q for q in movielens(every) if q.qid not in used][: args.users]
     keep = ("co_director", "co_country")
     out = [
         StudyQuery(q.qid, q.X, q.pairs, {r: q.relations[r] for r in keep}, q.grades) for q in rest

@@ -1,23 +1,21 @@
-"""The relational study's tables from predictions (experiments/relational.py): a hand-computed
-table, and one small end-to-end run on a study directory."""
+"""The relational study (bayesrank.study): its tables from predictions against a hand-computed
+table, the SVMs' touched-entity solve against a full one, and a small end-to-end run on a study
+directory, in this process and in a child process."""
 
-import sys
-from pathlib import Path
+import dataclasses
+import json
 
 import numpy as np
 import pytest
 
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+from bayesrank.data.pairs import pairs_from_grades
+from bayesrank.data.study import StudyQuery, write_study_dir
+from bayesrank.study import StudyConfig, measures, run_study
 
 
 @pytest.fixture(scope="module")
 def study():
-    sys.path.insert(0, str(EXPERIMENTS))
-    try:
-        import relational
-    finally:
-        sys.path.remove(str(EXPERIMENTS))
-    return relational
+    return measures
 
 
 def test_evaluate_by_hand(study):
@@ -67,13 +65,27 @@ def test_comparison_by_hand(study):
     assert got["wilcoxon_p"] == pytest.approx(0.5)  # two queries, both lower: exact 2 / 4
 
 
-def test_a_small_study_runs_end_to_end(study, tmp_path):
-    """Two queries in the study format, two models, one repetition: every test pair counted
-    once in the seen/unseen breakdown, the table and the JSON written."""
-    import json
+def test_svm_scores_on_touched_entities_equal_a_full_solve():
+    """A kernel RankSVM's beta vanishes off the entities its pairs touch: the study's solve on
+    those alone scores every entity as the solve on all of them does."""
+    from bayesrank.baselines.ranksvm import fit_kernel, rbf_kernel
+    from bayesrank.study.models import _scores
 
-    from bayesrank.data.study import StudyQuery, write_study_dir
+    rng = np.random.default_rng(3)
+    Ks, pair_lists, full = [], [], []
+    for n in (14, 9):
+        X = rng.normal(size=(n, 2))
+        K = np.asarray(rbf_kernel(X, X, 0.5))
+        pairs = np.array([[0, 3], [5, 2], [3, 7], [2, 0]])
+        Ks.append(K)
+        pair_lists.append(pairs)
+        full.append(K @ np.asarray(fit_kernel(K, pairs, 10.0, tol=1e-12).beta))
+    got = _scores(Ks, pair_lists, [10.0, 10.0])
+    for g, f in zip(got, full, strict=True):
+        np.testing.assert_allclose(g, f, rtol=1e-7, atol=1e-9)
 
+
+def _tiny_collection(folder):
     rng = np.random.default_rng(0)
     queries = []
     for q in range(2):
@@ -81,17 +93,28 @@ def test_a_small_study_runs_end_to_end(study, tmp_path):
         grades = np.round(X[:, 0] + 0.3 * rng.normal(size=12), 1)
         W = (rng.uniform(size=(12, 12)) < 0.3).astype(float)
         W = np.triu(W, 1) + np.triu(W, 1).T
-        from bayesrank.data.pairs import pairs_from_grades
-
         queries.append(StudyQuery(f"q{q}", X, pairs_from_grades(grades), {"r": W}, grades))
-    write_study_dir(tmp_path / "data", queries)
+    write_study_dir(folder, queries)
+    return queries
+
+
+@pytest.mark.parametrize("jobs", [0, 1])
+def test_a_small_study_runs_end_to_end(tmp_path, jobs):
+    """Two queries in the study format, two models, one repetition, in this process (jobs 0)
+    and in child processes (jobs 1), with the same numbers: every test pair counted once in the
+    seen/unseen breakdown, the table and the JSON written."""
+    queries = _tiny_collection(tmp_path / "data")
     out = tmp_path / "out"
-    study.main(
-        [
-            "--collection", "dir", "--data-dir", str(tmp_path / "data"), "--known", "10",
-            "--repeats", "1", "--models", "XPGP", "RankSVM", "--jobs", "0", "--out", str(out),
-        ]
-    )  # fmt: skip
+    config = StudyConfig(
+        collection="dir",
+        data_dir=tmp_path / "data",
+        known=(10,),
+        repeats=1,
+        models=("XPGP", "RankSVM"),
+        jobs=jobs,
+        out=out,
+    )
+    run_study(config, verbose=False)
     results = json.loads((out / "results.json").read_text())
     block = results["settings"]["10"]
     total = sum(len(q.pairs) - 10 for q in queries)
@@ -100,3 +123,6 @@ def test_a_small_study_runs_end_to_end(study, tmp_path):
         assert 0 <= block["summary"][model]["err"]["mean"] <= 1
     assert set(block["comparisons"]) == {"RankSVM"}
     assert "XPGP vs RankSVM" in (out / "table.txt").read_text()
+    if jobs:  # the child's numbers are this process's
+        again = run_study(dataclasses.replace(config, jobs=0, out=None), verbose=False)
+        assert again["settings"]["10"]["rows"] == block["rows"]

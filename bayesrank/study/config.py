@@ -1,0 +1,57 @@
+"""The settings of one run of the relational study, with their defaults per collection."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from ..data.checks import check_int
+
+__all__ = ["DEFAULT_KNOWN", "StudyConfig"]
+
+#: Numbers of known pairs per collection (the paper's 100, 150, 200 on OHSUMED; scaled to the
+#: sizes of the others' queries).
+DEFAULT_KNOWN = {
+    "OHSUMED": (100, 150, 200),
+    "MovieLens": (50, 100, 200),
+    "MQ2008": (20, 40, 60),
+    "dir": (25, 50, 100),
+    "sample": (20, 40),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class StudyConfig:
+    """One run: ``collection`` (see :mod:`.collections`), read from ``data_dir``; ``queries``
+    chosen (seeded by ``seed``); for each ``k`` in ``known``, ``repeats`` random splits;
+    ``models`` (``None``: every model of :func:`bayesrank.study.models.model_names`);
+    ``jobs`` child processes at a time (0: everything in this process); results to ``out``."""
+
+    collection: str = "sample"
+    data_dir: Path | None = None
+    queries: int = 10
+    known: tuple[int, ...] = ()
+    repeats: int = 0
+    max_movies: int = 100
+    models: tuple[str, ...] | None = None
+    seed: int = 0
+    jobs: int = 2
+    out: Path | None = None
+
+    def __post_init__(self):
+        known = tuple(self.known) or DEFAULT_KNOWN.get(self.collection, (100, 150, 200))
+        object.__setattr__(self, "known", tuple(int(k) for k in known))
+        if not self.repeats:
+            object.__setattr__(self, "repeats", 3 if self.collection == "sample" else 20)
+        for k in self.known:
+            check_int(k, "known", low=1)
+        check_int(self.queries, "queries", low=1)
+        check_int(self.repeats, "repeats", low=1)
+        check_int(self.max_movies, "max_movies", low=2)
+        check_int(self.jobs, "jobs", low=0)
+        if self.data_dir is not None:
+            object.__setattr__(self, "data_dir", Path(self.data_dir))
+        if self.out is not None:
+            object.__setattr__(self, "out", Path(self.out))
+        if self.models is not None:
+            object.__setattr__(self, "models", tuple(self.models))

@@ -1,0 +1,88 @@
+"""The study's results as text: a plain table (printed and ``table.txt``), Markdown tables
+(``table.md``, for ``docs/results.md``) and the figure (``curves.png``, with matplotlib)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["fmt", "markdown", "plot", "table"]
+
+
+def fmt(stat, digits=3) -> str:
+    return "-" if stat is None else f"{stat['mean']:.{digits}f}+-{stat['sd']:.{digits}f}"
+
+
+def table(results) -> str:
+    lines = []
+    for k, block in results["settings"].items():
+        lines.append(f"== {results['collection']}, {k} known pairs ==")
+        lines.append(
+            f"{'model':<26}{'error':>14}{'AUC':>14}{'log P(truth)':>15}{'Brier':>8}{'ECE':>8}"
+            f"{'err both':>10}{'err one':>9}{'err neither':>12}"
+        )
+        for m, s in block["summary"].items():
+            short = lambda x: "-" if x is None else f"{x['mean']:.3f}"  # noqa: E731
+            lines.append(
+                f"{m:<26}{fmt(s['err']):>14}{fmt(s['auc']):>14}{short(s['loglik']):>15}"
+                f"{short(s['brier']):>8}{short(s['ece']):>8}{short(s['err_both']):>10}"
+                f"{short(s['err_one']):>9}{short(s['err_neither']):>12}"
+            )
+        counts = next(iter(block["summary"].values()))["counts"]
+        lines.append(f"test pairs by seen entities (all repetitions): {counts}")
+        for other, c in block["comparisons"].items():
+            red = "-" if c["reduction"] is None else f"{100 * c['reduction']:+.1f}%"
+            lines.append(
+                f"XPGP vs {other:<14} error reduction {red:>7}; lower in {c['queries_lower']} of "
+                f"{c['queries']} queries; Wilcoxon p={c['wilcoxon_p']:.3g}, paired t "
+                f"p={c['ttest_p']:.3g}"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def markdown(results) -> str:
+    """The summary as Markdown tables (for ``docs/results.md``)."""
+    lines = []
+    for k, block in results["settings"].items():
+        lines += [
+            f"**{results['collection']}, {k} known pairs**",
+            "",
+            "| model | error | AUC | log P(truth) | Brier | ECE | error: both seen | one | "
+            "neither |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for m, s in block["summary"].items():
+            short = lambda x: "-" if x is None else f"{x['mean']:.3f}"  # noqa: E731
+            lines.append(
+                f"| {m} | {fmt(s['err'])} | {fmt(s['auc'])} | {short(s['loglik'])} | "
+                f"{short(s['brier'])} | {short(s['ece'])} | {short(s['err_both'])} | "
+                f"{short(s['err_one'])} | {short(s['err_neither'])} |"
+            )
+        lines += [
+            "",
+            "| XPGP against | error reduction | queries lower | Wilcoxon p | paired t p |",
+        ]
+        lines.append("| --- | ---: | ---: | ---: | ---: |")
+        for other, c in block["comparisons"].items():
+            red = "-" if c["reduction"] is None else f"{100 * c['reduction']:+.1f}%"
+            lines.append(
+                f"| {other} | {red} | {c['queries_lower']} of {c['queries']} | "
+                f"{c['wilcoxon_p']:.3g} | {c['ttest_p']:.3g} |"
+            )
+        counts = next(iter(block["summary"].values()))["counts"]
+        lines += ["", f"Test pairs by seen entities (all repetitions): {counts}.", ""]
+    return "\n".join(lines)
+
+
+def plot(results, path: Path) -> bool:
+    """Error and AUC against the number of known pairs (:func:`bayesrank.plot.study`; bands:
+    sd over query-repetitions) to ``path``; False (nothing written) without matplotlib."""
+    try:
+        import matplotlib
+    except ImportError:
+        return False
+    matplotlib.use("Agg")
+    from ..plot import save, study
+
+    save(study(results), path, close=True)
+    return True

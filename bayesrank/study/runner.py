@@ -1,0 +1,242 @@
+"""Run the relational study: every (number of known pairs, model group) as its own task, in
+child processes (``jobs`` at a time) or in this process (``jobs=0``), then the summary, the
+comparisons, the tables and the figure.
+
+Protocol (Kersting & Xu 2009, Sec. 6): for each number of known pairs ``k`` and each of
+``repeats`` repetitions ``r``, ``k`` of each query's pairs known (uniformly at random, key
+``fold_in(fold_in(PRNGKey(seed), r), q)``) and every other pair of the query a test pair. Every
+model is fitted on the known pairs and predicts every test pair (transductively: all of a
+query's entities are in its prior). The GPs' ``theta`` is shared by the queries of a
+repetition; each repetition is fitted afresh.
+
+Why child processes: compiled CPU programs hold memory mappings that jaxlib does not release,
+and one process running every model of a full study hit the kernel's limit of 65,530 mappings
+("LLVM ERROR: Unable to allocate section memory"). The persistent compilation cache
+(:func:`bayesrank.runtime.enable_compilation_cache`) lets the children share compiled programs.
+
+    python -m bayesrank.study.runner --part PATH ...   (a child: one task's rows to PATH)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from ..data.study import split_known
+from .collections import load_collection
+from .config import StudyConfig
+from .measures import COMPARATORS, compare, gp_numbers, summarize, svm_numbers
+from .models import SVMS, fit_gp, fit_svms, model_names
+from .report import markdown, plot, table
+
+__all__ = ["run_setting", "run_study"]
+
+
+def run_setting(queries, k: int, config: StudyConfig, relations, models, progress=None):
+    """Every repetition of ``k`` known pairs for ``models``: ``({model: [row per
+    query-repetition]}, {model: [hyperparameters per repetition]})``."""
+    rows = {m: [] for m in models}
+    hyper = {m: [] for m in models}
+    for rep in range(config.repeats):
+        key = jax.random.fold_in(jax.random.PRNGKey(config.seed), rep)
+        splits = [
+            split_known(jax.random.fold_in(key, b), q.pairs, k) for b, q in enumerate(queries)
+        ]
+        flips = [
+            np.random.default_rng([config.seed, rep, b]).uniform(size=len(test)) < 0.5
+            for b, (_, test) in enumerate(splits)
+        ]
+        for model in models:
+            if model in SVMS:
+                continue
+            posts, prior = fit_gp(model, queries, splits, relations, rep)
+            hyper[model].append(str(prior))
+            for b, (q, (mean, cov)) in enumerate(zip(queries, posts, strict=True)):
+                known, test = splits[b]
+                row = gp_numbers(mean, cov, known, test, q.n, flips[b])
+                rows[model].append({"qid": q.qid, "rep": rep, **row})
+        if set(SVMS) & set(models):
+            scores, chosen = fit_svms(queries, splits, relations, config.seed + rep)
+            for model in (m for m in SVMS if m in models):
+                hyper[model].append(chosen)
+                for b, q in enumerate(queries):
+                    known, test = splits[b]
+                    row = svm_numbers(scores[model][b], known, test, q.n)
+                    rows[model].append({"qid": q.qid, "rep": rep, **row})
+        if progress is not None:
+            progress(rep)
+    return rows, hyper
+
+
+def groups(models) -> list[list[str]]:
+    """The models in separately run tasks: each GP alone, the two SVMs together."""
+    svms = [m for m in models if m in SVMS]
+    return [[m] for m in models if m not in svms] + ([svms] if svms else [])
+
+
+def _child(config: StudyConfig, k: int, models: list[str], path: Path) -> None:
+    """One task in a child process: its rows to ``path``."""
+    command = [sys.executable, "-m", "bayesrank.study.runner", "--part", str(path)]
+    # every k, not just this one: the queries are chosen among those with pairs for the largest
+    command += ["--setting", str(k), "--known", *map(str, config.known), "--models", *models]
+    for name in ("collection", "queries", "repeats", "max_movies", "seed"):
+        command += [f"--{name.replace('_', '-')}", str(getattr(config, name))]
+    if config.data_dir is not None:
+        command += ["--data-dir", str(config.data_dir)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
+
+
+class _Bar:
+    """A one-line progress bar on stderr: tasks done, the last one, elapsed seconds."""
+
+    def __init__(self, total: int, start: float, stream=sys.stderr):
+        self.total, self.done, self.start, self.stream = total, 0, start, stream
+
+    def __call__(self, what: str) -> None:
+        self.done += 1
+        filled = round(30 * self.done / self.total)
+        elapsed = time.perf_counter() - self.start
+        self.stream.write(
+            f"\r[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total} {what} "
+            f"({elapsed:.0f} s)" + ("\n" if self.done == self.total else "")
+        )
+        self.stream.flush()
+
+
+def run_study(config: StudyConfig, *, verbose: bool = True) -> dict:
+    """Run the study of ``config``; write ``results.json``, ``table.txt``, ``table.md`` and
+    (with matplotlib) ``curves.png`` to ``config.out`` (if set); return the results:
+    ``{"collection", "queries", "relations", "settings": {str(k): {"summary",
+    "comparisons", "rows", "hyperparameters"}}, "seconds", "config"}``."""
+    start = time.perf_counter()
+    queries = load_collection(config)
+    relations = sorted(queries[0].relations)
+    models = list(config.models or model_names(relations))
+    say = (lambda text: print(text, file=sys.stderr, flush=True)) if verbose else (lambda _: 0)
+    say(
+        f"{config.collection}: {len(queries)} queries ({[q.qid for q in queries]}), "
+        f"n = {[q.n for q in queries]}, relations {relations}, known {list(config.known)}, "
+        f"{config.repeats} repetitions, models {models}"
+    )
+    tasks = [(k, tuple(g)) for k in config.known for g in groups(models)]
+    bar = _Bar(len(tasks), start) if verbose else (lambda _: None)
+    parts = {}
+
+    def one(task):
+        k, group = task
+        if config.jobs == 0:
+            parts[task] = run_setting(queries, k, config, relations, list(group))
+        else:
+            with _scratch() as folder:
+                path = folder / "part.json"
+                _child(config, k, list(group), path)
+                part = json.loads(path.read_text())
+                parts[task] = (part["rows"], part["hyper"])
+        bar(f"k={k} {'+'.join(group)}")
+
+    with ThreadPoolExecutor(max_workers=max(config.jobs, 1)) as pool:
+        list(pool.map(one, tasks))
+    results = {
+        "collection": config.collection,
+        "queries": [{"qid": q.qid, "n": q.n, "pairs": len(q.pairs)} for q in queries],
+        "relations": relations,
+        "settings": {},
+        "config": {k: str(v) for k, v in vars(config).items()},
+    }
+    for k in config.known:
+        rows, hyper = {}, {}
+        for group in groups(models):
+            part_rows, part_hyper = parts[(k, tuple(group))]
+            rows.update({m: part_rows[m] for m in group})
+            hyper.update({m: part_hyper[m] for m in group})
+        comparisons = {
+            other: compare(rows, "XPGP", other)
+            for other in COMPARATORS
+            if rows.get(other) and rows.get("XPGP")
+        }
+        results["settings"][str(k)] = {
+            "summary": summarize(rows),
+            "comparisons": comparisons,
+            "rows": rows,
+            "hyperparameters": hyper,
+        }
+    results["seconds"] = time.perf_counter() - start
+    if config.out is not None:
+        write(results, config.out)
+    return results
+
+
+def write(results: dict, out: Path) -> list[Path]:
+    """``results.json``, ``table.txt``, ``table.md`` and (with matplotlib) ``curves.png``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    text = table(results) + f"run time {results['seconds']:.0f} s\n"
+    written = [out / "results.json", out / "table.txt", out / "table.md"]
+    written[0].write_text(json.dumps(results))
+    written[1].write_text(text)
+    written[2].write_text(markdown(results))
+    if plot(results, out / "curves.png"):
+        written.append(out / "curves.png")
+    return written
+
+
+class _scratch:
+    """A temporary folder (removed afterwards)."""
+
+    def __enter__(self) -> Path:
+        import tempfile
+
+        self._dir = tempfile.TemporaryDirectory(prefix="bayesrank-study-")
+        return Path(self._dir.name)
+
+    def __exit__(self, *exc):
+        self._dir.cleanup()
+
+
+def main(argv=None) -> None:
+    """A child process: one task (``--setting k --models ...``), its rows as JSON to ``--part``."""
+    jax.config.update("jax_enable_x64", True)
+    from ..runtime import enable_compilation_cache
+
+    enable_compilation_cache()
+    p = argparse.ArgumentParser(prog="python -m bayesrank.study.runner")
+    p.add_argument("--part", type=Path, required=True)
+    p.add_argument("--collection", required=True)
+    p.add_argument("--data-dir", type=Path, default=None)
+    p.add_argument("--queries", type=int, required=True)
+    p.add_argument("--setting", type=int, required=True)
+    p.add_argument("--known", type=int, nargs="+", required=True)
+    p.add_argument("--repeats", type=int, required=True)
+    p.add_argument("--max-movies", type=int, required=True)
+    p.add_argument("--models", nargs="+", required=True)
+    p.add_argument("--seed", type=int, required=True)
+    args = p.parse_args(argv)
+    config = StudyConfig(
+        collection=args.collection,
+        data_dir=args.data_dir,
+        queries=args.queries,
+        known=tuple(args.known),
+        repeats=args.repeats,
+        max_movies=args.max_movies,
+        models=tuple(args.models),
+        seed=args.seed,
+        jobs=0,
+    )
+    queries = load_collection(config)
+    relations = sorted(queries[0].relations)
+    rows, hyper = run_setting(queries, args.setting, config, relations, args.models)
+    args.part.write_text(json.dumps({"rows": rows, "hyper": hyper}))
+
+
+if __name__ == "__main__":
+    main()

@@ -348,7 +348,10 @@ def _fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings):
     if engine == "ep":
         return ep.unpad_posterior(result, n, m)
     result = jax.device_get(result)  # sliced on the host (an eager slice compiles per shape)
-    return jax.device_put(result._replace(mean=result.mean[:n], cov=result.cov[:n, :n]))
+    sites = ep.Sites(result.sites.tau[:m], result.sites.nu[:m])  # unpadded, as EP's are
+    return jax.device_put(
+        result._replace(mean=result.mean[:n], cov=result.cov[:n, :n], sites=sites)
+    )
 
 
 def _as_arrays(tree, dtype):

@@ -85,3 +85,106 @@ def test_python_dash_m(tmp_path):
         check=True,
     ).stdout
     assert json.loads(out)["n_docs"] == 271
+
+
+def test_version_and_help(capsys):
+    import bayesrank
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"bayesrank {bayesrank.__version__}"
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    assert "experiment" in text and "fit" in text and "predict" in text
+    assert "``" not in text and ":mod:" not in text  # no raw reST in the help
+
+
+def _tiny_letor(tmp_path):
+    """Two queries of six documents, three features; grades follow feature 1 but not exactly."""
+    rng = np.random.default_rng(0)
+    lines = []
+    for qid in (1, 2):
+        X = rng.uniform(size=(6, 3))
+        grades = np.clip(np.round(2 * X[:, 0] + 0.3 * rng.normal(size=6)), 0, 2).astype(int)
+        for d, (g, x) in enumerate(zip(grades, X, strict=True)):
+            feats = " ".join(f"{k + 1}:{v:.4f}" for k, v in enumerate(x))
+            lines.append(f"{g} qid:{qid} {feats} #docid = d{qid}{d}")
+    path = tmp_path / "tiny.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_fit_save_load_predict_evaluate(tmp_path, capsys):
+    """fit -> model folder -> predict (scores, pairs) -> evaluate: the scores are each entity's
+    posterior mean (the model file loaded by bayesrank.io gives the same), the pair file's
+    probabilities follow Eq. 13-14 from its moments, and evaluate reads the scores."""
+    from scipy.stats import norm
+
+    from bayesrank.data.letor import load_letor
+    from bayesrank.io import load
+
+    data = _tiny_letor(tmp_path)
+    model = tmp_path / "model"
+    assert main(["fit", str(data), "--out", str(model), "--quiet"]) == 0
+    assert main(["predict", str(model), "--scores", str(tmp_path / "s.txt"),
+                 "--pairs", str(tmp_path / "p.csv")]) == 0  # fmt: skip
+    scores = np.loadtxt(tmp_path / "s.txt")
+    queries = load_letor(data)
+    assert scores.shape == (12,)
+    for k, q in enumerate(queries):
+        posterior = load(model / f"query-{k}.npz")
+        np.testing.assert_array_equal(scores[q.rows], np.asarray(posterior.mean))
+    rows = np.genfromtxt(tmp_path / "p.csv", delimiter=",", names=True, dtype=None)
+    assert len(rows) == 2 * 15  # every pair of each query's six documents
+    prob = norm.cdf(rows["delta_mean"] / np.sqrt(1 + rows["delta_var"]))
+    np.testing.assert_allclose(rows["prob"], prob, rtol=1e-4)
+    assert np.all(rows["prob_05"] <= rows["prob_95"])
+    assert np.all(rows["delta_mean"] >= -1e-9)  # the higher-ranked entity first
+    capsys.readouterr()
+    assert main(["evaluate", str(data), str(tmp_path / "s.txt"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_queries"] == 2
+
+
+def test_fit_and_predict_errors(tmp_path, capsys):
+    data = _tiny_letor(tmp_path)
+    assert main(["fit", str(data), "--out", str(tmp_path / "m"), "--query", "9"]) == 2
+    assert "--query '9' is not in" in capsys.readouterr().err
+    assert main(["predict", str(tmp_path)]) == 2
+    assert "not a model folder" in capsys.readouterr().err
+    model = tmp_path / "m2"
+    assert main(["fit", str(data), "--out", str(model), "--query", "1", "--fixed",
+                 "--quiet"]) == 0  # fmt: skip
+    assert main(["predict", str(model), "--scores", str(tmp_path / "s.txt")]) == 2
+    assert "covers 6 of the 12 data lines" in capsys.readouterr().err
+    index = json.loads((model / "collection.json").read_text())
+    index["format_version"] = 99
+    (model / "collection.json").write_text(json.dumps(index))
+    assert main(["predict", str(model)]) == 2
+    assert "format_version 99 is newer" in capsys.readouterr().err
+
+
+def test_experiment_relational_on_a_study_folder(tmp_path, capsys):
+    """The study command on a tiny folder in the study format, in this process (--jobs 0)."""
+    from bayesrank.data.pairs import pairs_from_grades
+    from bayesrank.data.study import StudyQuery, write_study_dir
+
+    rng = np.random.default_rng(1)
+    queries = []
+    for q in range(2):
+        X = rng.normal(size=(10, 2))
+        grades = np.round(X[:, 0], 1)
+        W = np.zeros((10, 10))
+        W[np.arange(9), np.arange(1, 10)] = 1.0
+        queries.append(StudyQuery(f"q{q}", X, pairs_from_grades(grades), {"chain": W + W.T}))
+    write_study_dir(tmp_path / "data", queries)
+    out = tmp_path / "out"
+    argv = ["experiment", "relational", "--data-dir", str(tmp_path / "data"), "--known", "8"]
+    argv += ["--repeats", "1", "--models", "PGP", "XPGP", "--jobs", "0", "--out", str(out)]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "== dir, 8 known pairs ==" in text and "XPGP vs PGP" in text
+    results = json.loads((out / "results.json").read_text())
+    assert [q["qid"] for q in results["queries"]] == ["q0", "q1"]
+    assert (out / "curves.png").stat().st_size > 0

@@ -134,3 +134,16 @@ def test_the_readmes_default_fit_on_the_bundled_sample():
         return float(np.mean(np.log(np.asarray(post.predict_pairs(held_out).prob))))
 
     assert loglik(fitted) > loglik(before)
+
+
+@pytest.mark.parametrize("engine", ["ep", "laplace"])
+def test_predict_new_at_a_training_entity_is_its_posterior(engine):
+    """At an input equal to a fitted entity's, the inductive prediction of an attribute-only
+    prior is that entity's posterior (k_* = K[:, i], so K^-1 k_* = e_i); 6 pairs, not a bucket
+    size (Laplace's sites were once left padded, and predict_new failed to broadcast)."""
+    prior = XPGP(RBF(1.0, 0.7), weights=jnp.array([1.5]))
+    p = problem(2, n=7, m=6)
+    post = XPGPModel(prior, inference=engine).fit(p)
+    mean, cov = post.predict_new(p.X[[4, 1]])
+    np.testing.assert_allclose(mean, np.asarray(post.mean)[[4, 1]], atol=1e-8)
+    np.testing.assert_allclose(cov, np.asarray(post.cov)[np.ix_([4, 1], [4, 1])], atol=1e-8)

@@ -99,18 +99,18 @@ def _child(config: StudyConfig, k: int, models: list[str], path: Path) -> None:
 class _Bar:
     """A one-line progress bar on stderr: tasks done, the last one, elapsed seconds."""
 
-    def __init__(self, total: int, start: float, stream=sys.stderr):
-        self.total, self.done, self.start, self.stream = total, 0, start, stream
+    def __init__(self, total: int, start: float):
+        self.total, self.done, self.start = total, 0, start
 
     def __call__(self, what: str) -> None:
         self.done += 1
         filled = round(30 * self.done / self.total)
         elapsed = time.perf_counter() - self.start
-        self.stream.write(
+        sys.stderr.write(
             f"\r[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total} {what} "
             f"({elapsed:.0f} s)" + ("\n" if self.done == self.total else "")
         )
-        self.stream.flush()
+        sys.stderr.flush()
 
 
 def run_study(config: StudyConfig, *, verbose: bool = True) -> dict:

@@ -1,0 +1,54 @@
+"""What every subcommand shares: strict JSON output, float64 and the compilation cache."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import warnings
+
+__all__ = ["MAX_K_LIMIT", "json_text", "setup_jax"]
+
+#: The largest ``--max-k`` ever accepted (beyond the longest query it only allocates memory).
+MAX_K_LIMIT = 10**6
+
+
+def _non_finite(obj, path: str = "") -> str | None:
+    """The path (``['per_query'][0]['NDCG@2']``) of the first float in ``obj`` that is not
+    finite, or None."""
+    if isinstance(obj, float):
+        return None if math.isfinite(obj) else path or "the value"
+    if isinstance(obj, dict):
+        items = ((f"{path}[{k!r}]", v) for k, v in obj.items())
+    elif isinstance(obj, list | tuple):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(obj))
+    else:
+        return None
+    for where, value in items:
+        if (found := _non_finite(value, where)) is not None:
+            return found
+    return None
+
+
+def json_text(obj) -> str:
+    """``obj`` as strict JSON; ``ValueError`` naming the first non-finite number instead of
+    writing ``NaN`` or ``Infinity`` (which JSON does not have)."""
+    if (where := _non_finite(obj)) is not None:
+        raise ValueError(f"cannot write JSON: {where} is not a finite number")
+    return json.dumps(obj, indent=2, allow_nan=False)
+
+
+def setup_jax() -> None:
+    """float64 for this process (the CLI's numbers match the reference tools to the last digit)
+    and the persistent compilation cache, its warnings as one line each on stderr."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    from ..runtime import enable_compilation_cache
+
+    with warnings.catch_warnings(record=True) as caught:  # one line each, no source excerpt
+        warnings.simplefilter("always", RuntimeWarning)
+        enable_compilation_cache()  # a second run loads its programs from disk
+    for warning in caught:
+        message = str(warning.message).removeprefix("bayesrank: ")
+        print(f"bayesrank: warning: {message}", file=sys.stderr)

@@ -1,0 +1,257 @@
+"""``bayesrank fit`` and ``bayesrank predict``: a model of every query of a collection, saved
+to a folder, and its predictions as a LETOR prediction file and pair probabilities.
+
+``fit DATA --out MODEL``: DATA is a LETOR file (the bundled sample by default; pairs from the
+relevance grades) or a folder in the study format (:mod:`bayesrank.data.study`: attributes,
+grades or comparisons, relation graphs per query). The prior: an RBF kernel on the attributes,
+a regularized Laplacian per relation (``--relations``, study folders), and an independent
+per-entity effect (``--no-entity`` drops it); its hyperparameters are learned by maximising the
+EP evidence (``--fixed`` keeps the defaults; the engine's own evidence with ``--inference
+laplace``), one ``theta`` shared by the queries; then each query's posterior by the engine
+(``--inference ep|laplace|nuts``).
+
+MODEL is a folder: ``collection.json`` (the format below) and one model file per query
+(:mod:`bayesrank.io`, ``query-<k>.npz``).
+
+``collection.json``: ``{"format": "bayesrank-collection", "format_version": 1, "data": DATA,
+"kind": "letor" | "study", "lines": number of data lines of a LETOR file (or null),
+"queries": [{"qid", "file", "rows": the LETOR data-line index of each entity (or null),
+"doc_ids"}]}``.
+
+``predict MODEL --scores FILE --pairs FILE``: the posterior mean of every entity as a LETOR
+prediction file (one score per data line of the LETOR file the model was fitted on, so
+``bayesrank evaluate DATA FILE`` scores it), and for every pair of entities of each query, the
+higher-ranked first: ``P(i > j | data)`` (Eq. 13-14), the moments of ``xi_i - xi_j``, and the
+90% interval of ``Phi(xi_i - xi_j)`` (the uncertainty of the probability itself).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ._common import setup_jax
+
+__all__ = ["add_parsers"]
+
+COLLECTION = "bayesrank-collection"
+COLLECTION_VERSION = 1
+INDEX = "collection.json"
+
+
+def _queries(data: Path | None):
+    """``(kind, lines, [(qid, X, pairs, relations dict, rows, doc_ids)])`` of DATA."""
+    import numpy as np
+
+    from ..data.letor import load_letor
+    from ..data.pairs import pairs_from_grades
+    from ..data.sample import sample_path
+    from ..data.study import read_study_dir
+
+    if data is not None and Path(data).is_dir():
+        out = [(q.qid, q.X, q.pairs, q.relations, None, None) for q in read_study_dir(data)]
+        return "study", None, out
+    path = sample_path() if data is None else Path(data)
+    queries = load_letor(path)
+    lines = sum(q.n_docs for q in queries)
+    out = [
+        (q.qid, q.X, pairs_from_grades(q.grades), {}, np.asarray(q.rows), q.doc_ids)
+        for q in queries
+    ]
+    return "letor", lines, out
+
+
+def _cmd_fit(args: argparse.Namespace) -> int:
+    setup_jax()
+    import jax
+
+    from ..data.problem import PreferenceProblem
+    from ..io import save
+    from ..kernels import RBF, XPGP, Independent, RegularizedLaplacian
+    from ..learning import fit_hyperparameters
+    from ..model import XPGPModel
+
+    kind, lines, queries = _queries(args.data)
+    if args.query:
+        known = [q[0] for q in queries]
+        if missing := sorted(set(args.query) - set(known)):
+            raise ValueError(f"--query {missing[0]!r} is not in {args.data or 'the sample'}")
+        queries = [q for q in queries if q[0] in set(args.query)]
+    names = sorted(queries[0][3]) if args.relations is None else list(args.relations)
+    for qid, _, _, rels, _, _ in queries:
+        if missing := sorted(set(names) - set(rels)):
+            raise ValueError(
+                f"--relations: query {qid!r} has no relation {missing[0]!r} "
+                f"(it has {sorted(rels) or 'none'})"
+            )
+    problems = [
+        PreferenceProblem.create(pairs, X, relations=[rels[r] for r in names])
+        for _, X, pairs, rels, _, _ in queries
+    ]
+    prior = XPGP(
+        RBF(),
+        tuple(RegularizedLaplacian() for _ in names),
+        entity=None if args.no_entity else Independent(),
+    )
+
+    def say(text: str) -> None:
+        if not args.quiet:
+            print(text, file=sys.stderr, flush=True)
+
+    if not args.fixed:
+        say(f"learning the hyperparameters on {len(problems)} queries ...")
+        method = "laplace" if args.inference == "laplace" else "ep"
+        prior = fit_hyperparameters(prior, problems, inference=method).prior
+    say(f"prior: {prior}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    model = XPGPModel(prior, inference=args.inference)
+    index = []
+    key = jax.random.PRNGKey(args.seed)
+    for k, (problem, (qid, _, _, _, rows, doc_ids)) in enumerate(
+        zip(problems, queries, strict=True)
+    ):
+        say(
+            f"[{k + 1}/{len(problems)}] query {qid}: {problem.n} entities, "
+            f"{len(problem.pairs)} pairs ({args.inference})"
+        )
+        posterior = model.fit(problem, key=jax.random.fold_in(key, k))
+        name = f"query-{k}.npz"
+        save(posterior, args.out / name)
+        index.append(
+            {
+                "qid": qid,
+                "file": name,
+                "rows": None if rows is None else [int(r) for r in rows],
+                "doc_ids": None if doc_ids is None else [str(d) for d in doc_ids],
+            }
+        )
+    document = {
+        "format": COLLECTION,
+        "format_version": COLLECTION_VERSION,
+        "data": str(args.data) if args.data is not None else "bundled sample",
+        "kind": kind,
+        "lines": lines,
+        "queries": index,
+    }
+    (args.out / INDEX).write_text(json.dumps(document, indent=1))
+    print(f"fitted {len(index)} queries ({args.inference}); model in {args.out}")
+    return 0
+
+
+def read_collection(folder: Path) -> dict:
+    """The ``collection.json`` of a model folder, checked."""
+    path = Path(folder) / INDEX
+    if not path.is_file():
+        raise ValueError(
+            f"{folder}: not a model folder ({INDEX} is missing; `bayesrank fit` writes one)"
+        )
+    try:
+        document = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not JSON ({error})") from None
+    if not isinstance(document, dict) or document.get("format") != COLLECTION:
+        raise ValueError(f"{path}: format is not {COLLECTION!r}")
+    version = document.get("format_version")
+    if not isinstance(version, int) or version > COLLECTION_VERSION:
+        raise ValueError(
+            f"{path}: format_version {version!r} is newer than this bayesrank reads "
+            f"({COLLECTION_VERSION}); upgrade bayesrank"
+        )
+    for k, q in enumerate(document.get("queries") or []):
+        if not (Path(folder) / str(q.get("file"))).is_file():
+            raise ValueError(f"{path}: queries[{k}]: file {q.get('file')!r} is missing")
+    return document
+
+
+def _cmd_predict(args: argparse.Namespace) -> int:
+    setup_jax()
+    import numpy as np
+    from scipy.stats import norm
+
+    from ..io import load
+
+    document = read_collection(args.model)
+    z = norm.ppf(0.95)
+    letor = document["kind"] == "letor"
+    total = document["lines"] if letor else sum(1 for _ in document["queries"])
+    scores, pair_rows = [], []
+    filled = np.full(total, np.nan) if letor else None
+    for q in document["queries"]:
+        posterior = load(Path(args.model) / q["file"])
+        mean = np.asarray(posterior.mean)
+        if letor:
+            filled[np.asarray(q["rows"])] = mean
+        else:
+            scores += [f"{q['qid']},{i},{m!r}" for i, m in enumerate(mean)]
+        order = np.argsort(-mean, kind="stable")
+        i, j = np.triu_indices(len(order), 1)
+        pairs = np.stack([order[i], order[j]], axis=1)
+        pred = posterior.predict_pairs(pairs)
+        prob, dm, dv = (np.asarray(a) for a in (pred.prob, pred.delta_mean, pred.delta_var))
+        lo, hi = norm.cdf(dm - z * np.sqrt(dv)), norm.cdf(dm + z * np.sqrt(dv))
+        ids = q["doc_ids"] or [""] * len(mean)
+        for r, (a, b) in enumerate(pairs):
+            pair_rows.append(
+                f"{q['qid']},{a},{b},{ids[a]},{ids[b]},{prob[r]:.6g},{dm[r]:.6g},"
+                f"{dv[r]:.6g},{lo[r]:.6g},{hi[r]:.6g}"
+            )
+    if args.scores is not None:
+        if letor:
+            if np.isnan(filled).any():
+                missing = int(np.isnan(filled).sum())
+                raise ValueError(
+                    f"{args.model}: the model covers {total - missing} of the {total} data lines "
+                    "(fitted with --query): predict writes a LETOR prediction file only for a "
+                    "model of every query"
+                )
+            text = "".join(f"{s!r}\n" for s in filled.tolist())
+        else:
+            text = "qid,entity,score\n" + "\n".join(scores) + "\n"
+        Path(args.scores).write_text(text)
+    if args.pairs is not None:
+        head = "qid,i,j,doc_i,doc_j,prob,delta_mean,delta_var,prob_05,prob_95\n"
+        Path(args.pairs).write_text(head + "\n".join(pair_rows) + "\n")
+    print(
+        f"{len(document['queries'])} queries: "
+        + (f"scores in {args.scores}" if args.scores else "no --scores")
+        + "; "
+        + (f"{len(pair_rows)} pairs in {args.pairs}" if args.pairs else "no --pairs")
+    )
+    return 0
+
+
+def add_parsers(sub) -> None:
+    fit = sub.add_parser(
+        "fit",
+        help="fit a model of every query of a collection and save it",
+        description="Fit the XPGP model (RBF on attributes, a regularized Laplacian per "
+        "relation, an entity effect) to every query of DATA, hyperparameters learned by the "
+        "evidence (shared by the queries), and save it to a folder.",
+    )
+    fit.add_argument(
+        "data", nargs="?", type=Path, default=None,
+        help="a LETOR file or a folder in the study format (default: the bundled sample)",
+    )  # fmt: skip
+    fit.add_argument("--out", type=Path, required=True, help="the model folder to write")
+    fit.add_argument("--query", nargs="+", default=None, help="only these query ids")
+    fit.add_argument("--relations", nargs="*", default=None, help="relation names (study data)")
+    fit.add_argument("--inference", choices=["ep", "laplace", "nuts"], default="ep")
+    fit.add_argument("--fixed", action="store_true", help="keep the default hyperparameters")
+    fit.add_argument("--no-entity", action="store_true", help="no per-entity effect")
+    fit.add_argument("--seed", type=int, default=0, help="NUTS's key")
+    fit.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    fit.set_defaults(func=_cmd_fit)
+
+    predict = sub.add_parser(
+        "predict",
+        help="scores and pair probabilities (with their uncertainty) of a fitted model",
+        description="Write the posterior mean of every entity as a LETOR prediction file "
+        "(--scores) and every pair's probability with the moments of the latent difference "
+        "and the 90%% interval of the probability (--pairs, CSV).",
+    )
+    predict.add_argument("model", type=Path, help="a folder written by `bayesrank fit`")
+    predict.add_argument("--scores", type=Path, default=None, help="prediction file to write")
+    predict.add_argument("--pairs", type=Path, default=None, help="pair CSV to write")
+    predict.set_defaults(func=_cmd_predict)

@@ -33,7 +33,7 @@ from .data.problem import PreferenceProblem
 from .diagnostics import warn_if_unconverged
 from .inference import ep, laplace
 from .kernels.xpgp import XPGP, ComponentPosterior, check_prior, component_posterior
-from .runtime import one_blas_thread
+from .runtime import one_blas_thread, warn_if_float32
 
 __all__ = ["Posterior", "XPGPModel"]
 
@@ -226,6 +226,7 @@ class XPGPModel:
         :func:`bayesrank.learning.fit_hyperparameters`. The fitted prior is the posterior's
         ``prior`` and the learning result its ``learning``; ``self.prior`` stays as it was.
         """
+        warn_if_float32("XPGPModel.fit")
         if not isinstance(problem, PreferenceProblem):
             raise ValueError(
                 f"problem must be a PreferenceProblem (PreferenceProblem.create), got "

@@ -24,6 +24,13 @@ calls it once, before the first fit::
 system's limit (``vm.max_map_count``) and die in LLVM with "Cannot allocate memory". Bucketed
 shapes bound the number of programs; a loop over thousands of differently-shaped problems that
 still needs more can call :func:`clear_compiled` between batches.
+
+**float64.** The library does not flip JAX's global x64 flag behind a user's back (the command
+line and the experiments turn it on for their own process). With x64 off, JAX silently turns a
+user's float64 arrays into float32; the first façade that runs then says so, once per process
+(:func:`warn_if_float32`, a :class:`Float32Warning` naming the one line that turns x64 on).
+float32 works (with jitter) and is faster on accelerators; the GP numerics are checked in
+float64.
 """
 
 from __future__ import annotations
@@ -35,11 +42,13 @@ from functools import lru_cache
 from pathlib import Path
 
 __all__ = [
+    "Float32Warning",
     "clear_compiled",
     "default_cache_dir",
     "enable_compilation_cache",
     "is_traced",
     "one_blas_thread",
+    "warn_if_float32",
 ]
 
 
@@ -134,3 +143,29 @@ def clear_compiled() -> None:
     import jax
 
     jax.clear_caches()
+
+
+class Float32Warning(UserWarning):
+    """A computation ran in float32 because JAX's x64 mode is off (said once per process)."""
+
+
+X64_LINE = 'jax.config.update("jax_enable_x64", True)'
+_said_float32 = False
+
+
+def warn_if_float32(what: str) -> None:
+    """Warn once per process, from the first façade that runs with x64 off, that ``what``
+    computes in float32, naming the line that turns float64 on. Nothing with x64 on."""
+    global _said_float32
+    import jax
+
+    if _said_float32 or jax.config.jax_enable_x64:
+        return
+    _said_float32 = True
+    warnings.warn(
+        f"bayesrank: {what} runs in float32: JAX's x64 mode is off, so float64 inputs are "
+        f"cast down. For float64 (the precision the GP numerics are checked in) run "
+        f"`{X64_LINE}` at start-up, before any JAX work. (Said once per process.)",
+        Float32Warning,
+        stacklevel=3,
+    )

@@ -22,6 +22,7 @@ from ..data.checks import check_choice, check_index_pairs, check_int
 from ..data.keys import check_key
 from ..inference import ep, laplace
 from ..parallel import map_queries
+from ..runtime import warn_if_float32
 from .criteria import CRITERIA
 from .loop import ENGINES, Exploration, explore_core
 
@@ -202,6 +203,7 @@ def explore(
     Returns:
         :class:`~bayesrank.active.loop.Exploration`. No candidate is asked twice.
     """
+    warn_if_float32("active.explore")
     query = _check_query(K, candidates, outcome, test, "")
     k, criterion, batch, engine, repeats = _check_options(
         k, criterion, batch, engine, repeats, len(query[1])
@@ -241,6 +243,7 @@ def explore_queries(
     Returns:
         one :class:`~bayesrank.active.loop.Exploration` per query.
     """
+    warn_if_float32("active.explore_queries")
     if not len(Ks) or not (len(Ks) == len(candidates) == len(outcomes)):
         raise ValueError(
             f"Ks, candidates and outcomes must be non-empty and of one length, got {len(Ks)}, "

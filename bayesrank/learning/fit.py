@@ -34,7 +34,7 @@ from ..inference import ep
 from ..kernels.params import check_hyperparameters, unconstrain
 from ..kernels.xpgp import XPGP, check_prior
 from ..parallel import prepare_batch
-from ..runtime import one_blas_thread
+from ..runtime import one_blas_thread, warn_if_float32
 from .config import Config, Settings, combine, default_trainable
 from .diagnostics import (
     LearningConvergenceWarning,
@@ -363,6 +363,7 @@ def fit_hyperparameters(
         (per-query fits: every leaf gains a leading query axis). The prior passed in is not
         modified.
     """
+    warn_if_float32("fit_hyperparameters")
     if n_iter is None:
         bfgs = method == "evidence" and optimizer in (None, "bfgs")
         n_iter = 100 if bfgs else 20

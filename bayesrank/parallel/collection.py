@@ -27,6 +27,7 @@ from ..kernels.xpgp import XPGP
 from ..metrics import LetorMetrics
 from ..metrics import letor_metrics as _letor_metrics_one
 from ..predict import PairPrediction
+from ..runtime import warn_if_float32
 from .batching import check_problems, covariances, prepare_batch, size_groups
 from .mapping import query_map_method
 from .plan import CollectionPlan
@@ -86,6 +87,7 @@ def fit_predict(
         :class:`~bayesrank.diagnostics.ConvergenceWarning` names the queries whose EP did not
         converge.
     """
+    warn_if_float32("parallel.fit_predict")
     problems = check_problems(problems)
     if len(test_pairs) != len(problems):
         raise ValueError(f"{len(problems)} problems but {len(test_pairs)} test pair arrays")

@@ -32,7 +32,7 @@ from ...data.checks import (
     check_pairs,
 )
 from ...diagnostics import warn_if_unconverged
-from ...runtime import is_traced, one_blas_thread
+from ...runtime import is_traced, one_blas_thread, warn_if_float32
 from ..posterior import GaussianPosterior
 from .evidence import evidence_from_posterior
 from .factor import covariance, dense
@@ -162,6 +162,7 @@ def fit(
     Called on concrete arrays, ``fit`` validates them and runs a cached compiled program at
     bucketed shapes (module docstring); under a caller's transformation it is :func:`fit_core`.
     """
+    warn_if_float32("ep.fit")
     options = dict(
         max_iter=max_iter,
         tol=tol,

@@ -70,7 +70,7 @@ from ...kernels.xpgp import check_prior, default_trainable
 from ...predict import draw_entity_scores as entity_scores
 from ...predict import draw_pair_predictions as predict_pairs
 from ...predict import draw_probability_matrix as probability_matrix
-from ...runtime import one_blas_thread
+from ...runtime import one_blas_thread, warn_if_float32
 from .models import (
     build_prior,
     hyper_spec,
@@ -158,6 +158,7 @@ def sample_problem(key, prior, problem, **options) -> NUTSPosterior:
     hyperparameters (the ``K`` that :meth:`bayesrank.model.XPGPModel.fit` gives EP);
     ``options`` as in :func:`sample`.
     """
+    warn_if_float32("nuts.sample_problem")
     if not isinstance(problem, PreferenceProblem):
         raise ValueError(
             f"problem must be a PreferenceProblem (PreferenceProblem.create), got "

@@ -7,7 +7,7 @@ import math
 import sys
 import warnings
 
-__all__ = ["MAX_K_LIMIT", "json_text", "setup_jax"]
+__all__ = ["MAX_K_LIMIT", "data_path", "json_text", "setup_jax"]
 
 #: The largest ``--max-k`` ever accepted (beyond the longest query it only allocates memory).
 MAX_K_LIMIT = 10**6
@@ -52,3 +52,15 @@ def setup_jax() -> None:
     for warning in caught:
         message = str(warning.message).removeprefix("bayesrank: ")
         print(f"bayesrank: warning: {message}", file=sys.stderr)
+
+
+def data_path(path):
+    """``path``, or the bundled sample's LETOR file for ``sample`` (where no file of that name
+    exists) or ``None``."""
+    from pathlib import Path
+
+    from ..data.sample import sample_path
+
+    if path is None or (str(path) == "sample" and not Path("sample").exists()):
+        return sample_path()
+    return Path(path)

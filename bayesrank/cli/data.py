@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import json_text, setup_jax
+from ._common import data_path, json_text, setup_jax
 
 __all__ = ["add_parsers"]
 
@@ -14,7 +14,7 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     from ..data.sample import sample_path
     from ..data.summary import summarize
 
-    paths = args.paths or [str(sample_path())]
+    paths = [str(data_path(p)) for p in args.paths] or [str(sample_path())]
     reports = []
     for path in paths:
         summary = summarize(load_letor(path))
@@ -43,7 +43,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from ..data.letor import load_letor, read_scores
     from ..evaluation import evaluate_queries, scores_by_query
 
-    queries = load_letor(args.data)
+    queries = load_letor(data_path(args.data))
     longest = max((q.n_docs for q in queries), default=0)
     if args.max_k > max(longest, 10):
         raise ValueError(
@@ -69,7 +69,9 @@ def add_parsers(sub) -> None:
     data = sub.add_parser("data", help="inspect ranking datasets")
     data_sub = data.add_subparsers(dest="data_command", required=True)
     summary = data_sub.add_parser("summary", help="queries, documents, labels, pairs per query")
-    summary.add_argument("paths", nargs="*", help="LETOR files (default: the bundled sample)")
+    summary.add_argument(
+        "paths", nargs="*", help="LETOR files, or sample (the default: the bundled sample)"
+    )
     summary.add_argument("--json", action="store_true", help="print JSON instead of a table")
     summary.set_defaults(func=_cmd_summary)
 
@@ -79,7 +81,7 @@ def add_parsers(sub) -> None:
         description="MAP, NDCG@1..K and P@1..K of a LETOR prediction file (one score per data "
         "line of DATA), by the official LETOR 3.0 evaluation conventions.",
     )
-    evaluate.add_argument("data", help="LETOR data file (labels, qids)")
+    evaluate.add_argument("data", help="LETOR data file (labels, qids), or sample")
     evaluate.add_argument("scores", help="prediction file: one score per data line")
     evaluate.add_argument("--json", action="store_true", help="print one JSON object")
     evaluate.add_argument("--max-k", type=int, default=10, help="largest cut-off (default 10)")

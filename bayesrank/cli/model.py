@@ -32,7 +32,7 @@ import json
 import sys
 from pathlib import Path
 
-from ._common import setup_jax
+from ._common import data_path, setup_jax
 
 __all__ = ["add_parsers"]
 
@@ -47,14 +47,12 @@ def _queries(data: Path | None):
 
     from ..data.letor import load_letor
     from ..data.pairs import pairs_from_grades
-    from ..data.sample import sample_path
     from ..data.study import read_study_dir
 
     if data is not None and Path(data).is_dir():
         out = [(q.qid, q.X, q.pairs, q.relations, None, None) for q in read_study_dir(data)]
         return "study", None, out
-    path = sample_path() if data is None else Path(data)
-    queries = load_letor(path)
+    queries = load_letor(data_path(data))
     lines = sum(q.n_docs for q in queries)
     out = [
         (q.qid, q.X, pairs_from_grades(q.grades), {}, np.asarray(q.rows), q.doc_ids)
@@ -232,7 +230,8 @@ def add_parsers(sub) -> None:
     )
     fit.add_argument(
         "data", nargs="?", type=Path, default=None,
-        help="a LETOR file or a folder in the study format (default: the bundled sample)",
+        help="a LETOR file, a folder in the study format, or sample (the default: the "
+        "bundled sample)",
     )  # fmt: skip
     fit.add_argument("--out", type=Path, required=True, help="the model folder to write")
     fit.add_argument("--query", nargs="+", default=None, help="only these query ids")

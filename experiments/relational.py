@@ -3,7 +3,7 @@ on the full data in ``../shared/data``: the protocol, models and measures are
 :mod:`bayesrank.study`'s (``bayesrank experiment relational`` is the same command; this script
 only sets the data folder and the output folder).
 
-    python experiments/relational.py --collection OHSUMED|MovieLens|MQ2008|dir|sample
+    python experiments/relational.py --collection OHSUMED|MovieLens|MQ2008|all|dir|sample
         [--data-dir DIR] [--queries 10] [--known 100 150 200] [--repeats 20] [--models ...]
         [--max-movies 100] [--seed 0] [--jobs 2] [--out DIR]
 
@@ -21,14 +21,14 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 from bayesrank.runtime import enable_compilation_cache  # noqa: E402
-from bayesrank.study import COLLECTIONS, StudyConfig, run_study, table  # noqa: E402
+from bayesrank.study import COLLECTIONS, StudyConfig, run_all, run_study, table  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    p.add_argument("--collection", default="OHSUMED", choices=list(COLLECTIONS))
+    p.add_argument("--collection", default="OHSUMED", choices=[*COLLECTIONS, "all"])
     p.add_argument("--data-dir", type=Path, default=REPO_ROOT / ".." / "shared" / "data")
     p.add_argument("--queries", type=int, default=10)
     p.add_argument("--known", type=int, nargs="+", default=())
@@ -53,9 +53,10 @@ def main(argv=None):
         jobs=args.jobs,
         out=out,
     )
-    results = run_study(config)
-    print(table(results) + f"run time {results['seconds']:.0f} s")
-    print(f"written {out}")
+    every = run_all(config) if args.collection == "all" else {args.collection: run_study(config)}
+    for results in every.values():
+        print(table(results) + f"run time {results['seconds']:.0f} s\n")
+    print(f"total {sum(r['seconds'] for r in every.values()):.0f} s; written {out}")
 
 
 if __name__ == "__main__":

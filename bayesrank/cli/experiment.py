@@ -52,7 +52,7 @@ def _device(args) -> None:
 def _relational(args) -> int:
     _device(args)
     setup_jax()
-    from ..study import StudyConfig, run_study, table
+    from ..study import StudyConfig, run_all, run_study, table
 
     collection = args.collection or ("sample" if args.data_dir is None else "dir")
     out = args.out or Path(f"bayesrank-relational-{collection.lower()}")
@@ -68,9 +68,18 @@ def _relational(args) -> int:
         jobs=args.jobs,
         out=out,
     )
-    results = run_study(config)
-    print(table(results) + f"run time {results['seconds']:.0f} s")
-    print(f"written: {out}/results.json, table.txt, table.md, curves.png", file=sys.stderr)
+    if collection == "all":
+        if args.data_dir is None:
+            raise ValueError("--collection all needs --data-dir (the benchmark data's folder)")
+        every = run_all(config)
+        for results in every.values():
+            print(table(results) + f"run time {results['seconds']:.0f} s\n")
+        total = sum(r["seconds"] for r in every.values())
+        print(f"the full study: {total:.0f} s")
+    else:
+        results = run_study(config)
+        print(table(results) + f"run time {results['seconds']:.0f} s")
+    print(f"written: {out} (results.json, table.txt, table.md, curves.png)", file=sys.stderr)
     return 0
 
 
@@ -110,10 +119,10 @@ def add_parser(sub) -> None:
     _common(rel, "relational")
     rel.add_argument(
         "--collection",
-        choices=sorted(COLLECTIONS),
+        choices=[*sorted(COLLECTIONS), "all"],
         default=None,
         help="sample (default), dir (a folder in the study format: --data-dir), or OHSUMED, "
-        "MovieLens, MQ2008 (--data-dir holding the benchmark data)",
+        "MovieLens, MQ2008 or all three (--data-dir holding the benchmark data)",
     )
     rel.add_argument("--queries", type=int, default=10, help="queries chosen (default 10)")
     rel.add_argument("--known", type=int, nargs="+", default=(), help="numbers of known pairs")

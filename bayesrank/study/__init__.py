@@ -16,15 +16,17 @@ from .collections import COLLECTIONS, load_collection
 from .config import DEFAULT_KNOWN, StudyConfig
 from .models import model_names
 from .report import markdown, table
-from .runner import run_study, write
+from .runner import FULL_STUDY, run_all, run_study, write
 
 __all__ = [
     "COLLECTIONS",
     "DEFAULT_KNOWN",
+    "FULL_STUDY",
     "StudyConfig",
     "load_collection",
     "markdown",
     "model_names",
+    "run_all",
     "run_study",
     "table",
     "write",

@@ -39,7 +39,7 @@ class StudyConfig:
     out: Path | None = None
 
     def __post_init__(self):
-        known = tuple(self.known) or DEFAULT_KNOWN.get(self.collection, (100, 150, 200))
+        known = tuple(self.known) or DEFAULT_KNOWN.get(self.collection, ())
         object.__setattr__(self, "known", tuple(int(k) for k in known))
         if not self.repeats:
             object.__setattr__(self, "repeats", 3 if self.collection == "sample" else 20)

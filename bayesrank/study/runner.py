@@ -37,7 +37,10 @@ from .measures import COMPARATORS, compare, gp_numbers, summarize, svm_numbers
 from .models import SVMS, fit_gp, fit_svms, model_names
 from .report import markdown, plot, table
 
-__all__ = ["run_setting", "run_study"]
+__all__ = ["FULL_STUDY", "run_all", "run_setting", "run_study"]
+
+#: The collections of ``--collection all`` (the full study on the benchmark data).
+FULL_STUDY = ("OHSUMED", "MovieLens", "MQ2008")
 
 
 def run_setting(queries, k: int, config: StudyConfig, relations, models, progress=None):
@@ -174,6 +177,23 @@ def run_study(config: StudyConfig, *, verbose: bool = True) -> dict:
     if config.out is not None:
         write(results, config.out)
     return results
+
+
+def run_all(config: StudyConfig, *, verbose: bool = True) -> dict:
+    """:func:`run_study` on each collection of :data:`FULL_STUDY` in turn (each with its own
+    default numbers of known pairs unless ``config.known`` is set), results in
+    ``config.out / <collection>``: ``{collection: results}``."""
+    import dataclasses
+
+    out = {}
+    for collection in FULL_STUDY:
+        one = dataclasses.replace(
+            config,
+            collection=collection,
+            out=None if config.out is None else Path(config.out) / collection.lower(),
+        )
+        out[collection] = run_study(one, verbose=verbose)
+    return out
 
 
 def write(results: dict, out: Path) -> list[Path]:

@@ -25,11 +25,12 @@ Note that in Eq. 2 ``beta`` is a pure scale (``K_r = (L + I/iota^2)^-1 / beta``)
 mixing weight ``w_r`` of :mod:`~bayesrank.kernels.xpgp` only ``w_r^2 / beta`` is identifiable.
 
 **Hidden common causes** (Silva, Chu & Ghahramani, "Hidden common cause relations in relational
-learning", NIPS 2007; the second graph kernel of Kersting & Xu). A relation between two entities is
-modelled as a latent Gaussian cause shared by both, ``g_i = sum_{causes c of i} a_ic z_c``, so
-``K_r = A A^T`` is positive semi-definite by construction and, with one cause per edge, zero for
-unrelated pairs (marginal independence, the bi-directed graph reading of a relation). Two
-constructions, normalised to unit variance on every related entity:
+learning", NIPS 2007; the second graph kernel of Kersting & Xu, Sec. 6). A relation between two
+entities is modelled as a latent Gaussian cause shared by both, ``g_i = sum_{causes c of i} a_ic
+z_c`` with independent ``z_c ~ N(0, 1)``, so ``K_r = A A^T`` is positive semi-definite by
+construction and, with one cause per edge, zero for unrelated pairs (marginal independence, the
+bi-directed graph reading of a relation). Two constructions, normalised to unit variance on every
+related entity:
 
 - ``"edge"``, one cause per edge, ``a_ic = sqrt(W_ij / d_i)`` for edge ``c = {i, j}``:
   ``K_ij = W_ij / sqrt(d_i d_j)`` off the diagonal, ``K_ii = 1`` (``0`` for isolated entities). For
@@ -41,13 +42,56 @@ constructions, normalised to unit variance on every related entity:
   The triangulation adds edges, and an added edge gets a non-zero covariance: on the 4-cycle
   0-1-2-3 the chord 1-3 gives ``K_13 = 1``, two unrelated entities perfectly correlated.
 
-Provenance, stated honestly: the NIPS paper's full text was not reachable when this was written,
-nor on a second search (2026-11-25: the stored pages hold only its abstract and first section).
-Both formulas are those recorded from Silva's talk on the paper ("Approach 1 - using cliques:
-Cov(zeta_i, zeta_j) = #cliques(i,j) / sqrt(#cliques(i) #cliques(j)); triangulate and extract
-cliques"; "Approach 2 - hidden parent for each pair of nodes: 1 / sqrt(#neigh(i) #neigh(j))"); the
-weighted generalisation of the edge version is ours. Check against the paper before relying on the
-details.
+Provenance, stated honestly. The paper itself could not be checked, so no section or equation
+number of it is cited here. Stored copies of its full text exist,
+
+http://users.umiacs.umd.edu/~hal/WhatToSee/tmp/books.nips.cc___nips20.html/251.txt
+https://proceedings.neurips.cc/paper/2007/file/912d2b1c7b2826caf99687388d2e8f7c-Metadata.json
+
+(the latter's ``full_text`` field), but the search tool returns only the opening ~2,000
+characters of a stored page: title, abstract and the start of Sec. 1 ("Contribution").
+A third search (2026-11-25, about fifteen queries on the relational / mixed-graph Gaussian
+process, the covariance of the hidden causes, cliques and triangulation, positive definiteness
+and the experiments, in the pages, docs and code corpora) reached no other passage. Both formulas
+are therefore those recorded from Silva's talk on the paper (public notes, July 2008): the model
+is a dependent probit whose error is ``eps_i* + zeta_i``, ``eps*`` independent and ``zeta``
+correlated along the relations; "approach 1", cliques of the triangulated graph,
+``Cov(zeta_i, zeta_j) = #cliques(i, j) / sqrt(#cliques(i) #cliques(j))`` (with a "blow up" caveat
+for the triangulation); "approach 2", a hidden parent for each pair of (related) nodes,
+``1 / sqrt(#neigh(i) #neigh(j))`` (with a "pulverization" caveat). What follows compares the code
+with those formulas; what the paper adds (a scale or diagonal term on ``Sigma_zeta``, which
+construction its experiments used) is unverified.
+
+Departures from the recorded formulas, and whether they change results:
+
+1. Weights. The formulas count neighbours and cliques; the ``"edge"`` version here uses the edge
+   weights (``W_ij / sqrt(d_i d_j)``, our generalisation, invariant to rescaling ``W``). On a 0/1
+   graph the two agree exactly. On a weighted graph they differ, and the difference is decisive
+   on the graph Kersting & Xu feed this kernel in their OHSUMED experiment (Sec. 6): a weighted
+   *complete* graph of cosine similarities. There the unweighted formula gives
+   ``(1 - 1/(n-1)) I + 11^T / (n-1)``, and the clique construction (one clique) gives ``11^T``;
+   since the preference likelihood sees only differences ``xi_i - xi_j``, the ``11^T`` part
+   cancels, so both carry no relational information (an independent per-entity effect, resp.
+   nothing). Only a weighted version uses the similarities; Kersting & Xu do not say which
+   construction they used or how weights entered. ``"clique"`` ignores weights, as the formula
+   does.
+2. Triangulation. The talk says "triangulate and extract cliques" without naming a
+   triangulation; here it is networkx's ``complete_to_chordal_graph`` (MCS-M, a minimal, not
+   necessarily minimum, fill-in). On a chordal graph there is nothing to choose and the result
+   is exact; on a non-chordal one another triangulation gives another matrix, and so can merely
+   relabelling the nodes (on a 6-cycle most relabellings give a different matrix once mapped
+   back).
+3. Unrelated entities. The formulas are undefined for an entity with no neighbour (0/0); here
+   it gets a zero row and column (no relational cause: ``g_i = 0``, in both constructions;
+   singleton cliques are not counted). Its prior variance then comes from the other parts of
+   the prior only.
+4. Positive definiteness and scale. ``A A^T`` is only semi-definite (singular cases above). In
+   the talk's model ``Sigma_zeta`` is added to the attribute GP's covariance and to the
+   independent probit noise ``eps*``, which makes the sum definite; here likewise the matrix is
+   scaled by the relation's mixing weight ``w_r^2`` and added to the attribute kernel and the
+   optional per-entity effect ``s^2 I`` (:mod:`~bayesrank.kernels.xpgp`, Eq. 5). No
+   regularisation is added to ``K_r`` itself, and it has no hyperparameter of its own: its unit
+   diagonal makes ``w_r^2`` the relational variance of a related entity.
 """
 
 from __future__ import annotations
@@ -212,7 +256,12 @@ class Fixed:
 
 @pytree_dataclass
 class HiddenCommonCause:
-    """Silva et al.'s kernel: ``prepare(W)`` builds :func:`hidden_common_cause` (no parameters)."""
+    """Silva et al.'s kernel: ``prepare(W)`` builds :func:`hidden_common_cause` (no parameters).
+
+    ``construction="edge"`` is the talk's "hidden parent for each pair" formula generalised to
+    weights, ``"clique"`` its clique formula; see the module docstring for provenance (the NIPS
+    paper's text could not be checked) and the departures.
+    """
 
     construction: str = static(default="edge")
 
@@ -234,7 +283,9 @@ def _maximal_cliques_of_chordal_completion(W: np.ndarray) -> list[frozenset[int]
 
 
 def hidden_common_cause(W, construction: str = "edge") -> np.ndarray:
-    """Silva et al.'s hidden-common-cause covariance of a relation graph (module docstring).
+    """Silva et al.'s hidden-common-cause covariance of a relation graph (module docstring:
+    the formulas are those of Silva's talk on the NIPS 2007 paper; weights, the triangulation and
+    isolated entities are this module's choices).
 
     Args:
         W: ``(n, n)`` weighted adjacency (validated: square, symmetric, finite, non-negative).

@@ -10,6 +10,7 @@ from .baselines import RankBoost, RankSVM
 from .data.letor import Query, load_letor
 from .data.pairs import pairs_from_grades, sample_pairs, split_pairs, validate_pairs
 from .data.problem import PreferenceProblem
+from .data.userdata import queries_to_arrays
 from .inference import ep, nuts
 from .kernels import (
     ARD,
@@ -50,6 +51,7 @@ __all__ = [
     "pairs_from_grades",
     "parallel",
     "predict",
+    "queries_to_arrays",
     "runtime",
     "sample_pairs",
     "split_pairs",

@@ -13,8 +13,13 @@ Methods and what is chosen on ``vali``:
 * ``RankBoost``: threshold weak rankers and their complements (``--n-thresholds`` per feature,
   RankLib's evenly spaced candidates), ``T`` from ``--T-grid`` (prefixes of one ``max(T)`` run).
 * ``RankBoost-RankLib``: only ``[x > theta]`` weak rankers (RankLib's class), same ``T`` grid.
-* ``XGBoost``: ``rank:pairwise`` (if installed), number of trees from ``--trees-grid``.
-* ``LightGBM``: ``lambdarank`` (if installed), number of trees from ``--trees-grid``.
+* ``XGBoost``: ``rank:pairwise``, number of trees from ``--trees-grid``.
+* ``LightGBM``: ``lambdarank``, number of trees from ``--trees-grid``.
+
+The last two need their peer package (the ``bench`` extra; CPU builds: ``benchmarks/README.md``).
+A method whose package does not import is skipped at the start, with a one-line message naming
+the package, and the other methods' results are written as usual (the skipped ones are listed in
+``results.json`` under ``"skipped"``).
 
 Published figures (OHSUMED only; from the LETOR 3.0 baseline tables reproduced in
 ``../shared/seeds/002_*.txt``, Tables VII and VIII) are printed beside ours. JSON (per fold, the
@@ -32,6 +37,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import platform
@@ -40,24 +46,45 @@ import time
 from pathlib import Path
 
 import jax
-
-jax.config.update("jax_enable_x64", True)
-from bayesrank.runtime import enable_compilation_cache  # noqa: E402
-
-enable_compilation_cache()  # compiled programs kept on disk between runs
-
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
+import jax.numpy as jnp
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bayesrank.baselines import rankboost, ranksvm  # noqa: E402
-from bayesrank.baselines._data import pairs_within_queries  # noqa: E402
-from bayesrank.data.batch import pad_stack  # noqa: E402
-from bayesrank.data.letor import load_letor  # noqa: E402
-from bayesrank.metrics import letor_metrics  # noqa: E402
+from bayesrank.baselines import rankboost, ranksvm
+from bayesrank.baselines._data import pairs_within_queries
+from bayesrank.data.batch import pad_stack
+from bayesrank.data.letor import load_letor
+from bayesrank.metrics import letor_metrics
+from bayesrank.runtime import enable_compilation_cache
 
 METRICS = ["MAP"] + [f"NDCG@{k}" for k in range(1, 11)] + [f"P@{k}" for k in range(1, 11)]
+METHODS = ["RankSVM", "RankSVM-hinge", "RankBoost", "RankBoost-RankLib", "XGBoost", "LightGBM"]
+
+#: The methods that need a peer package: method -> (module to import, what pip installs).
+PEERS = {"XGBoost": ("xgboost", "xgboost-cpu (or xgboost)"), "LightGBM": ("lightgbm", "lightgbm")}
+
+
+def available_methods(methods, import_module=importlib.import_module):
+    """``(methods to run, {skipped method: one-line reason})``: a method whose peer package
+    does not import (not installed, or a broken install: any ``ImportError`` or ``OSError``,
+    e.g. a missing shared library) is skipped. Imports the peers now, before any slow work."""
+    keep, skipped = [], {}
+    for method in methods:
+        if method in PEERS:
+            module, pip_name = PEERS[method]
+            try:
+                import_module(module)
+            except (ImportError, OSError) as err:
+                why = (str(err).splitlines() or [""])[0]
+                skipped[method] = (
+                    f"skipping {method}: cannot import {module} ({type(err).__name__}: {why}); "
+                    f"pip install {pip_name}, or the bench extra (benchmarks/README.md)"
+                )
+                continue
+        keep.append(method)
+    return keep, skipped
+
 
 # LETOR 3.0 OHSUMED baselines (QueryLevelNorm, 5-fold means), seed 002, Tables VII and VIII.
 PUBLISHED = {
@@ -268,18 +295,7 @@ def main(argv=None):
     p.add_argument("--data-dir", default=os.environ.get("BAYESRANK_SHARED_DATA", "../shared/data"))
     p.add_argument("--datasets", nargs="+", default=["OHSUMED", "MQ2008"])
     p.add_argument("--folds", nargs="+", type=int, default=[1, 2, 3, 4, 5])
-    p.add_argument(
-        "--methods",
-        nargs="+",
-        default=[
-            "RankSVM",
-            "RankSVM-hinge",
-            "RankBoost",
-            "RankBoost-RankLib",
-            "XGBoost",
-            "LightGBM",
-        ],
-    )
+    p.add_argument("--methods", nargs="+", choices=METHODS, default=METHODS)
     p.add_argument(
         "--C-grid", nargs="+", type=float, default=[1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1]
     )
@@ -288,17 +304,24 @@ def main(argv=None):
     p.add_argument("--n-thresholds", type=int, default=10)
     p.add_argument("--out", default="experiments/out/letor_baselines")
     args = p.parse_args(argv)
+    methods, skipped = available_methods(args.methods)
+    for message in skipped.values():
+        print(message, flush=True)
+    if not methods:
+        sys.exit("nothing to run: every method asked for was skipped")
+    jax.config.update("jax_enable_x64", True)
+    enable_compilation_cache()  # compiled programs kept on disk between runs
 
     data = Path(args.data_dir)
     paths = {"OHSUMED": data / "OHSUMED" / "QueryLevelNorm", "MQ2008": data / "MQ2008"}
     results = {}
     t_start = time.perf_counter()
     for dataset in args.datasets:
-        results[dataset] = {m: [] for m in args.methods}
+        results[dataset] = {m: [] for m in methods}
         for fold in args.folds:
             d = paths[dataset] / f"Fold{fold}"
             train, vali, test = (load_letor(d / f"{s}.txt.gz") for s in ("train", "vali", "test"))
-            for method in args.methods:
+            for method in methods:
                 t0 = time.perf_counter()
                 if method == "RankSVM":
                     r = run_ranksvm(train, vali, test, args.C_grid, "squared_hinge")
@@ -334,6 +357,7 @@ def main(argv=None):
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "total_s": time.perf_counter() - t_start,
         "published": PUBLISHED,
+        "skipped": skipped,
         "results": results,
     }
     (out / "results.json").write_text(json.dumps(payload, indent=1))

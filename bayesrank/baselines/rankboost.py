@@ -62,8 +62,8 @@ from ._arrays import (
     pad_rows,
     pair_weights,
 )
-from ._data import check_ranking_data, check_X, pairs_within_queries
-from ._estimator import Ranker, check_int
+from ._data import check_X, pairs_within_queries
+from ._estimator import Ranker, check_inputs, check_int
 
 __all__ = [
     "THRESHOLD_METHODS",
@@ -335,12 +335,13 @@ class RankBoost(Ranker):
         _check_smoothing(self.smoothing, dtype)
         options.check_bool(self.complements, "complements")
 
-    def fit(self, X, y, qid) -> RankBoost:
+    def fit(self, X, y, qid=None) -> RankBoost:
         """Fit on documents ``X: (n, d)`` with grades ``y: (n,)`` and query ids ``qid: (n,)``
-        (any hashable ids; ints and strings may be mixed)."""
+        (any hashable ids; ints and strings may be mixed; None = one query, as scikit-learn's
+        ``fit(X, y)`` calls it)."""
         dtype = float_dtype()
         self._check_params(dtype)
-        X, y, qid = check_ranking_data(X, y, qid)
+        X, y, qid = check_inputs(X, y, qid, type(self).__name__)
         Xd = cast_checked(X, dtype)
         self.candidates_ = candidate_thresholds(X, self.n_thresholds, self.threshold_method)
         self.pairs_ = pairs_within_queries(y, qid)
@@ -369,7 +370,7 @@ class RankBoost(Ranker):
         """Scores ``(n,)`` of ``X: (n, d)`` from the first ``n_rounds`` rounds (None = all)."""
         self._check_fitted()
         check_int("n_rounds", n_rounds, low=0, none_ok=True)
-        X = check_X(X, self.n_features_in_)
+        X = self._check_X(X)
         dtype = float_dtype()
         smooth = self.temperature is not None and self.temperature != 0
         scores = _predict_jit(

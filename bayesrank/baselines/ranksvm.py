@@ -58,8 +58,8 @@ from ..data.checks import options
 from ..diagnostics import ConvergenceWarning
 from . import newton
 from ._arrays import as_float, check_columns, float_dtype, pad_pairs, pad_rows, pair_weights
-from ._data import check_ranking_data, check_X, pairs_within_queries
-from ._estimator import Ranker
+from ._data import pairs_within_queries
+from ._estimator import Ranker, check_inputs
 from .newton import SolverInfo
 
 __all__ = [
@@ -472,12 +472,13 @@ class RankSVM(Ranker):
             options.check_representable(gamma, "gamma", dtype)
         _check_settings(C, self.loss, self.tol, self.max_iter, self.smoothing, dtype)
 
-    def fit(self, X, y, qid) -> RankSVM:
+    def fit(self, X, y, qid=None) -> RankSVM:
         """Fit on documents ``X: (n, d)`` with grades ``y: (n,)`` and query ids ``qid: (n,)``
-        (any hashable ids; ints and strings may be mixed)."""
+        (any hashable ids; ints and strings may be mixed; None = one query, as scikit-learn's
+        ``fit(X, y)`` calls it)."""
         dtype = float_dtype()
         self._check_params(dtype)
-        X, y, qid = check_ranking_data(X, y, qid)
+        X, y, qid = check_inputs(X, y, qid, type(self).__name__)
         pairs = pairs_within_queries(y, qid)
         Z, e = _scaled_features(X, dtype)
         settings = dict(
@@ -606,7 +607,7 @@ class RankSVM(Ranker):
     def predict(self, X) -> np.ndarray:
         """Scores ``(n,)`` of documents ``X: (n, d)``; higher = ranked earlier."""
         self._check_fitted()
-        X = check_X(X, self.n_features_in_)
+        X = self._check_X(X)
         if self.kernel == "linear":
             return X @ self.coef_
         dtype = float_dtype()

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import userdata
 from .checks import check_adjacency, check_features, check_int, check_pairs
 
 __all__ = ["PreferenceProblem"]
@@ -14,8 +15,9 @@ __all__ = ["PreferenceProblem"]
 
 @dataclass(frozen=True, eq=False)
 class PreferenceProblem:
-    """Validated host-side inputs of one query (use :meth:`create`; :mod:`.checks` does the
-    checking). A problem may have no pairs yet (the start of active learning).
+    """Validated host-side inputs of one query (use :meth:`create`, or :meth:`from_ratings` /
+    :meth:`from_comparisons` for ratings or comparisons in arrays or CSV files; :mod:`.checks`
+    does the checking). A problem may have no pairs yet (the start of active learning).
 
     Attributes:
         pairs: ``(m, 2)`` int64, row ``(i, j)`` = *i preferred to j* (duplicates and contradicting
@@ -62,3 +64,55 @@ class PreferenceProblem:
         (n,) = sizes
         summary = check_pairs(pairs, n)
         return cls(pairs=summary.pairs, n=n, X=X, relations=rels)
+
+    @classmethod
+    def from_ratings(
+        cls, ratings, X=None, relations: Sequence = (), *, ties="skip", entities=None, header=None
+    ) -> PreferenceProblem:
+        """A problem whose pairs are implied by ratings: every two rated entities with different
+        ratings give a pair, the higher rated first (as :func:`~.pairs.pairs_from_grades`).
+
+        Args:
+            ratings: ``(n,)`` numbers, ``NaN`` for an unrated entity (in no pair, but still a
+                row); or a path to a CSV file of lines ``entity,rating`` (optional header line;
+                entities not listed are unrated).
+            X: ``(n, d)`` attributes or None; relations: ``(n, n)`` adjacencies.
+            ties: ``"skip"``: equal ratings give no pair; ``"both"``: a pair each way.
+            entities: ids naming the rows of a file (row ``i`` is ``entities[i]``); None: the
+                file's entity field is a 0-based row index.
+            header: whether a file's first line is a header (None: when it is not data).
+
+        ``n`` is ``len(ratings)`` for an array; for a file, from ``entities``, ``X`` or the
+        relations, else the largest index + 1. File format, ids and messages (the file and
+        1-based line at fault): :mod:`bayesrank.data.userdata`.
+        """
+        relations = tuple(relations) if isinstance(relations, Iterator) else relations
+        pairs, n = userdata.ratings_pairs(
+            ratings, X, relations, ties=ties, entities=entities, header=header
+        )
+        return cls.create(pairs, X, relations, n=n)
+
+    @classmethod
+    def from_comparisons(
+        cls, source, X=None, relations: Sequence = (), *, entities=None, header=None
+    ) -> PreferenceProblem:
+        """A problem from comparisons ``winner, loser`` (a tie: both orders).
+
+        Args:
+            source: ``(m, 2)`` rows (indices, or ids with ``entities``), or a path to a CSV file
+                of lines ``winner,loser`` (optional header line).
+            X: ``(n, d)`` attributes or None; relations: ``(n, n)`` adjacencies.
+            entities: ids naming the rows (row ``i`` is ``entities[i]``; for a file without
+                ``X``, :func:`~.userdata.entity_ids` numbers them in file order); None: indices.
+            header: whether a file's first line is a header (None: when neither field is an
+                entity).
+
+        ``n`` comes from ``entities``, ``X`` or the relations, else the largest index + 1.
+        Malformed lines, unknown entities and self-comparisons raise ``ValueError`` naming the
+        file and 1-based line (:mod:`bayesrank.data.userdata`).
+        """
+        relations = tuple(relations) if isinstance(relations, Iterator) else relations
+        pairs, n = userdata.comparisons_pairs(
+            source, X, relations, entities=entities, header=header
+        )
+        return cls.create(pairs, X, relations, n=n)

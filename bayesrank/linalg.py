@@ -58,7 +58,7 @@ def prior_root(K: jax.Array) -> jax.Array:
     ``lax.cond`` with a batched predicate would run ``eigh`` on every matrix, every time: 10x the
     Cholesky's cost). Its input depends on the Cholesky's outcome, so the two batched LAPACK
     calls run one after the other: run concurrently, they can deadlock jaxlib 0.10's CPU thread
-    pool (``docs/model.md``).
+    pool (``docs/development/implementation.md``).
     """
     if K.ndim == 1:
         return jnp.sqrt(jnp.clip(K, 0.0, None))

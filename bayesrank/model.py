@@ -220,7 +220,7 @@ class XPGPModel:
         optional warm start; ``key``: the PRNG key NUTS needs).
 
         ``learn_hyperparameters``: ``True`` or ``"evidence"`` (evidence maximisation by BFGS,
-        the default by measurement: ``docs/inference.md``), ``"em"`` (EM-EP), or ``False``
+        the default by measurement: ``docs/results/inference.md``), ``"em"`` (EM-EP), or ``False``
         (keep the prior as given); with ``inference="laplace"`` the learning uses the Laplace
         evidence too (with ``"nuts"``, EP's). ``learning_options`` go to
         :func:`bayesrank.learning.fit_hyperparameters`. The fitted prior is the posterior's

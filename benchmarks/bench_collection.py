@@ -1,6 +1,6 @@
 """A whole collection in one call: OHSUMED, EP's scaling with n against the machine's floor, and
 an MSLR-WEB30K-shaped simulation. Prints tables, writes JSON (and a plot, with matplotlib) to
-``benchmarks/out/``; ``docs/scaling.md`` holds the figures and how to read them.
+``benchmarks/out/``; ``docs/guide/devices.md`` holds the figures and how to read them.
 
     python benchmarks/bench_collection.py [--parts ohsumed scaling mslr] [--data-dir ../shared/data]
         [--sizes 150,300,600,1000,2000,3000,5000] [--mslr-queries 1000] [--no-choix] [--float32]
@@ -26,11 +26,11 @@ Parts (each in its own fresh process, so that its peak resident memory is its ow
    its ``M^T (S M)`` product (:func:`bayesrank.inference.ep.factor.from_root`), each timed alone
    (jitted, steady) in the same run.
 3. ``mslr``: a synthetic collection with MSLR-WEB30K's shape (documents per query drawn from a
-   log-normal fitted to its published mean and maximum; see ``docs/scaling.md`` for the figures
+   log-normal fitted to its published mean and maximum; see ``docs/guide/devices.md`` for the figures
    and their source), 136 features, 200 known pairs and 200 pairs to predict per query (fewer
    where the query has fewer), RBF + entity effect: time per 1,000 queries, padding waste, peak
    memory, and per size group (one call each) the time per query, from which the projection for
-   N hosts of this CPU is computed (``docs/scaling.md``).
+   N hosts of this CPU is computed (``docs/guide/devices.md``).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 OUT = REPO_ROOT / "benchmarks" / "out"
 
-# MSLR-WEB30K's shape (docs/scaling.md gives the sources)
+# MSLR-WEB30K's shape (docs/guide/devices.md gives the sources)
 MSLR_QUERIES = 31_531
 MSLR_MEAN_DOCS = 119.6
 MSLR_MAX_DOCS = 1_251
@@ -242,7 +242,7 @@ def worker_scaling(args) -> dict:
 
 def mslr_sizes(count: int, seed: int = 0):
     """Documents per query: log-normal with sigma 0.75 and the mean of MSLR-WEB30K, capped at its
-    maximum (a shape assumption: docs/scaling.md)."""
+    maximum (a shape assumption: docs/guide/devices.md)."""
     import numpy as np
 
     sigma = 0.75

@@ -18,7 +18,7 @@ Problems:
 
 * **OHSUMED**: random queries (seed 0, as ``learn_ohsumed.py``: a query needs ``known + 100``
   grade-implied pairs), ``--known`` pairs known, the rest held out; the XPGP prior of
-  ``docs/learning.md`` fixed at its EM fit with 200 known pairs: RBF (``kappa = 1``,
+  ``docs/development/learning.md`` fixed at its EM fit with 200 known pairs: RBF (``kappa = 1``,
   ``rho = 0.57``) on the 45 QueryLevelNorm features + regularized Laplacian (``iota = 1.68``) on
   the keyword graph (10-NN), weights ``(1.63, 2.74)``, per-document effect ``s = 0.11``.
 * **synthetic**: ``n = 50`` entities, ``X ~ N(0, I_3)``, ``K = kappa^2 RBF(rho = 1/sqrt(3))
@@ -32,7 +32,7 @@ Usage::
         [--warmup 1000] [--samples 1000] [--chains 4] [--seed 0] [--skip-synthetic]
         [--skip-ohsumed] [--out experiments/out/ep_vs_nuts]
 
-Prints a Markdown table (the one in ``docs/ep_vs_nuts.md``), writes ``results.json`` and, with
+Prints a Markdown table (the one in ``docs/results/ep-vs-nuts.md``), writes ``results.json`` and, with
 matplotlib, ``ep_vs_nuts.png`` (EP against NUTS pair probabilities, one panel per setting).
 """
 
@@ -72,7 +72,7 @@ from bayesrank.predict import predict_pairs  # noqa: E402
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-#: The EM fit of docs/learning.md (200 known pairs, shared theta, XPGP with the keyword graph).
+#: The EM fit of docs/development/learning.md (200 known pairs, shared theta, XPGP with the keyword graph).
 OHSUMED_PRIOR = dict(rho=0.57, iota=1.68, weights=(1.63, 2.74), entity=0.11)
 
 

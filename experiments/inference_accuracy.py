@@ -42,7 +42,7 @@ Usage::
         [--methods bayesrank,bayesrank-laplace,...] [--out experiments/out/inference_accuracy]
 
 Writes ``fits.json`` (part 2) and ``engines.json`` (part 1) and prints the tables of
-``docs/inference.md`` (``--tables``: from the saved files only).
+``docs/results/inference.md`` (``--tables``: from the saved files only).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from the previous point's sites; keeping the optimiser's ``p``-vectors and ``p x
 NumPy lets every evaluation be one compiled call per size bucket, the line search stop as soon as
 a point is accepted, and the buckets of a shared fit run one after another (their batched LAPACK
 calls must not overlap on jaxlib 0.10's CPU runtime). Measured against optax's L-BFGS and Adam
-on the same objective it took fewer evaluations (``docs/learning.md``).
+on the same objective it took fewer evaluations (``docs/development/learning.md``).
 
 - The first inverse Hessian is the inverse of the Fisher information (plus the hyperprior's
   precision; :func:`~bayesrank.learning.objectives.bucket_fisher`), so the first step is a

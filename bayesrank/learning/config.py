@@ -9,7 +9,7 @@ the tolerances, the learning rate and the hyperprior's scale, so changing them c
 
 What is learned by default: every hyperparameter of the prior except the confounded scales
 (``FROZEN_BY_DEFAULT``): ``sigma``, the RBF / ARD amplitude ``kappa`` and the regularized
-Laplacian's ``beta`` (``docs/model.md``, identifiability).
+Laplacian's ``beta`` (``docs/guide/model.md``, identifiability).
 """
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ def m_step(carry: Carry, fixed, u0, data: tuple, post, cfg: Config, settings: Se
         for d, p in zip(data, post, strict=True):
             K = covariances(prior, d)
             # one query after another: a batched Cholesky and solves beside their gradients
-            # can deadlock jaxlib 0.10's CPU thread pool (docs/model.md)
+            # can deadlock jaxlib 0.10's CPU thread pool (docs/development/implementation.md)
             q = q + jnp.sum(map_queries(expected_log_prior, K, p.mean, p.cov, method="map"))
         return finite_or_inf(-(q + log_hyperprior(free, u0, cfg, settings)))
 

@@ -286,7 +286,7 @@ def fit_hyperparameters(
         problems: a :class:`~bayesrank.data.problem.PreferenceProblem`, a list of them, or a
             :class:`~bayesrank.data.batch.ProblemBatch`.
         method: ``"evidence"`` (default: maximise the (MAP) evidence, EP's or Laplace's) or
-            ``"em"`` (EM-EP). The default by measurement (``docs/inference.md``): on 32 real
+            ``"em"`` (EM-EP). The default by measurement (``docs/results/inference.md``): on 32 real
             problems EM's fixed iterations drift past the evidence's peak and predict worse.
         n_iter: EM iterations, or evidence-maximisation steps (with ``"bfgs"``, at most that
             many: it stops when converged, see ``tol``). Default: 100 for BFGS (a cap it should

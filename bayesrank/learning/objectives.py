@@ -92,7 +92,7 @@ def bucket_posteriors(prior, data: PreparedBatch, sites, cfg: Config, tol, relat
             K[0], data.pairs[0], data.pair_mask[0], jax.tree_util.tree_map(lambda x: x[0], sites)
         )
         return jax.tree_util.tree_map(lambda x: x[None], post)
-    # a shared fit's bucket: its EP runs batched (vmap), as measured in docs/learning.md
+    # a shared fit's bucket: its EP runs batched (vmap), as measured in docs/development/learning.md
     return map_queries(one, K, data.pairs, data.pair_mask, sites, method="vmap")
 
 

@@ -5,7 +5,7 @@ every process is on the mesh of :func:`~bayesrank.parallel.query_mesh`, each pro
 its share of the data (:func:`process_share`), and the collection façades
 (:func:`~bayesrank.parallel.predict_collection`, :func:`~bayesrank.parallel.fit_ep`), called by
 every process with its own queries, run one program over all of them and return every query's
-result to every process (process 0 writes them). ``docs/scaling.md`` shows how to launch it.
+result to every process (process 0 writes them). ``docs/guide/devices.md`` shows how to launch it.
 """
 
 from __future__ import annotations

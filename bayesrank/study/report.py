@@ -1,5 +1,5 @@
 """The study's results as text: a plain table (printed and ``table.txt``), Markdown tables
-(``table.md``, for ``docs/results.md``) and the figure (``curves.png``, with matplotlib)."""
+(``table.md``, for ``docs/results/relational.md``) and the figure (``curves.png``, with matplotlib)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def table(results) -> str:
 
 
 def markdown(results) -> str:
-    """The summary as Markdown tables (for ``docs/results.md``)."""
+    """The summary as Markdown tables (for ``docs/results/relational.md``)."""
     lines = []
     for k, block in results["settings"].items():
         lines += [

@@ -26,11 +26,11 @@ Parts (each in its own fresh process, so that its peak resident memory is its ow
    its ``M^T (S M)`` product (:func:`bayesrank.inference.ep.factor.from_root`), each timed alone
    (jitted, steady) in the same run.
 3. ``mslr``: a synthetic collection with MSLR-WEB30K's shape (documents per query drawn from a
-   log-normal fitted to its published mean and maximum; see ``docs/guide/devices.md`` for the figures
-   and their source), 136 features, 200 known pairs and 200 pairs to predict per query (fewer
-   where the query has fewer), RBF + entity effect: time per 1,000 queries, padding waste, peak
-   memory, and per size group (one call each) the time per query, from which the projection for
-   N hosts of this CPU is computed (``docs/guide/devices.md``).
+   log-normal fitted to its published mean and maximum; see ``docs/results/scaling.md`` for the
+   figures and their source), 136 features, 200 known pairs and 200 pairs to predict per query
+   (fewer where the query has fewer), RBF + entity effect: time per 1,000 queries, padding
+   waste, peak memory, and per size group (one call each) the time per query, from which the
+   projection for N hosts of this CPU is computed (``docs/results/scaling.md``).
 """
 
 from __future__ import annotations

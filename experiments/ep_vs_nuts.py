@@ -32,8 +32,9 @@ Usage::
         [--warmup 1000] [--samples 1000] [--chains 4] [--seed 0] [--skip-synthetic]
         [--skip-ohsumed] [--out experiments/out/ep_vs_nuts]
 
-Prints a Markdown table (the one in ``docs/results/ep-vs-nuts.md``), writes ``results.json`` and, with
-matplotlib, ``ep_vs_nuts.png`` (EP against NUTS pair probabilities, one panel per setting).
+Prints a Markdown table (the one in ``docs/results/ep-vs-nuts.md``), writes ``results.json``
+and, with matplotlib, ``ep_vs_nuts.png`` (EP against NUTS pair probabilities, one panel per
+setting).
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ from bayesrank.predict import predict_pairs  # noqa: E402
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-#: The EM fit of docs/development/learning.md (200 known pairs, shared theta, XPGP with the keyword graph).
+#: The EM fit of docs/development/learning.md (200 known pairs, shared theta, XPGP with the
+#: keyword graph).
 OHSUMED_PRIOR = dict(rho=0.57, iota=1.68, weights=(1.63, 2.74), entity=0.11)
 
 

@@ -29,8 +29,9 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-# jaxlib 0.10 CPU: see docs/guide/model.md (batched LAPACK calls and XLA's thread pool). bayesrank keeps
-# its own batched calls in one chain; pinning is kept here as a belt-and-braces default.
+# jaxlib 0.10 CPU: see docs/development/implementation.md (batched LAPACK calls and XLA's thread
+# pool). bayesrank keeps its own batched calls in one chain; pinning is kept here as a
+# belt-and-braces default.
 if "--all-cpus" not in sys.argv and hasattr(os, "sched_setaffinity"):
     _cpus = sorted(os.sched_getaffinity(0))
     os.sched_setaffinity(0, {_cpus[os.getpid() % len(_cpus)]})

@@ -34,6 +34,7 @@ LAYERS = {
     "plot": 6,
     "io": 6,
     "study": 6,
+    "experiments": 6,
     "cli": 7,
     "__main__": 7,
 }

@@ -3,7 +3,8 @@
 A shared ``theta`` over queries of very different sizes is evaluated on size buckets
 (:func:`bayesrank.data.batch.size_buckets`), one compiled call per bucket, each finishing before
 the next starts (the buckets' batched LAPACK calls must not overlap on jaxlib 0.10's CPU
-runtime, ``docs/development/implementation.md``); values and gradients are summed on the host (:func:`evaluate`).
+runtime, ``docs/development/implementation.md``); values and gradients are summed on the host
+(:func:`evaluate`).
 Per-query fits evaluate every query's own ``theta`` in one call (:func:`evaluate_per_query`).
 """
 

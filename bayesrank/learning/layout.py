@@ -103,7 +103,8 @@ def per_query_groups(problems, per_query: bool, bucket) -> list[list[int]] | Non
 
     One padded call runs every query at the largest size and in lockstep until the slowest has
     converged; on the 105 OHSUMED queries (35 to 320 documents) the size groups took a Laplace
-    ARD fit of every query from 70.5 s to 49.7 s, compilation included (``docs/results/inference.md``)."""
+    ARD fit of every query from 70.5 s to 49.7 s, compilation included
+    (``docs/results/inference.md``)."""
     if not per_query or bucket is None or isinstance(problems, ProblemBatch) or len(problems) < 2:
         return None
     keys = [bucket_size(p.n, per_octave=2) for p in problems]

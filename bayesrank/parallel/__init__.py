@@ -12,7 +12,8 @@ Every function of bayesrank computes for ONE query; this module runs them over a
 2. **map over the query axis** (:func:`map_queries`): the single-query function, ``vmap``-ped on
    accelerators and ``lax.map``-ped (one query after another, inside the same compiled program)
    on the CPU, where batched LAPACK calls are slow and, run concurrently, can deadlock jaxlib
-   0.10's CPU thread pool (``docs/development/implementation.md``). :func:`query_map_method` says which is used.
+   0.10's CPU thread pool (``docs/development/implementation.md``). :func:`query_map_method`
+   says which is used.
 
 3. **shard over devices and processes** (:mod:`.sharding`, :mod:`.distributed`): a collection
    runs as one compiled program (:mod:`.program`) over a one-axis mesh of every device of every
@@ -25,8 +26,8 @@ the collection façades (:func:`fit_predict`, :func:`fit_ep`, :func:`sample_nuts
 (the query map), :mod:`.batching` (stacked problems, covariances), :mod:`.plan`,
 :mod:`.sharding`, :mod:`.distributed`, :mod:`.program` (the collection's compiled program),
 :mod:`.collection` (EP, prediction, NUTS, metrics), :mod:`.baselines` (RankSVM, RankBoost,
-pairwise errors per query). ``docs/guide/devices.md``: how to run on many devices and hosts, and what
-it measured.
+pairwise errors per query). ``docs/guide/devices.md``: how to run on many devices and hosts;
+``docs/results/scaling.md``: what it measured.
 """
 
 from __future__ import annotations

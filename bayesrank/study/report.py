@@ -1,5 +1,6 @@
 """The study's results as text: a plain table (printed and ``table.txt``), Markdown tables
-(``table.md``, for ``docs/results/relational.md``) and the figure (``curves.png``, with matplotlib)."""
+(``table.md``, for ``docs/results/relational.md``) and the figure (``curves.png``, with
+matplotlib)."""
 
 from __future__ import annotations
 

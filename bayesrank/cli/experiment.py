@@ -131,10 +131,8 @@ def add_parser(sub) -> None:
     rel.add_argument("--models", nargs="+", default=None, help="a subset of the models")
     rel.add_argument("--jobs", type=int, default=2, help="child processes at a time (0: none)")
     rel.set_defaults(func=_relational)
-    try:
-        from ..experiments import EXPERIMENTS
-    except ImportError:  # pragma: no cover - the package is part of bayesrank
-        EXPERIMENTS = {}
+    from ..experiments import EXPERIMENTS
+
     for name, module in EXPERIMENTS.items():
         parser = studies.add_parser(name, help=module.HELP, description=module.HELP)
         _common(parser, name)

@@ -1,0 +1,51 @@
+"""The experiments as package commands, reduced to run on the bundled OHSUMED sample in well
+under a minute (``bayesrank experiment NAME``; the full-data versions are the scripts in
+``experiments/``).
+
+=================  ==========================================================================
+``active``         :mod:`.active`: active exploration, variance ratio / mutual information /
+                   random questions, the pair error on held-out pairs after each answer
+``baselines``      :mod:`.baselines`: RankSVM and RankBoost, LETOR's MAP, NDCG@k and P@k on
+                   held-out queries (or a LETOR fold folder's test set)
+``ep-vs-nuts``     :mod:`.ep_vs_nuts`: EP against NUTS at fixed hyperparameters, per held-out
+                   pair, with NUTS's Monte Carlo standard error
+``inference``      :mod:`.inference`: EP and Laplace (and NUTS) with learned hyperparameters:
+                   pair error, log-likelihood, calibration
+=================  ==========================================================================
+
+Each module has the same face, which the command line wires up::
+
+    NAME: str                                   # the subcommand
+    HELP: str                                   # its line in --help
+    add_arguments(parser) -> None               # the protocol's own options
+    run(args) -> dict                           # the results (also results.json)
+
+``run`` also reads the common options ``args.data_dir`` (a LETOR file or folder; None = the
+bundled sample), ``args.out`` (a folder, created; None = write nothing) and ``args.seed``. It
+prints a summary table on stdout and a ``[i/N] stage (t s)`` line per stage on stderr, writes
+``results.json`` (strict JSON), ``table.txt`` and, with matplotlib, ``<name>.png``, and expects
+float64 (``jax_enable_x64``, which the command line sets). User errors raise ``ValueError``
+naming the option or file. From Python::
+
+    import argparse
+    from bayesrank.experiments import EXPERIMENTS
+
+    experiment = EXPERIMENTS["active"]
+    parser = argparse.ArgumentParser()
+    experiment.add_arguments(parser)
+    args = parser.parse_args(["--k", "5"])
+    args.data_dir, args.out, args.seed = None, None, 0
+    results = experiment.run(args)
+
+The modules import only NumPy and their siblings at import time (NumPyro, SciPy and matplotlib
+load inside ``run``).
+"""
+
+from __future__ import annotations
+
+from . import active, baselines, ep_vs_nuts, inference
+
+#: The experiments by subcommand name.
+EXPERIMENTS = {m.NAME: m for m in (active, baselines, ep_vs_nuts, inference)}
+
+__all__ = ["EXPERIMENTS", "active", "baselines", "ep_vs_nuts", "inference"]

@@ -48,3 +48,23 @@ def _fresh_jax_caches():
     """
     yield
     jax.clear_caches()
+
+
+@pytest.fixture(scope="module")
+def quick_compiles():
+    """XLA without most of its optimisations, for a module that tests an interface (the command
+    line, the experiments, a study run) rather than numerics against tight references: its
+    programs compile in about two thirds of the time. Child processes inherit it through the
+    environment. Restored after the module."""
+    import os
+
+    before = jax.config.values["jax_disable_most_optimizations"]
+    env = os.environ.get("JAX_DISABLE_MOST_OPTIMIZATIONS")
+    jax.config.update("jax_disable_most_optimizations", True)
+    os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] = "1"
+    yield
+    jax.config.update("jax_disable_most_optimizations", before)
+    if env is None:
+        os.environ.pop("JAX_DISABLE_MOST_OPTIMIZATIONS", None)
+    else:
+        os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] = env

@@ -168,26 +168,19 @@ def test_fit_and_predict_errors(tmp_path, capsys):
     assert "format_version 99 is newer" in capsys.readouterr().err
 
 
-def test_experiment_relational_on_a_study_folder(tmp_path, capsys):
-    """The study command on a tiny folder in the study format, in this process (--jobs 0)."""
-    from bayesrank.data.pairs import pairs_from_grades
-    from bayesrank.data.study import StudyQuery, write_study_dir
-
-    rng = np.random.default_rng(1)
-    queries = []
-    for q in range(2):
-        X = rng.normal(size=(10, 2))
-        grades = np.round(X[:, 0], 1)
-        W = np.zeros((10, 10))
-        W[np.arange(9), np.arange(1, 10)] = 1.0
-        queries.append(StudyQuery(f"q{q}", X, pairs_from_grades(grades), {"chain": W + W.T}))
-    write_study_dir(tmp_path / "data", queries)
-    out = tmp_path / "out"
-    argv = ["experiment", "relational", "--data-dir", str(tmp_path / "data"), "--known", "8"]
-    argv += ["--repeats", "1", "--models", "PGP", "XPGP", "--jobs", "0", "--out", str(out)]
+def test_fit_predict_and_the_study_on_the_bundled_sample(tmp_path, capsys):
+    """The default data is the bundled sample: fit one of its queries, predict every pair of
+    it; and the study command on it, reduced to one query, one model, one repetition."""
+    model = tmp_path / "model"
+    assert main(["fit", "--query", "10", "--fixed", "--quiet", "--out", str(model)]) == 0
+    assert main(["predict", str(model), "--pairs", str(tmp_path / "p.csv")]) == 0
+    rows = (tmp_path / "p.csv").read_text().splitlines()
+    assert len(rows) == 1 + 35 * 34 // 2  # query 10 has 35 documents
+    assert all(row.startswith("10,") for row in rows[1:])
+    out = tmp_path / "study"
+    argv = ["experiment", "relational", "--queries", "1", "--known", "20", "--repeats", "1"]
+    argv += ["--models", "XPGP", "PGP", "--jobs", "0", "--out", str(out)]
+    capsys.readouterr()
     assert main(argv) == 0
-    text = capsys.readouterr().out
-    assert "== dir, 8 known pairs ==" in text and "XPGP vs PGP" in text
-    results = json.loads((out / "results.json").read_text())
-    assert [q["qid"] for q in results["queries"]] == ["q0", "q1"]
-    assert (out / "curves.png").stat().st_size > 0
+    assert "== sample, 20 known pairs ==" in capsys.readouterr().out
+    assert json.loads((out / "results.json").read_text())["collection"] == "sample"

@@ -12,6 +12,8 @@ pair's entities occur in known pairs (both, one, neither:
 
 from __future__ import annotations
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -109,11 +111,24 @@ def compare(rows, target: str, other: str) -> dict:
     qa = np.array([np.mean([a[x] for x in keys if x[0] == q]) for q in qids])
     qb = np.array([np.mean([b[x] for x in keys if x[0] == q]) for q in qids])
     out = {"reduction": float((eb.mean() - ea.mean()) / eb.mean()) if eb.mean() > 0 else None}
-    out["wilcoxon_p"] = float(wilcoxon(qa, qb).pvalue) if np.any(qa != qb) else 1.0
-    out["ttest_p"] = float(ttest_rel(ea, eb).pvalue) if np.any(ea != eb) else 1.0
+    out["wilcoxon_p"] = _p_value(wilcoxon, qa, qb)
+    out["ttest_p"] = _p_value(ttest_rel, ea, eb)
     out["queries_lower"] = int(np.sum(qa < qb))
     out["queries"] = len(qids)
     return out
+
+
+def _p_value(test, a, b) -> float | None:
+    """The test's p-value: 1 where ``a`` and ``b`` are equal, None where it is undefined (one
+    observation, a zero variance of the differences), never NaN (results.json is strict)."""
+    if not np.any(a != b):
+        return 1.0
+    if len(a) < 2:
+        return None
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        p = float(test(a, b).pvalue)
+    return p if np.isfinite(p) else None
 
 
 def summarize(rows) -> dict:

@@ -9,6 +9,10 @@ from pathlib import Path
 __all__ = ["fmt", "markdown", "plot", "table"]
 
 
+def _p(value) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
 def fmt(stat, digits=3) -> str:
     return "-" if stat is None else f"{stat['mean']:.{digits}f}+-{stat['sd']:.{digits}f}"
 
@@ -34,8 +38,8 @@ def table(results) -> str:
             red = "-" if c["reduction"] is None else f"{100 * c['reduction']:+.1f}%"
             lines.append(
                 f"XPGP vs {other:<14} error reduction {red:>7}; lower in {c['queries_lower']} of "
-                f"{c['queries']} queries; Wilcoxon p={c['wilcoxon_p']:.3g}, paired t "
-                f"p={c['ttest_p']:.3g}"
+                f"{c['queries']} queries; Wilcoxon p={_p(c['wilcoxon_p'])}, paired t "
+                f"p={_p(c['ttest_p'])}"
             )
         lines.append("")
     return "\n".join(lines)
@@ -68,7 +72,7 @@ def markdown(results) -> str:
             red = "-" if c["reduction"] is None else f"{100 * c['reduction']:+.1f}%"
             lines.append(
                 f"| {other} | {red} | {c['queries_lower']} of {c['queries']} | "
-                f"{c['wilcoxon_p']:.3g} | {c['ttest_p']:.3g} |"
+                f"{_p(c['wilcoxon_p'])} | {_p(c['ttest_p'])} |"
             )
         counts = next(iter(block["summary"].values()))["counts"]
         lines += ["", f"Test pairs by seen entities (all repetitions): {counts}.", ""]

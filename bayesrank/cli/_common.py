@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 import warnings
+
+from ..data._io import first_non_finite
 
 __all__ = ["MAX_K_LIMIT", "data_path", "json_text", "setup_jax"]
 
@@ -13,27 +14,10 @@ __all__ = ["MAX_K_LIMIT", "data_path", "json_text", "setup_jax"]
 MAX_K_LIMIT = 10**6
 
 
-def _non_finite(obj, path: str = "") -> str | None:
-    """The path (``['per_query'][0]['NDCG@2']``) of the first float in ``obj`` that is not
-    finite, or None."""
-    if isinstance(obj, float):
-        return None if math.isfinite(obj) else path or "the value"
-    if isinstance(obj, dict):
-        items = ((f"{path}[{k!r}]", v) for k, v in obj.items())
-    elif isinstance(obj, list | tuple):
-        items = ((f"{path}[{i}]", v) for i, v in enumerate(obj))
-    else:
-        return None
-    for where, value in items:
-        if (found := _non_finite(value, where)) is not None:
-            return found
-    return None
-
-
 def json_text(obj) -> str:
     """``obj`` as strict JSON; ``ValueError`` naming the first non-finite number instead of
     writing ``NaN`` or ``Infinity`` (which JSON does not have)."""
-    if (where := _non_finite(obj)) is not None:
+    if (where := first_non_finite(obj)) is not None:
         raise ValueError(f"cannot write JSON: {where} is not a finite number")
     return json.dumps(obj, indent=2, allow_nan=False)
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import errno
 import gzip
+import math
 import os
 import zlib
 from pathlib import Path
 
-__all__ = ["MissingFileError", "as_path", "read_bytes"]
+__all__ = ["MissingFileError", "as_path", "first_non_finite", "read_bytes"]
 
 
 class MissingFileError(FileNotFoundError, ValueError):
@@ -46,3 +47,20 @@ def read_bytes(path: Path) -> bytes:
         except (OSError, EOFError, zlib.error) as err:
             raise ValueError(f"{path}: corrupt gzip data ({err})") from None
     return raw
+
+
+def first_non_finite(obj, path: str = "") -> str | None:
+    """The path (``['per_query'][0]['NDCG@2']``) of the first float in the nested dicts, lists
+    and tuples ``obj`` that is not finite, or None: what strict JSON (RFC 8259) cannot hold."""
+    if isinstance(obj, float):
+        return None if math.isfinite(obj) else path or "the value"
+    if isinstance(obj, dict):
+        items = ((f"{path}[{k!r}]", v) for k, v in obj.items())
+    elif isinstance(obj, list | tuple):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(obj))
+    else:
+        return None
+    for where, value in items:
+        if (found := first_non_finite(value, where)) is not None:
+            return found
+    return None

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import sys
 import time
 import warnings
@@ -17,6 +16,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
+
+from ..data._io import first_non_finite
 
 __all__ = [
     "Progress",
@@ -208,26 +209,10 @@ class recorded_warnings:
                 self.messages.append(line)
 
 
-def _non_finite(obj, path: str = "") -> str | None:
-    """The path (``['rows'][0]['MAP']``) of the first float in ``obj`` that is not finite."""
-    if isinstance(obj, float):
-        return None if math.isfinite(obj) else path or "the value"
-    if isinstance(obj, dict):
-        items = ((f"{path}[{k!r}]", v) for k, v in obj.items())
-    elif isinstance(obj, list | tuple):
-        items = ((f"{path}[{i}]", v) for i, v in enumerate(obj))
-    else:
-        return None
-    for where, value in items:
-        if (found := _non_finite(value, where)) is not None:
-            return found
-    return None
-
-
 def strict_json(obj) -> str:
     """``obj`` as strict JSON (RFC 8259); ``ValueError`` naming the first number that is not
     finite instead of writing ``NaN`` or ``Infinity``."""
-    if (where := _non_finite(obj)) is not None:
+    if (where := first_non_finite(obj)) is not None:
         raise ValueError(f"cannot write results.json: {where} is not a finite number")
     return json.dumps(obj, indent=1, allow_nan=False)
 

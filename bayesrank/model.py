@@ -258,23 +258,43 @@ class XPGPModel:
 
             result = nuts.sample_problem(key, prior, problem, **(self.nuts_options or {}))
             return Posterior(prior, problem, result, learning, inference)
-        with one_blas_thread():  # bayesrank.runtime: XLA's and BLAS's thread pools contend
-            result = _fit_problem(
-                prior,
-                problem,
-                sites,
-                engine=inference,
-                schedule=self.schedule,
-                max_iter=self.max_iter,
-                tol=self.tol,
-                damping=self.damping,
-                precision=self.precision,
+        if learning is not None and sites is None and self._learned_posterior(learning_options):
+            # the learning's final EP ran at this model's settings: its posterior is this fit's
+            # (no second EP sweep, no second compiled program)
+            result = jax.device_put(
+                jax.tree_util.tree_map(lambda x: np.asarray(x)[0], learning.posteriors)
             )
+        else:
+            with one_blas_thread():  # bayesrank.runtime: XLA's and BLAS's thread pools contend
+                result = _fit_problem(
+                    prior,
+                    problem,
+                    sites,
+                    engine=inference,
+                    schedule=self.schedule,
+                    max_iter=self.max_iter,
+                    tol=self.tol,
+                    damping=self.damping,
+                    precision=self.precision,
+                )
         if not all(np.all(np.isfinite(np.asarray(a))) for a in (result.mean, result.cov)):
             raise ValueError(_why_not_finite(prior, problem))
         advice = ep.EP_ADVICE if inference == "ep" else "raise max_iter (Newton's iterations)"
         warn_if_unconverged(result.converged, f"{inference.upper()} fit", advice)
         return Posterior(prior, problem, result, learning, inference)
+
+    def _learned_posterior(self, options: dict) -> bool:
+        """Whether hyperparameter learning with ``options`` ends with the posterior this model
+        computes: EP with the model's schedule, iteration cap and tolerance, no damping."""
+        return (
+            self.inference == "ep"
+            and options.get("inference", "ep") == "ep"
+            and self.precision == "full"
+            and self.damping == 1.0
+            and self.schedule == options.get("schedule", "parallel")
+            and self.max_iter == options.get("ep_max_iter", 200)
+            and self.tol == options.get("ep_tol")
+        )
 
     def _check_settings(self, n_features: int | None) -> str:
         """``ValueError`` naming a setting or hyperparameter at fault; the engine's name."""

@@ -56,6 +56,7 @@ from ..kernels import (
 from ..kernels.params import Bounded, Positive
 from ..kernels.xpgp import FROZEN_BY_DEFAULT
 from ..learning import FitResult, Trace
+from ..learning.results import Design
 
 __all__ = ["DATACLASSES", "TreeError", "decode", "encode", "namedtuples"]
 
@@ -88,6 +89,7 @@ def namedtuples() -> dict[str, type]:
         NUTSPosterior,
         NUTSDiagnostics,
         FitResult,
+        Design,
         Trace,
     )
     return {cls.__name__: cls for cls in classes}

@@ -10,6 +10,8 @@ The package, one concept a module:
 - :mod:`.evidence`: the compiled evidence programs bucket by bucket, summed on the host;
 - :mod:`.bfgs`: the host-driven BFGS, for many fits in lockstep (and why it is host-driven);
 - :mod:`.initialize`: the median heuristic, restarts with an explicit key, coarse subsets;
+- :mod:`.design`: the global start, a space-filling design scored by the evidence, BFGS from
+  its best distinct points;
 - :mod:`.fit`: :func:`fit_hyperparameters`, the façade;
 - :mod:`.results`: :class:`FitResult` and :class:`Trace`;
 - :mod:`.diagnostics`: the warnings a fit gives (its cap reached; restarts at distinct optima).
@@ -21,15 +23,18 @@ pairs.
 """
 
 from .config import FROZEN_BY_DEFAULT, default_trainable
+from .design import GlobalStart
 from .diagnostics import LearningConvergenceWarning, MultimodalEvidenceWarning
 from .fit import fit_hyperparameters
 from .initialize import initialize
 from .objectives import expected_log_prior
-from .results import FitResult, Trace
+from .results import Design, FitResult, Trace
 
 __all__ = [
     "FROZEN_BY_DEFAULT",
+    "Design",
     "FitResult",
+    "GlobalStart",
     "LearningConvergenceWarning",
     "MultimodalEvidenceWarning",
     "Trace",

@@ -139,14 +139,16 @@ def minimize(
     x = np.array(x0, np.float64)
     B, p = x.shape
 
-    def objective(x, sites):
+    def objective(x, sites, trial=True):
         e = evaluate(x, sites)
         dev = x - center
         f = -e.neg_log_evidence - 0.5 * precision * np.sum(dev * dev, axis=1)
+        if trial:  # a trial point where EP did not converge is rejected: its evidence is wrong
+            f = np.where(e.converged, f, -np.inf)
         g = -e.gradient - precision * dev
         return f, g, e
 
-    f, g, e = objective(x, sites0)
+    f, g, e = objective(x, sites0, trial=False)
     bad = np.flatnonzero(~(np.isfinite(f) & np.all(np.isfinite(g), axis=1)))
     if bad.size:
         b = int(bad[0])

@@ -50,10 +50,13 @@ def _report(iterations, evidence, k):
         print(f"iteration {k}: log evidence {evidence:.4f}")
 
 
-def drive(free, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress):
-    """``(carry, trace, converged)`` of ``n_iter`` iterations from ``free`` (host-driven)."""
+def drive(free, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress, compile=True):
+    """``(carry, trace, converged)`` of ``n_iter`` iterations from ``free`` (host-driven);
+    ``compile``: BFGS compiles its programs first, in parallel (:func:`.evidence.precompile`)."""
     if cfg.optimizer == "bfgs":
-        return _drive_bfgs(free, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress)
+        return _drive_bfgs(
+            free, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress, compile
+        )
     per_query = cfg.single
     opt_state = None
     if cfg.method == "evidence":
@@ -89,7 +92,43 @@ def _step(carry, fixed, u0, data, cfg: Config, settings: Settings):
     return jit_evidence_step(carry, fixed, u0, data, cfg=cfg, settings=settings)
 
 
-def _drive_bfgs(free, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress):
+def design_values(points, fixed, u0, data, sites, cfg, settings) -> np.ndarray:
+    """The (MAP) objective ``log Z_EP - ||u - u0||^2 / (2 scale^2)`` at each design point:
+    ``(S, B)`` (``B = 1`` for a shared ``theta``), ``-inf`` where it is not finite.
+
+    ``points``: ``S`` lists of free leaves (like ``free``); each is one call of the compiled
+    evidence program that BFGS uses (each bucket's, for a shared ``theta``), from ``sites``
+    (the prior's: cold EP), at the steps' tolerance. The programs are compiled first, in
+    parallel (:func:`.evidence.precompile`).
+    """
+    per_query = cfg.single
+    dtype = points[0][0].dtype
+    step_tol = tolerances(settings.ep_step_tol, dtype, relative=True)
+    precompile(points[0], fixed, data, sites, step_tol, cfg, per_query)
+    precision = float(settings.hyperprior_scale) ** -2 if cfg.hyperprior else 0.0
+    rows = []
+    for free in points:
+        if per_query:
+            value, _, (post,) = evaluate_per_query(free, fixed, data, sites, step_tol, cfg)
+            ok = np.asarray(post.converged)
+        else:
+            value, _, posts = evaluate(free, fixed, data, sites, step_tol, cfg)
+            value = np.array([value])
+            ok = np.array([all(bool(np.all(p.converged)) for p in posts)])
+        # an unconverged EP's evidence is no evidence (it can even be positive)
+        value = np.where(ok, value, np.inf)
+        dev = sum(
+            np.sum(np.reshape(np.asarray(f, np.float64) - np.asarray(c), (len(value), -1)) ** 2, 1)
+            if per_query
+            else np.sum((np.asarray(f, np.float64) - np.asarray(c)) ** 2)
+            for f, c in zip(free, u0, strict=True)
+        )
+        objective = -np.asarray(value, np.float64) - 0.5 * precision * dev
+        rows.append(np.where(np.isfinite(objective), objective, -np.inf))
+    return np.stack(rows)
+
+
+def _drive_bfgs(free, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress, compile):
     """BFGS (:mod:`.bfgs`) on every query's ``theta`` (per query) or on the shared one."""
     per_query = cfg.single
     dtype = free[0].dtype
@@ -136,7 +175,8 @@ def _drive_bfgs(free, fixed, u0, data, sites, cfg, settings, n_iter, tol, progre
 
         return jax.tree_util.tree_map(pick, current, new)
 
-    precompile(free, fixed, data, sites, step_tol, cfg, per_query)
+    if compile:
+        precompile(free, fixed, data, sites, step_tol, cfg, per_query)
     iterations = _iterations(n_iter, cfg, progress)
     report = (lambda k, evidence: _report(iterations, evidence, k)) if progress else None
     precision = float(settings.hyperprior_scale) ** -2 if cfg.hyperprior else 0.0
@@ -190,6 +230,23 @@ def _bfgs_trace(rows, shapes, fixed, cfg, n_iter, dtype) -> Trace:
     if not cfg.single:
         trace = jax.tree_util.tree_map(lambda a: a[0], trace)
     return jax.device_put(trace)
+
+
+def design_priors(grid, shapes, fixed, cfg, dtype):
+    """The design's points as priors: ``grid: (S, B, P)`` flat free values; leaves
+    ``(B, S, ...)`` per query, ``(S, ...)`` for a shared ``theta`` (``B = 1``)."""
+    S, B, _ = grid.shape
+    rows = np.swapaxes(grid, 0, 1).reshape(B * S, -1)
+    parts = np.split(rows, np.cumsum([int(np.prod(s)) for s in shapes])[:-1], axis=1)
+    free = [p.reshape(B * S, *s) for p, s in zip(parts, shapes, strict=True)]
+    if cfg.single:
+        fixed = [np.repeat(np.asarray(x), S, axis=0) for x in fixed]
+    else:
+        fixed = [np.broadcast_to(np.asarray(x), (B * S, *np.shape(x))) for x in fixed]
+    free = [np.asarray(x, dtype) for x in free]
+    priors = jax.device_get(_jit_combine(free, fixed, cfg=cfg))
+    lead = (B, S) if cfg.single else (S,)
+    return jax.tree_util.tree_map(lambda a: a.reshape(*lead, *a.shape[1:]), priors)
 
 
 _jit_combine = jax.jit(combine, static_argnames=("cfg",))

@@ -36,6 +36,7 @@ from ..kernels.xpgp import XPGP, check_prior
 from ..parallel import prepare_batch
 from ..runtime import one_blas_thread, warn_if_float32
 from .config import Config, Settings, combine, default_trainable
+from .design import GlobalStart, check_design, design_points, pick_starts
 from .diagnostics import (
     LearningConvergenceWarning,
     MultimodalEvidenceWarning,
@@ -43,14 +44,19 @@ from .diagnostics import (
     warn_multimodal,
     warn_unconverged,
 )
-from .drive import drive
+from .drive import design_priors, design_values, drive
 from .em import check_optimizer
 from .evidence import final_posteriors, moments
 from .initialize import auto_coarse, initialize, restart_points, subsample, with_weights
 from .layout import bucket_sites, gather_sites, layout, merge, one_query, per_query_groups
-from .results import FitResult, concatenate
+from .results import Design, FitResult, concatenate
 
-__all__ = ["LearningConvergenceWarning", "MultimodalEvidenceWarning", "fit_hyperparameters"]
+__all__ = [
+    "GlobalStart",
+    "LearningConvergenceWarning",
+    "MultimodalEvidenceWarning",
+    "fit_hyperparameters",
+]
 
 
 def _check_options(o: dict) -> None:
@@ -138,6 +144,7 @@ def _fit(
     schedule,
     progress,
     inference,
+    design=None,
 ):
     dtype = jnp.result_type(float)
     start = _starts(prior, batch, init, per_query)
@@ -191,11 +198,24 @@ def _fit(
             B = batch.pairs.shape[0]
             centre = [np.broadcast_to(x, (B, *x.shape)).copy() for x in centre]
     sites = bucket_sites(sites, data, groups, dtype)
+    u_start = free if centre is None else centre
+    points, design_result = [free], None
+    if design is not None:
+        priors = start if isinstance(start, list) else [first] * len(free[0] if per_query else [0])
+        points, design_result = _global_starts(
+            design, priors, batch, free, fixed, u_start, data, sites, cfg, settings
+        )
+    n_design = len(points)
+    points += restart_points(free, restarts, key, per_query)
     best, ends = None, []
-    for point in [free, *restart_points(free, restarts, key, per_query)]:
-        u0 = point if centre is None else centre
+    for k, point in enumerate(points):
+        # the design's starts keep the hyperprior on the initial values; a random restart is
+        # centred on itself
+        u0 = (u_start if k < n_design else point) if centre is None else centre
         try:
-            result = drive(point, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress)
+            result = drive(
+                point, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress, k == 0
+            )
         except ValueError as error:
             if "at the initial hyperparameters is not finite" not in str(error):
                 raise
@@ -213,8 +233,12 @@ def _fit(
             best = (np.where(better, score, best[0]), _choose(better, result, best[1]))
         elif score > best[0]:
             best = (score, result)
-    _, (carry, trace, converged) = best
+    best_score, (carry, trace, converged) = best
     warn_multimodal(ends)
+    gap = None
+    if design_result is not None:
+        gap = np.asarray(best_score) - np.max(design_result.objective, axis=-1)
+        gap = gap if per_query else float(np.reshape(gap, -1)[0])
     if not final:  # the fitted prior and the steps' sites (B, m) in the batch's order
         return combine(carry.free, fixed, cfg), gather_sites(
             carry.sites, groups, batch.pairs.shape[:2]
@@ -226,7 +250,46 @@ def _fit(
         mean, cov = moments(carry.free, fixed, whole, posterior.sites, cfg, per_query)
         posterior = posterior._replace(mean=mean, cov=cov)
     fitted = combine(carry.free, fixed, cfg)
-    return jax.block_until_ready(FitResult(fitted, jax.device_put(posterior), trace, converged))
+    result = FitResult(fitted, jax.device_put(posterior), trace, converged, design_result, gap)
+    return jax.block_until_ready(result)
+
+
+def _global_starts(design: GlobalStart, priors, batch, free, fixed, u0, data, sites, cfg, settings):
+    """The starts of a fit from its design (:mod:`.design`): ``(starts, design)``, a list of
+    free-leaf lists (the start and the best distinct design points of each query, the same
+    number for all, a query with fewer distinct ones repeating its start) and the
+    :class:`Design`. ``priors``: each query's starting prior (one for a shared ``theta``)."""
+    per_query = cfg.single
+    shapes = [np.shape(x)[1:] if per_query else np.shape(x) for x in free]
+    if per_query:
+        X = [None if batch.X is None else batch.X[b][batch.mask[b]] for b in range(len(priors))]
+    else:
+        X = [None if batch.X is None else batch.X[batch.mask]]
+    grid = np.stack(
+        [design_points(p, x, cfg.flags, design.points) for p, x in zip(priors, X, strict=True)],
+        axis=1,
+    )  # (S, B, P)
+    # row 0 is each query's start, as given (float rounding aside)
+    grid[0] = flat_values(free, per_query)
+
+    def leaves(rows):  # (B, P) -> free leaves
+        parts = np.split(rows, np.cumsum([int(np.prod(s)) for s in shapes])[:-1], axis=1)
+        dtype = free[0].dtype
+        if per_query:
+            return [p.reshape(-1, *s).astype(dtype) for p, s in zip(parts, shapes, strict=True)]
+        return [p[0].reshape(s).astype(dtype) for p, s in zip(parts, shapes, strict=True)]
+
+    values = design_values([leaves(rows) for rows in grid], fixed, u0, data, sites, cfg, settings)
+    chosen = [pick_starts(values[:, b], grid[:, b], design.starts) for b in range(grid.shape[1])]
+    count = max(len(c) for c in chosen)
+    chosen = np.stack([np.concatenate([c, np.repeat(c[:1], count - len(c))]) for c in chosen])
+    B = grid.shape[1]
+    starts = [leaves(grid[chosen[:, j], np.arange(B)]) for j in range(count)]
+    dtype = free[0].dtype
+    grid_priors = design_priors(grid, shapes, fixed, cfg, dtype)
+    if per_query:
+        return starts, Design(grid_priors, values.T, chosen)
+    return starts, Design(grid_priors, values[:, 0], chosen[0])
 
 
 def _choose(better, new, old):
@@ -277,6 +340,7 @@ def fit_hyperparameters(
     coarse: int | str | None = "auto",
     inference: str = "ep",
     laplace_start: bool = False,
+    design: GlobalStart | int | str | None = "auto",
 ) -> FitResult:
     """Fit the prior's hyperparameters to one or many queries.
 
@@ -356,12 +420,20 @@ def fit_hyperparameters(
             maximisation from its hyperparameters, EP's sweeps from its sites. The hyperprior
             stays centred on the initial values, so the EP fit maximises the same objective as
             without it; the trace is the EP fit's.
+        design: the global start (:mod:`bayesrank.learning.design`): the (MAP) evidence at a
+            space-filling design over the free hyperparameters (ranges from the data; the
+            start is its first point), each point one call of the program BFGS uses, then BFGS
+            from the best distinct points, the best end kept. ``"auto"`` (default): 32 points,
+            2 starts, for BFGS evidence maximisation (off for EM and the optax optimizers);
+            an integer: that many points; a :class:`GlobalStart`; ``None``: BFGS from the
+            start alone. With a coarse or Laplace start the design is that first fit's.
 
     Returns:
         :class:`FitResult` with the fitted prior, the EP (or Laplace) posteriors at it (they
         predict: ``posteriors.predict_pairs``), the :class:`Trace` and the ``converged`` flag
-        (per-query fits: every leaf gains a leading query axis). The prior passed in is not
-        modified.
+        (per-query fits: every leaf gains a leading query axis) and ``design_gap``: the
+        fit's (MAP) objective minus the best design point's (``>= 0`` where the fit reached
+        the design's best; ``None`` without a design). The prior passed in is not modified.
     """
     warn_if_float32("fit_hyperparameters")
     if n_iter is None:
@@ -387,6 +459,7 @@ def fit_hyperparameters(
         inference=inference,
     )
     _check_options(options)
+    options["design"] = check_design(design, method, optimizer)
     for name, flag in (("per_query", per_query), ("init", init), ("progress", progress)):
         check_bool(flag, name)
     check_bool(laplace_start, "laplace_start")
@@ -465,7 +538,7 @@ def _dispatch(prior, problems, options, per_query, bucket, coarse, laplace_start
             sites[:, b, inside] = tau[k, : len(inside)], nu[k, : len(inside)]
     if single:
         start = jax.tree_util.tree_map(lambda x: np.asarray(x)[0], start)
-    full = {**options, "init": False}
+    full = {**options, "init": False, "design": None}  # the first fit had the design
     return finish(_fit(start, batch, groups, restrict, single, center=center, sites=sites, **full))
 
 
@@ -489,6 +562,8 @@ def _unbatched(result: FitResult, batch: ProblemBatch) -> FitResult:
         posteriors=jax.device_put(post),
         trace=drop(result.trace),
         converged=bool(result.converged[0]),
+        design=None if result.design is None else drop(result.design),
+        design_gap=None if result.design_gap is None else float(result.design_gap[0]),
     )
 
 

@@ -12,7 +12,7 @@ from ..inference import ep
 from ..kernels.xpgp import XPGP
 from .config import Config, combine
 
-__all__ = ["FitResult", "Trace", "concatenate"]
+__all__ = ["Design", "FitResult", "Trace", "concatenate"]
 
 
 class Trace(NamedTuple):
@@ -26,19 +26,34 @@ class Trace(NamedTuple):
     ep_converged: jax.Array  # every query's EP converged
 
 
+class Design(NamedTuple):
+    """A fit's global start (:mod:`.design`): its ``S`` design points as priors (every leaf
+    ``(S, ...)``, per-query fits ``(B, S, ...)``; point 0 is the start), the (MAP) objective
+    at each, ``(S,)`` or ``(B, S)`` (``-inf`` where not finite), and the points BFGS started
+    from, indices ``(k,)`` or ``(B, k)``."""
+
+    priors: XPGP
+    objective: Any
+    starts: Any
+
+
 class FitResult(NamedTuple):
     """The fitted prior, the EP posteriors at it (batched: they predict per query), the trace,
     and whether the fit converged (per query for per-query fits).
 
     ``converged``: BFGS stopped by its own rule before ``n_iter``; EM and the optax optimisers
     (which run ``n_iter`` iterations) changed the objective by less than ``tol`` nats in the
-    last one.
+    last one. ``design``: the global start's :class:`Design` (``None`` without one);
+    ``design_gap``: the fit's (MAP) objective minus the design's best, per query for per-query
+    fits (``>= 0`` where the fit reached the design's best).
     """
 
     prior: XPGP
     posteriors: ep.EPPosterior
     trace: Trace
     converged: Any = None
+    design: Design | None = None
+    design_gap: Any = None
 
 
 class Carry(NamedTuple):
@@ -99,5 +114,7 @@ def concatenate(parts: list[FitResult], groups: list[list[int]]) -> FitResult:
             posteriors=tree(cat, *[wider(p.posteriors) for p in parts]),
             trace=tree(lambda *xs: cat(*map(longer, xs)), *[p.trace for p in parts]),
             converged=cat(*[p.converged for p in parts]),
+            design=None if parts[0].design is None else tree(cat, *[p.design for p in parts]),
+            design_gap=None if parts[0].design_gap is None else cat(*[p.design_gap for p in parts]),
         )
     )

@@ -1,0 +1,187 @@
+"""A small study as a user runs it: total wall time, compilation included, and accuracy.
+
+Issue 31's measure. The problems: ``experiments/accuracy_data.hetrec_genre_problems`` (8 HetRec
+users x 2 seeded splits, 98-216 movies, 150 known pairs, 21 standardised attributes, up to
+1,000 held-out pairs each). Each method fits every problem one after another, in one fresh
+process, as a study's loop does:
+
+- ``bayesrank``: the README's call, ``XPGPModel(XPGP(RBF())).fit(problem,
+  learn_hyperparameters=True)``, with the persistent compilation cache on
+  (``bayesrank.runtime.enable_compilation_cache``, as the README's first screen says): a first
+  process on a new, empty cache directory (**cold**), then a second process on the same
+  directory (**warm**);
+- ``bayesrank-plain``: the same with ``design=None`` (BFGS from the median heuristic alone, the
+  fit before the global start), cold cache;
+- ``bayesrank+e``: ``XPGP(RBF(), entity=Independent())``, the tour's prior, cold then warm;
+- ``botorch``: ``PairwiseGP(X, comparisons)`` with its defaults and ``fit_gpytorch_mll``
+  (float64, 2 threads), ``np.random.seed`` before each fit.
+
+Reported per method: the loop's total wall time (the process's imports and the data's loading
+apart), the median and the slowest fit, the mean held-out pair error and log-likelihood
+(``P = Phi(dmu / sqrt(1 + dvar))``; BoTorch's ``Phi(dmu / sqrt(2 + dvar))``: its likelihood is
+``Phi((f_i - f_j) / sqrt 2)``), the paired difference to BoTorch (wins, Wilcoxon p), and for
+bayesrank the design gap (the fit's MAP objective minus the design's best point).
+
+Usage::
+
+    python benchmarks/bench_study.py [--data-dir ../shared/data] [--methods ...]
+
+Writes ``benchmarks/out/bench_study.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+METHODS = ("bayesrank", "bayesrank-plain", "bayesrank+e", "botorch")
+
+
+def worker(method: str, data_dir: str) -> dict:
+    start = time.perf_counter()
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import warnings
+
+    import numpy as np
+    from scipy.special import log_ndtr
+
+    sys.path.insert(0, str(HERE.parent / "experiments"))
+    from accuracy_data import hetrec_genre_problems
+
+    problems = hetrec_genre_problems(data_dir)
+    if method.startswith("bayesrank"):
+        from bayesrank import RBF, XPGP, Independent, PreferenceProblem, XPGPModel
+        from bayesrank.runtime import enable_compilation_cache
+
+        enable_compilation_cache()  # BAYESRANK_CACHE_DIR, set by the driver
+    else:
+        import torch
+        from botorch.fit import fit_gpytorch_mll
+        from botorch.models.pairwise_gp import (
+            PairwiseGP,
+            PairwiseLaplaceMarginalLogLikelihood,
+        )
+
+        torch.set_num_threads(2)
+    ready = time.perf_counter()
+    rows = []
+    for p in problems:
+        t = time.perf_counter()
+        extra = {}
+        if method.startswith("bayesrank"):
+            prior = XPGP(RBF(), entity=Independent()) if method.endswith("+e") else XPGP(RBF())
+            options = {"design": None} if method.endswith("-plain") else {}
+            problem = PreferenceProblem.create(p["known"], X=p["X"])
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                post = XPGPModel(prior).fit(problem, learn_hyperparameters=True, **options)
+            mean, cov, noise = np.asarray(post.mean), np.asarray(post.cov), 1.0
+            extra["objective"] = float(np.asarray(post.learning.trace.objective)[-1])
+            extra["design_gap"] = post.learning.design_gap
+        else:
+            np.random.seed(0)  # noqa: NPY002 (PairwiseGP perturbs its start with it)
+            torch.manual_seed(0)
+            Xt = torch.tensor(p["X"], dtype=torch.float64)
+            model = PairwiseGP(Xt, torch.tensor(p["known"], dtype=torch.long))
+            mll = PairwiseLaplaceMarginalLogLikelihood(model.likelihood, model)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fit_gpytorch_mll(mll)
+            model.eval()
+            with torch.no_grad():
+                posterior = model.posterior(Xt)
+                mean = posterior.mean.squeeze(-1).numpy()
+                cov = posterior.covariance_matrix.numpy()
+            noise = 2.0
+        seconds = time.perf_counter() - t
+        i, j = p["held_out"][:, 0], p["held_out"][:, 1]
+        z = (mean[i] - mean[j]) / np.sqrt(noise + cov[i, i] + cov[j, j] - 2 * cov[i, j])
+        error = float(np.mean(z < 0) + 0.5 * np.mean(z == 0))
+        rows.append(
+            dict(
+                problem=p["name"],
+                n=len(p["X"]),
+                seconds=seconds,
+                error=error,
+                loglik=float(np.mean(log_ndtr(z))),
+                **extra,
+            )
+        )
+    return {
+        "method": method,
+        "setup_s": ready - start,
+        "loop_s": time.perf_counter() - ready,
+        "rows": rows,
+    }
+
+
+def spawn(method, data_dir, cache):
+    env = dict(os.environ, BAYESRANK_CACHE_DIR=cache, JAX_PLATFORMS="cpu")
+    out = subprocess.run(
+        [sys.executable, __file__, "--worker", method, "--data-dir", data_dir],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--data-dir", default=str(HERE.parents[1] / "shared" / "data"))
+    parser.add_argument("--methods", default=",".join(METHODS))
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.data_dir)))
+        return
+    import numpy as np
+    from scipy.stats import wilcoxon
+
+    runs = []
+    for method in args.methods.split(","):
+        with tempfile.TemporaryDirectory() as cache:
+            runs.append({**spawn(method, args.data_dir, cache), "cache": "cold"})
+            if method in ("bayesrank", "bayesrank+e"):
+                runs.append({**spawn(method, args.data_dir, cache), "cache": "warm"})
+        print(f"done: {method}", file=sys.stderr, flush=True)
+    peer = next((r for r in runs if r["method"] == "botorch"), None)
+    print(
+        "| method | cache | loop s | median fit s | slowest fit s | pair error | log-lik |"
+        " error - BoTorch (wins, p) | loop: BoTorch / ours | min design gap |"
+    )
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in runs:
+        sec = [row["seconds"] for row in r["rows"]]
+        err = np.array([row["error"] for row in r["rows"]])
+        ll = np.mean([row["loglik"] for row in r["rows"]])
+        versus, ratio = "-", "-"
+        if peer is not None and r is not peer:
+            d = err - np.array([row["error"] for row in peer["rows"]])
+            p = wilcoxon(d).pvalue if np.any(d != 0) else 1.0
+            versus = f"{d.mean():+.4f} ({int(np.sum(d < 0))}/{len(d)}, p={p:.2g})"
+            ratio = f"{peer['loop_s'] / r['loop_s']:.2f}x"
+        gaps = [row.get("design_gap") for row in r["rows"] if row.get("design_gap") is not None]
+        gap = f"{min(gaps):+.2f}" if gaps else "-"
+        print(
+            f"| {r['method']} | {r.get('cache', '-')} | {r['loop_s']:.2f} | "
+            f"{np.median(sec):.3f} | {max(sec):.2f} | {err.mean():.4f} | {ll:+.4f} | "
+            f"{versus} | {ratio} | {gap} |"
+        )
+    out = HERE / "out"
+    out.mkdir(exist_ok=True)
+    (out / "bench_study.json").write_text(json.dumps(runs, indent=1))
+
+
+if __name__ == "__main__":
+    main()

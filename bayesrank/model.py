@@ -15,23 +15,22 @@ jitted program, which a new split of the same query, or a query of similar size,
 from __future__ import annotations
 
 import dataclasses
-from functools import cached_property, partial
+from functools import cached_property
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .data.batch import bucket_size
 from .data.checks import (
     check_choice,
     check_features,
-    check_fits_dtype,
     check_float,
     check_int,
 )
 from .data.problem import PreferenceProblem
 from .diagnostics import warn_if_unconverged
-from .inference import ep, laplace
+from .inference import ep
+from .inference.problem import fit_problem, why_not_finite
 from .kernels.xpgp import XPGP, ComponentPosterior, check_prior, component_posterior
 from .runtime import one_blas_thread, warn_if_float32
 
@@ -220,8 +219,12 @@ class XPGPModel:
         optional warm start; ``key``: the PRNG key NUTS needs).
 
         ``learn_hyperparameters``: ``True`` or ``"evidence"`` (evidence maximisation by BFGS,
-        the default by measurement: ``docs/results/inference.md``), ``"em"`` (EM-EP), or ``False``
-        (keep the prior as given); with ``inference="laplace"`` the learning uses the Laplace
+        the default by measurement: ``docs/results/inference.md``), ``"em"`` (EM-EP),
+        ``"nuts"`` (no point estimate: the hyperparameters marginalised by NUTS together with
+        the preference degrees, whatever the engine; needs ``key``; the posterior predicts by
+        the average over the draws, its ``prior`` is the hyperprior's centre, the median
+        heuristic, and ``result.hyper`` holds the hyperparameters' draws), or ``False`` (keep
+        the prior as given); with ``inference="laplace"`` the learning uses the Laplace
         evidence too (with ``"nuts"``, EP's). ``learning_options`` go to
         :func:`bayesrank.learning.fit_hyperparameters`. The fitted prior is the posterior's
         ``prior`` and the learning result its ``learning``; ``self.prior`` stays as it was.
@@ -236,6 +239,8 @@ class XPGPModel:
         if inference == "nuts" and key is None:
             raise ValueError("inference='nuts' needs a key: XPGPModel(...).fit(problem, key=...)")
         prior, learning = self.prior, None
+        if isinstance(learn_hyperparameters, str) and learn_hyperparameters == "nuts":
+            return self._marginalise(problem, key, learning_options)
         if learn_hyperparameters:
             import inspect
 
@@ -266,7 +271,7 @@ class XPGPModel:
             )
         else:
             with one_blas_thread():  # bayesrank.runtime: XLA's and BLAS's thread pools contend
-                result = _fit_problem(
+                result = fit_problem(
                     prior,
                     problem,
                     sites,
@@ -278,10 +283,40 @@ class XPGPModel:
                     precision=self.precision,
                 )
         if not all(np.all(np.isfinite(np.asarray(a))) for a in (result.mean, result.cov)):
-            raise ValueError(_why_not_finite(prior, problem))
+            raise ValueError(why_not_finite(prior, problem))
         advice = ep.EP_ADVICE if inference == "ep" else "raise max_iter (Newton's iterations)"
         warn_if_unconverged(result.converged, f"{inference.upper()} fit", advice)
         return Posterior(prior, problem, result, learning, inference)
+
+    def _marginalise(self, problem: PreferenceProblem, key, options: dict) -> Posterior:
+        """``learn_hyperparameters="nuts"``: NUTS on the hyperparameters and the preference
+        degrees together (:func:`bayesrank.inference.nuts.sample_hyperparameters`), the
+        hyperprior a normal of sd ``hyperprior_scale`` (default 2, as the evidence fit's) on
+        each free unconstrained value, centred on the median heuristic's start."""
+        from .inference import nuts  # NumPyro loads only when sampling is asked for
+        from .learning.initialize import initialize
+        from .learning.layout import stack
+
+        if key is None:
+            raise ValueError(
+                "learn_hyperparameters='nuts' needs a key: XPGPModel(...).fit(problem, key=...)"
+            )
+        if unknown := sorted(set(options) - {"hyperprior_scale", "trainable"}):
+            raise ValueError(
+                f"learn_hyperparameters='nuts' takes hyperprior_scale and trainable, got {unknown}"
+            )
+        centre = initialize(self.prior, stack([problem]))
+        result = nuts.sample_hyperparameters(
+            key,
+            centre,
+            problem.pairs,
+            X=problem.X,
+            graphs=centre.prepare(problem.relations),
+            trainable=options.get("trainable"),
+            hyperprior_scale=options.get("hyperprior_scale", 2.0),
+            **(self.nuts_options or {}),
+        )
+        return Posterior(centre, problem, result, None, "nuts")
 
     def _learned_posterior(self, options: dict) -> bool:
         """Whether hyperparameter learning with ``options`` ends with the posterior this model
@@ -304,98 +339,3 @@ class XPGPModel:
         check_float(self.tol, "tol", low=0.0, low_open=True, allow_none=True)
         ep.check_settings(self.schedule, self.precision, self.damping)
         return inference
-
-
-def _why_not_finite(prior: XPGP, problem: PreferenceProblem) -> str:
-    """What to say of a posterior that is not finite: the first entry of the prior covariance
-    that is not (a hyperparameter scaling ``K`` beyond the working dtype), else the dtype."""
-    dtype = jnp.result_type(float)
-    X = None if problem.X is None else jnp.asarray(problem.X, dtype)
-    graphs = prior.prepare(problem.relations)
-    K = np.asarray(prior.covariance(X, graphs, np.ones(problem.n, bool)))
-    where = f"the posterior is not finite in {np.dtype(dtype).name}"
-    bad = np.argwhere(~np.isfinite(K))
-    if bad.size:
-        i, j = bad[0]
-        return (
-            f"{where}: the prior covariance K[{i}, {j}] = {K[i, j]} is not (the prior's scales, "
-            f"e.g. kappa, weights or 1 / (2 sigma^2), put K beyond {np.dtype(dtype).name}'s "
-            "range): rescale them, or enable float64 (jax_enable_x64)"
-        )
-    return (
-        f"{where} although the prior covariance is (max |K| = {np.max(np.abs(K)):.3g}): the "
-        "problem is beyond this dtype's precision; enable float64 (jax_enable_x64)"
-    )
-
-
-def _fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings):
-    """EP or Laplace on ``problem`` under ``prior``, padded to size buckets, one jitted call."""
-    ep.check_settings(settings["schedule"], settings["precision"], settings["damping"])
-    n, m = problem.n, len(problem.pairs)
-    N = bucket_size(n)
-    dtype = jnp.result_type(float)
-    relations = []
-    for W in problem.relations:
-        padded = np.zeros((N, N))
-        padded[:n, :n] = W
-        relations.append(padded)
-    graphs = prior.prepare(relations)
-    X = None
-    if problem.X is not None:
-        check_fits_dtype(problem.X, "X", dtype)
-        X = np.zeros((N, problem.X.shape[1]), dtype)
-        X[:n] = problem.X
-    mask = np.arange(N) < n
-    sites = ep.check_sites(sites, m)
-    pairs, pair_mask, sites = ep.pad_pairs(problem.pairs, None, sites, dtype)
-    engine = settings["engine"]
-    tol = settings["tol"]
-    if engine == "laplace":
-        sites = None  # EP's warm start
-        tol = laplace.default_tol(dtype) if tol is None else tol
-    result = _fit_jit(
-        _as_arrays(prior, dtype),
-        X,
-        graphs,
-        mask,
-        pairs,
-        pair_mask,
-        sites,
-        *ep.loop_settings(settings["max_iter"], tol, settings["damping"], dtype),
-        engine=engine,
-        schedule=settings["schedule"],
-        precision=settings["precision"],
-    )
-    if engine == "ep":
-        return ep.unpad_posterior(result, n, m)
-    result = jax.device_get(result)  # sliced on the host (an eager slice compiles per shape)
-    sites = ep.Sites(result.sites.tau[:m], result.sites.nu[:m])  # unpadded, as EP's are
-    return jax.device_put(
-        result._replace(mean=result.mean[:n], cov=result.cov[:n, :n], sites=sites)
-    )
-
-
-def _as_arrays(tree, dtype):
-    """Python-number leaves as arrays of ``dtype``, so every call traces the same types."""
-    return jax.tree_util.tree_map(
-        lambda x: np.asarray(x, dtype) if isinstance(x, float | int) else x, tree
-    )
-
-
-@partial(jax.jit, static_argnames=("engine", "schedule", "precision"))
-def _fit_jit(
-    prior, X, graphs, mask, pairs, pair_mask, sites, max_iter, tol, damping, engine, **static
-):
-    K = prior.covariance(X, graphs, mask)
-    if engine == "laplace":
-        return laplace.fit(K, pairs, pair_mask=pair_mask, max_iter=max_iter, tol=tol)
-    return ep.fit_core(
-        K,
-        pairs,
-        pair_mask=pair_mask,
-        sites=sites,
-        max_iter=max_iter,
-        tol=tol,
-        damping=damping,
-        **static,
-    )

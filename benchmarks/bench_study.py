@@ -13,6 +13,9 @@ process, as a study's loop does:
 - ``bayesrank-plain``: the same with ``design=None`` (BFGS from the median heuristic alone, the
   fit before the global start), cold cache;
 - ``bayesrank+e``: ``XPGP(RBF(), entity=Independent())``, the tour's prior, cold then warm;
+- ``bayesrank-ard``: ``XPGP(ARD(1.0, ones(d)))`` with BoTorch's hyperpriors
+  (``hyperprior="botorch"``: Gamma(2.4, 2.7) on each lengthscale in units of its feature's
+  range, a smoothed box on the output scale), BoTorch's own model, cold cache;
 - ``botorch``: ``PairwiseGP(X, comparisons)`` with its defaults and ``fit_gpytorch_mll``
   (float64, 2 threads), ``np.random.seed`` before each fit.
 
@@ -41,7 +44,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-METHODS = ("bayesrank", "bayesrank-plain", "bayesrank+e", "botorch")
+METHODS = ("bayesrank", "bayesrank-plain", "bayesrank+e", "bayesrank-ard", "botorch")
 
 
 def worker(method: str, data_dir: str) -> dict:
@@ -59,7 +62,7 @@ def worker(method: str, data_dir: str) -> dict:
 
     problems = hetrec_genre_problems(data_dir)
     if method.startswith("bayesrank"):
-        from bayesrank import RBF, XPGP, Independent, PreferenceProblem, XPGPModel
+        from bayesrank import ARD, RBF, XPGP, Independent, PreferenceProblem, XPGPModel
         from bayesrank.runtime import enable_compilation_cache
 
         enable_compilation_cache()  # BAYESRANK_CACHE_DIR, set by the driver
@@ -80,6 +83,9 @@ def worker(method: str, data_dir: str) -> dict:
         if method.startswith("bayesrank"):
             prior = XPGP(RBF(), entity=Independent()) if method.endswith("+e") else XPGP(RBF())
             options = {"design": None} if method.endswith("-plain") else {}
+            if method.endswith("-ard"):
+                prior = XPGP(ARD(1.0, np.ones(p["X"].shape[1])))
+                options = {"hyperprior": "botorch"}
             problem = PreferenceProblem.create(p["known"], X=p["X"])
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

@@ -20,6 +20,11 @@ predicts the held-out ones:
 - ``bayesrank-em``: ``learn_hyperparameters="em"`` (EM-EP);
 - ``bayesrank-no-entity``: the default without the entity effect, ``XPGP(RBF())``;
 - ``bayesrank-ard``: the default with an ``ARD`` attribute kernel (one lengthscale per feature);
+- ``bayesrank-ard-botorch``: BoTorch's model in bayesrank: ``XPGP(ARD(...))`` with
+  ``hyperprior="botorch"`` (Gamma(2.4, 2.7) on each lengthscale in units of its feature's range,
+  a smoothed box on the output scale), no entity effect;
+- ``bayesrank-plain``: ``XPGP(RBF())`` with ``design=None`` (BFGS from the median heuristic
+  alone, without the global start);
 - ``botorch``: ``PairwiseGP(X, comparisons)`` (its default ARD ``ScaleKernel(RBF)`` with Gamma
   priors) fitted by ``fit_gpytorch_mll`` on ``PairwiseLaplaceMarginalLogLikelihood``, float64;
 - ``choix-cv``: ``choix.ep_pairwise(n, pairs, alpha, model="probit")`` (no features: an
@@ -63,6 +68,7 @@ from scipy.special import log_ndtr, ndtr  # noqa: E402
 from scipy.stats import wilcoxon  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from accuracy_data import hetrec_genre_problems  # noqa: E402
 from accuracy_data import problems as load_problems  # noqa: E402
 
 from bayesrank import ARD, RBF, XPGP, Independent, PreferenceProblem, XPGPModel  # noqa: E402
@@ -80,7 +86,9 @@ METHODS = (
     "bayesrank-laplace",
     "bayesrank-em",
     "bayesrank-no-entity",
+    "bayesrank-plain",
     "bayesrank-ard",
+    "bayesrank-ard-botorch",
     "botorch",
     "choix-cv",
 )
@@ -139,12 +147,12 @@ def attribute_prior(kind, d):
     return XPGP(attribute, entity=entity)
 
 
-def fit_bayesrank(p, *, kind="rbf+e", inference="ep", learn=True):
+def fit_bayesrank(p, *, kind="rbf+e", inference="ep", learn=True, **options):
     problem = PreferenceProblem.create(p["known"], X=p["X"])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         post = XPGPModel(attribute_prior(kind, p["X"].shape[1]), inference=inference).fit(
-            problem, learn_hyperparameters=learn
+            problem, learn_hyperparameters=learn, **options
         )
     mean, cov = np.asarray(post.mean), np.asarray(post.cov)
     return {
@@ -214,8 +222,12 @@ def run_method(name, p, seed):
         out = fit_bayesrank(p, learn="em")
     elif name == "bayesrank-no-entity":
         out = fit_bayesrank(p, kind="rbf")
+    elif name == "bayesrank-plain":
+        out = fit_bayesrank(p, kind="rbf", design=None)
     elif name == "bayesrank-ard":
         out = fit_bayesrank(p, kind="ard+e")
+    elif name == "bayesrank-ard-botorch":
+        out = fit_bayesrank(p, kind="ard", hyperprior="botorch")
     elif name == "botorch":
         out = fit_botorch(p, seed)
     elif name == "choix-cv":
@@ -319,10 +331,12 @@ def fits_table(rows, methods, reference="bayesrank"):
         " pair err. - ref (p) | log-lik - ref (p) |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for groups in (None, "OHSUMED", "MQ2008", "HetRec"):
+    for groups in (None, "OHSUMED", "MQ2008", "HetRec:", "HetRec21"):
         subset = [n for n in names if groups is None or n.startswith(groups)]
+        if not subset:
+            continue
         if groups is not None:
-            lines.append(f"| *{groups}* | | | | | | | | | | |")
+            lines.append(f"| *{groups.rstrip(':')}* | | | | | | | | | | |")
         for m in methods:
             both = [n for n in subset if (n, m) in by and (n, reference) in by]
             have = [n for n in subset if (n, m) in by]
@@ -395,6 +409,13 @@ def main():
     parser.add_argument("--methods", default=",".join(METHODS), help="part 2's methods")
     parser.add_argument("--limit", type=int, default=None, help="first N problems only")
     parser.add_argument(
+        "--problems",
+        default="default",
+        choices=("default", "hetrec21", "all"),
+        help="the 32 problems, the 16 HetRec splits with 21 standardised attributes "
+        "(accuracy_data.hetrec_genre_problems), or both",
+    )
+    parser.add_argument(
         "--out", type=Path, default=Path(__file__).parent / "out/inference_accuracy"
     )
     parser.add_argument(
@@ -407,7 +428,12 @@ def main():
     methods = [m for m in args.methods.split(",") if m]
     fits, engines = args.out / "fits.json", args.out / "engines.json"
     if not args.tables:
-        problems = load_problems(args.data_dir, args.seed)[: args.limit]
+        problems = []
+        if args.problems in ("default", "all"):
+            problems += load_problems(args.data_dir, args.seed)
+        if args.problems in ("hetrec21", "all"):
+            problems += hetrec_genre_problems(args.data_dir, args.seed)
+        problems = problems[: args.limit]
         print(f"{len(problems)} problems")
         if not args.skip_fits:
             print("Part 2: fitted models")

@@ -123,6 +123,7 @@ def minimize(
     n_iter: int,
     tol: float,
     report: Callable[[int, np.ndarray], None] | None = None,
+    log_prior: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> Result:
     """Maximise ``f(x) = log Z_EP(x) - precision / 2 ||x - center||^2`` for each of ``B`` fits.
 
@@ -135,17 +136,23 @@ def minimize(
         n_iter: at most that many iterations per fit; ``tol``: the stopping rule (nats).
         report: called with ``(iteration, log_evidence: (B,))`` after each round that ends an
             iteration of some fit.
+        log_prior: ``x -> (log p: (B,), gradient: (B, p))``, a hyperprior in place of the
+            normal one (``center`` and ``precision`` then only scale the first inverse Hessian).
     """
     x = np.array(x0, np.float64)
     B, p = x.shape
 
     def objective(x, sites, trial=True):
         e = evaluate(x, sites)
-        dev = x - center
-        f = -e.neg_log_evidence - 0.5 * precision * np.sum(dev * dev, axis=1)
+        if log_prior is None:
+            dev = x - center
+            lp, dlp = -0.5 * precision * np.sum(dev * dev, axis=1), -precision * dev
+        else:
+            lp, dlp = log_prior(x)
+        f = -e.neg_log_evidence + lp
         if trial:  # a trial point where EP did not converge is rejected: its evidence is wrong
             f = np.where(e.converged, f, -np.inf)
-        g = -e.gradient - precision * dev
+        g = -e.gradient + dlp
         return f, g, e
 
     f, g, e = objective(x, sites0, trial=False)

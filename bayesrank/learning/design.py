@@ -24,7 +24,8 @@ Each design point is one evaluation of the same compiled evidence program that B
 search and the final posteriors use (no new program), from the prior's sites (cold EP), at
 the steps' tolerance; a point where EP does not converge scores ``-inf``.
 
-Host-side NumPy: the design compiles nothing.
+Host-side NumPy: the design compiles nothing but the small program that turns its points into
+priors (:class:`~bayesrank.learning.results.Design`).
 """
 
 from __future__ import annotations
@@ -37,8 +38,20 @@ import numpy as np
 from ..kernels.attributes import ARD, RBF, Independent
 from ..kernels.params import map_params, unconstrain
 from ..kernels.xpgp import XPGP
+from .diagnostics import flat_values
+from .drive import design_priors, design_values
+from .results import Design
 
-__all__ = ["APART", "SCALES", "SPAN", "GlobalStart", "check_design", "design_points", "pick_starts"]
+__all__ = [
+    "APART",
+    "SCALES",
+    "SPAN",
+    "GlobalStart",
+    "check_design",
+    "design_points",
+    "global_starts",
+    "pick_starts",
+]
 
 #: log10 range of mixing weights and the entity effect's scale in the design.
 SCALES = (-1.5, 1.5)
@@ -200,3 +213,45 @@ def pick_starts(values: np.ndarray, points: np.ndarray, starts: int) -> np.ndarr
         ):
             chosen.append(int(i))
     return np.array(chosen)
+
+
+def global_starts(
+    design: GlobalStart, priors, batch, free, fixed, u0, data, sites, cfg, settings, log_prior
+):
+    """The starts of a fit from its design (:mod:`.design`): ``(starts, design)``, a list of
+    free-leaf lists (the start and the best distinct design points of each query, the same
+    number for all, a query with fewer distinct ones repeating its start) and the
+    :class:`Design`. ``priors``: each query's starting prior (one for a shared ``theta``)."""
+    per_query = cfg.single
+    shapes = [np.shape(x)[1:] if per_query else np.shape(x) for x in free]
+    if per_query:
+        X = [None if batch.X is None else batch.X[b][batch.mask[b]] for b in range(len(priors))]
+    else:
+        X = [None if batch.X is None else batch.X[batch.mask]]
+    grid = np.stack(
+        [design_points(p, x, cfg.flags, design.points) for p, x in zip(priors, X, strict=True)],
+        axis=1,
+    )  # (S, B, P)
+    # row 0 is each query's start, as given (float rounding aside)
+    grid[0] = flat_values(free, per_query)
+
+    def leaves(rows):  # (B, P) -> free leaves
+        parts = np.split(rows, np.cumsum([int(np.prod(s)) for s in shapes])[:-1], axis=1)
+        dtype = free[0].dtype
+        if per_query:
+            return [p.reshape(-1, *s).astype(dtype) for p, s in zip(parts, shapes, strict=True)]
+        return [p[0].reshape(s).astype(dtype) for p, s in zip(parts, shapes, strict=True)]
+
+    values = design_values(
+        [leaves(rows) for rows in grid], fixed, u0, data, sites, cfg, settings, log_prior
+    )
+    chosen = [pick_starts(values[:, b], grid[:, b], design.starts) for b in range(grid.shape[1])]
+    count = max(len(c) for c in chosen)
+    chosen = np.stack([np.concatenate([c, np.repeat(c[:1], count - len(c))]) for c in chosen])
+    B = grid.shape[1]
+    starts = [leaves(grid[chosen[:, j], np.arange(B)]) for j in range(count)]
+    dtype = free[0].dtype
+    grid_priors = design_priors(grid, shapes, fixed, cfg, dtype)
+    if per_query:
+        return starts, Design(grid_priors, values.T, chosen)
+    return starts, Design(grid_priors, values[:, 0], chosen[0])

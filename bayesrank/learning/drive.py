@@ -10,6 +10,7 @@ import optax
 
 from . import bfgs
 from .config import Config, Settings, combine
+from .diagnostics import flat_values
 from .em import (
     jit_e_step,
     jit_e_step_per_query,
@@ -50,12 +51,15 @@ def _report(iterations, evidence, k):
         print(f"iteration {k}: log evidence {evidence:.4f}")
 
 
-def drive(free, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress, compile=True):
+def drive(
+    free, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress, compile=True, log_prior=None
+):
     """``(carry, trace, converged)`` of ``n_iter`` iterations from ``free`` (host-driven);
-    ``compile``: BFGS compiles its programs first, in parallel (:func:`.evidence.precompile`)."""
+    ``compile``: BFGS compiles its programs first, in parallel (:func:`.evidence.precompile`);
+    ``log_prior``: BFGS's hyperprior in place of the normal one (:mod:`.hyperpriors`)."""
     if cfg.optimizer == "bfgs":
         return _drive_bfgs(
-            free, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress, compile
+            free, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress, compile, log_prior
         )
     per_query = cfg.single
     opt_state = None
@@ -92,7 +96,7 @@ def _step(carry, fixed, u0, data, cfg: Config, settings: Settings):
     return jit_evidence_step(carry, fixed, u0, data, cfg=cfg, settings=settings)
 
 
-def design_values(points, fixed, u0, data, sites, cfg, settings) -> np.ndarray:
+def design_values(points, fixed, u0, data, sites, cfg, settings, log_prior=None) -> np.ndarray:
     """The (MAP) objective ``log Z_EP - ||u - u0||^2 / (2 scale^2)`` at each design point:
     ``(S, B)`` (``B = 1`` for a shared ``theta``), ``-inf`` where it is not finite.
 
@@ -117,18 +121,26 @@ def design_values(points, fixed, u0, data, sites, cfg, settings) -> np.ndarray:
             ok = np.array([all(bool(np.all(p.converged)) for p in posts)])
         # an unconverged EP's evidence is no evidence (it can even be positive)
         value = np.where(ok, value, np.inf)
-        dev = sum(
-            np.sum(np.reshape(np.asarray(f, np.float64) - np.asarray(c), (len(value), -1)) ** 2, 1)
-            if per_query
-            else np.sum((np.asarray(f, np.float64) - np.asarray(c)) ** 2)
-            for f, c in zip(free, u0, strict=True)
-        )
-        objective = -np.asarray(value, np.float64) - 0.5 * precision * dev
+        if log_prior is not None:
+            prior_term = log_prior(flat_values(free, per_query))[0]
+        else:
+            dev = sum(
+                np.sum(
+                    np.reshape(np.asarray(f, np.float64) - np.asarray(c), (len(value), -1)) ** 2, 1
+                )
+                if per_query
+                else np.sum((np.asarray(f, np.float64) - np.asarray(c)) ** 2)
+                for f, c in zip(free, u0, strict=True)
+            )
+            prior_term = -0.5 * precision * dev
+        objective = -np.asarray(value, np.float64) + prior_term
         rows.append(np.where(np.isfinite(objective), objective, -np.inf))
     return np.stack(rows)
 
 
-def _drive_bfgs(free, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress, compile):
+def _drive_bfgs(
+    free, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress, compile, log_prior
+):
     """BFGS (:mod:`.bfgs`) on every query's ``theta`` (per query) or on the shared one."""
     per_query = cfg.single
     dtype = free[0].dtype
@@ -191,6 +203,7 @@ def _drive_bfgs(free, fixed, u0, data, sites, cfg, settings, n_iter, tol, progre
         n_iter=n_iter,
         tol=tol,
         report=report,
+        log_prior=log_prior,
     )
     trace = _bfgs_trace(result.rows, shapes, fixed, cfg, n_iter, dtype)
     carry = Carry(unflat(result.x), result.sites, None)

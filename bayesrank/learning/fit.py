@@ -36,7 +36,7 @@ from ..kernels.xpgp import XPGP, check_prior
 from ..parallel import prepare_batch
 from ..runtime import one_blas_thread, warn_if_float32
 from .config import Config, Settings, combine, default_trainable
-from .design import GlobalStart, check_design, design_points, pick_starts
+from .design import GlobalStart, check_design, global_starts
 from .diagnostics import (
     LearningConvergenceWarning,
     MultimodalEvidenceWarning,
@@ -44,12 +44,13 @@ from .diagnostics import (
     warn_multimodal,
     warn_unconverged,
 )
-from .drive import design_priors, design_values, drive
+from .drive import drive
 from .em import check_optimizer
 from .evidence import final_posteriors, moments
+from .hyperpriors import check_hyperprior, feature_ranges, log_prior_fn
 from .initialize import auto_coarse, initialize, restart_points, subsample, with_weights
 from .layout import bucket_sites, gather_sites, layout, merge, one_query, per_query_groups
-from .results import Design, FitResult, concatenate
+from .results import FitResult, concatenate
 
 __all__ = [
     "GlobalStart",
@@ -145,6 +146,7 @@ def _fit(
     progress,
     inference,
     design=None,
+    hyperprior=None,
 ):
     dtype = jnp.result_type(float)
     start = _starts(prior, batch, init, per_query)
@@ -199,11 +201,29 @@ def _fit(
             centre = [np.broadcast_to(x, (B, *x.shape)).copy() for x in centre]
     sites = bucket_sites(sites, data, groups, dtype)
     u_start = free if centre is None else centre
+    ranges = None if batch.X is None else feature_ranges(batch, per_query)
+
+    def prior_at(u0):  # the named hyperpriors, the normal one on the rest centred on u0
+        if hyperprior is None:
+            return None
+        center = flat_values(u0, per_query)
+        return log_prior_fn(first, cfg.flags, hyperprior, center, hyperprior_scale, ranges)
+
     points, design_result = [free], None
     if design is not None:
         priors = start if isinstance(start, list) else [first] * len(free[0] if per_query else [0])
-        points, design_result = _global_starts(
-            design, priors, batch, free, fixed, u_start, data, sites, cfg, settings
+        points, design_result = global_starts(
+            design,
+            priors,
+            batch,
+            free,
+            fixed,
+            u_start,
+            data,
+            sites,
+            cfg,
+            settings,
+            prior_at(u_start),
         )
     n_design = len(points)
     points += restart_points(free, restarts, key, per_query)
@@ -214,7 +234,18 @@ def _fit(
         u0 = (u_start if k < n_design else point) if centre is None else centre
         try:
             result = drive(
-                point, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress, k == 0
+                point,
+                fixed,
+                u0,
+                data,
+                sites,
+                cfg,
+                settings,
+                n_iter,
+                tol,
+                progress,
+                k == 0,
+                prior_at(u0),
             )
         except ValueError as error:
             if "at the initial hyperparameters is not finite" not in str(error):
@@ -252,44 +283,6 @@ def _fit(
     fitted = combine(carry.free, fixed, cfg)
     result = FitResult(fitted, jax.device_put(posterior), trace, converged, design_result, gap)
     return jax.block_until_ready(result)
-
-
-def _global_starts(design: GlobalStart, priors, batch, free, fixed, u0, data, sites, cfg, settings):
-    """The starts of a fit from its design (:mod:`.design`): ``(starts, design)``, a list of
-    free-leaf lists (the start and the best distinct design points of each query, the same
-    number for all, a query with fewer distinct ones repeating its start) and the
-    :class:`Design`. ``priors``: each query's starting prior (one for a shared ``theta``)."""
-    per_query = cfg.single
-    shapes = [np.shape(x)[1:] if per_query else np.shape(x) for x in free]
-    if per_query:
-        X = [None if batch.X is None else batch.X[b][batch.mask[b]] for b in range(len(priors))]
-    else:
-        X = [None if batch.X is None else batch.X[batch.mask]]
-    grid = np.stack(
-        [design_points(p, x, cfg.flags, design.points) for p, x in zip(priors, X, strict=True)],
-        axis=1,
-    )  # (S, B, P)
-    # row 0 is each query's start, as given (float rounding aside)
-    grid[0] = flat_values(free, per_query)
-
-    def leaves(rows):  # (B, P) -> free leaves
-        parts = np.split(rows, np.cumsum([int(np.prod(s)) for s in shapes])[:-1], axis=1)
-        dtype = free[0].dtype
-        if per_query:
-            return [p.reshape(-1, *s).astype(dtype) for p, s in zip(parts, shapes, strict=True)]
-        return [p[0].reshape(s).astype(dtype) for p, s in zip(parts, shapes, strict=True)]
-
-    values = design_values([leaves(rows) for rows in grid], fixed, u0, data, sites, cfg, settings)
-    chosen = [pick_starts(values[:, b], grid[:, b], design.starts) for b in range(grid.shape[1])]
-    count = max(len(c) for c in chosen)
-    chosen = np.stack([np.concatenate([c, np.repeat(c[:1], count - len(c))]) for c in chosen])
-    B = grid.shape[1]
-    starts = [leaves(grid[chosen[:, j], np.arange(B)]) for j in range(count)]
-    dtype = free[0].dtype
-    grid_priors = design_priors(grid, shapes, fixed, cfg, dtype)
-    if per_query:
-        return starts, Design(grid_priors, values.T, chosen)
-    return starts, Design(grid_priors, values[:, 0], chosen[0])
 
 
 def _choose(better, new, old):
@@ -341,6 +334,7 @@ def fit_hyperparameters(
     inference: str = "ep",
     laplace_start: bool = False,
     design: GlobalStart | int | str | None = "auto",
+    hyperprior: dict | str | None = None,
 ) -> FitResult:
     """Fit the prior's hyperparameters to one or many queries.
 
@@ -420,6 +414,13 @@ def fit_hyperparameters(
             maximisation from its hyperparameters, EP's sweeps from its sites. The hyperprior
             stays centred on the initial values, so the EP fit maximises the same objective as
             without it; the trace is the EP fit's.
+        hyperprior: priors on named hyperparameters in place of the normal one
+            (:mod:`bayesrank.learning.hyperpriors`): a dict from ``"Class.field"`` (e.g.
+            ``"ARD.lengthscales"``) to a ``Gamma`` or ``SmoothedBox`` on the value, or
+            ``"botorch"`` for BoTorch ``PairwiseGP``'s defaults (Gamma(2.4, 2.7) on each ARD
+            lengthscale in units of its feature's range; a smoothed box on the output scale).
+            The hyperparameters not named keep the normal prior of ``hyperprior_scale``.
+            BFGS evidence maximisation only.
         design: the global start (:mod:`bayesrank.learning.design`): the (MAP) evidence at a
             space-filling design over the free hyperparameters (ranges from the data; the
             start is its first point), each point one call of the program BFGS uses, then BFGS
@@ -460,6 +461,9 @@ def fit_hyperparameters(
     )
     _check_options(options)
     options["design"] = check_design(design, method, optimizer)
+    options["hyperprior"] = check_hyperprior(hyperprior)
+    if options["hyperprior"] and not (method == "evidence" and optimizer in (None, "bfgs")):
+        raise ValueError("a named hyperprior needs method='evidence' with the BFGS optimizer")
     for name, flag in (("per_query", per_query), ("init", init), ("progress", progress)):
         check_bool(flag, name)
     check_bool(laplace_start, "laplace_start")

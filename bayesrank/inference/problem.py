@@ -1,0 +1,119 @@
+"""One problem's posterior under an XPGP prior, by EP or Laplace, in one compiled call.
+
+:func:`fit_problem` pads the problem to size buckets (:func:`bayesrank.data.batch.bucket_size`;
+padded entities are decoupled and touched by no pair, so the real entities' posterior is
+unchanged), builds ``K`` from the prior inside a module-level jitted program, which a new split
+of the same query, or a query of similar size, reuses, and unpads the result.
+:func:`why_not_finite` says what to tell a user whose posterior is not finite.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..data.batch import bucket_size
+from ..data.checks import check_fits_dtype
+from ..data.problem import PreferenceProblem
+from ..kernels.xpgp import XPGP
+from . import ep, laplace
+
+__all__ = ["fit_problem", "why_not_finite"]
+
+
+def why_not_finite(prior: XPGP, problem: PreferenceProblem) -> str:
+    """What to say of a posterior that is not finite: the first entry of the prior covariance
+    that is not (a hyperparameter scaling ``K`` beyond the working dtype), else the dtype."""
+    dtype = jnp.result_type(float)
+    X = None if problem.X is None else jnp.asarray(problem.X, dtype)
+    graphs = prior.prepare(problem.relations)
+    K = np.asarray(prior.covariance(X, graphs, np.ones(problem.n, bool)))
+    where = f"the posterior is not finite in {np.dtype(dtype).name}"
+    bad = np.argwhere(~np.isfinite(K))
+    if bad.size:
+        i, j = bad[0]
+        return (
+            f"{where}: the prior covariance K[{i}, {j}] = {K[i, j]} is not (the prior's scales, "
+            f"e.g. kappa, weights or 1 / (2 sigma^2), put K beyond {np.dtype(dtype).name}'s "
+            "range): rescale them, or enable float64 (jax_enable_x64)"
+        )
+    return (
+        f"{where} although the prior covariance is (max |K| = {np.max(np.abs(K)):.3g}): the "
+        "problem is beyond this dtype's precision; enable float64 (jax_enable_x64)"
+    )
+
+
+def fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings):
+    """EP or Laplace on ``problem`` under ``prior``, padded to size buckets, one jitted call."""
+    ep.check_settings(settings["schedule"], settings["precision"], settings["damping"])
+    n, m = problem.n, len(problem.pairs)
+    N = bucket_size(n)
+    dtype = jnp.result_type(float)
+    relations = []
+    for W in problem.relations:
+        padded = np.zeros((N, N))
+        padded[:n, :n] = W
+        relations.append(padded)
+    graphs = prior.prepare(relations)
+    X = None
+    if problem.X is not None:
+        check_fits_dtype(problem.X, "X", dtype)
+        X = np.zeros((N, problem.X.shape[1]), dtype)
+        X[:n] = problem.X
+    mask = np.arange(N) < n
+    sites = ep.check_sites(sites, m)
+    pairs, pair_mask, sites = ep.pad_pairs(problem.pairs, None, sites, dtype)
+    engine = settings["engine"]
+    tol = settings["tol"]
+    if engine == "laplace":
+        sites = None  # EP's warm start
+        tol = laplace.default_tol(dtype) if tol is None else tol
+    result = _fit_jit(
+        _as_arrays(prior, dtype),
+        X,
+        graphs,
+        mask,
+        pairs,
+        pair_mask,
+        sites,
+        *ep.loop_settings(settings["max_iter"], tol, settings["damping"], dtype),
+        engine=engine,
+        schedule=settings["schedule"],
+        precision=settings["precision"],
+    )
+    if engine == "ep":
+        return ep.unpad_posterior(result, n, m)
+    result = jax.device_get(result)  # sliced on the host (an eager slice compiles per shape)
+    sites = ep.Sites(result.sites.tau[:m], result.sites.nu[:m])  # unpadded, as EP's are
+    return jax.device_put(
+        result._replace(mean=result.mean[:n], cov=result.cov[:n, :n], sites=sites)
+    )
+
+
+def _as_arrays(tree, dtype):
+    """Python-number leaves as arrays of ``dtype``, so every call traces the same types."""
+    return jax.tree_util.tree_map(
+        lambda x: np.asarray(x, dtype) if isinstance(x, float | int) else x, tree
+    )
+
+
+@partial(jax.jit, static_argnames=("engine", "schedule", "precision"))
+def _fit_jit(
+    prior, X, graphs, mask, pairs, pair_mask, sites, max_iter, tol, damping, engine, **static
+):
+    K = prior.covariance(X, graphs, mask)
+    if engine == "laplace":
+        return laplace.fit(K, pairs, pair_mask=pair_mask, max_iter=max_iter, tol=tol)
+    return ep.fit_core(
+        K,
+        pairs,
+        pair_mask=pair_mask,
+        sites=sites,
+        max_iter=max_iter,
+        tol=tol,
+        damping=damping,
+        **static,
+    )

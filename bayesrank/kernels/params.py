@@ -30,12 +30,14 @@ __all__ = [
     "Positive",
     "check_hyperparameters",
     "constrain",
+    "constrain_host",
     "constraint_of",
     "map_params",
     "param",
     "pytree_dataclass",
     "static",
     "unconstrain",
+    "unconstrain_host",
 ]
 
 
@@ -44,11 +46,11 @@ class Positive(NamedTuple):
 
     lower: float = 0.0
 
-    def forward(self, u):
-        return self.lower + jnp.exp(u)
+    def forward(self, u, xp=jnp):
+        return self.lower + xp.exp(u)
 
-    def inverse(self, value):
-        return jnp.log(value - self.lower)
+    def inverse(self, value, xp=jnp):
+        return xp.log(value - self.lower)
 
 
 class Bounded(NamedTuple):
@@ -57,12 +59,13 @@ class Bounded(NamedTuple):
     low: float
     high: float
 
-    def forward(self, u):
-        return self.low + (self.high - self.low) * jax.nn.sigmoid(u)
+    def forward(self, u, xp=jnp):
+        sigmoid = jax.nn.sigmoid(u) if xp is jnp else 0.5 * (1.0 + np.tanh(0.5 * u))
+        return self.low + (self.high - self.low) * sigmoid
 
-    def inverse(self, value):
+    def inverse(self, value, xp=jnp):
         z = (value - self.low) / (self.high - self.low)
-        return jnp.log(z) - jnp.log1p(-z)
+        return xp.log(z) - xp.log1p(-z)
 
 
 def param(constraint: Positive | Bounded, **kwargs):
@@ -120,6 +123,17 @@ def unconstrain(obj):
 def constrain(obj):
     """Inverse of :func:`unconstrain`: map unconstrained values back to their domains."""
     return map_params(obj, lambda _o, _n, c, u: c.forward(jnp.asarray(u)))
+
+
+def unconstrain_host(obj):
+    """:func:`unconstrain` in NumPy (float64 host arrays): no device work, nothing compiled
+    (an eager ``jnp`` operation compiles a program per shape and dtype)."""
+    return map_params(obj, lambda _o, _n, c, v: c.inverse(np.asarray(v, np.float64), xp=np))
+
+
+def constrain_host(obj):
+    """:func:`constrain` in NumPy (float64 host arrays)."""
+    return map_params(obj, lambda _o, _n, c, u: c.forward(np.asarray(u, np.float64), xp=np))
 
 
 def _describe(c: Positive | Bounded, strict: bool) -> tuple[float, float, str]:

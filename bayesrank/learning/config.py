@@ -18,8 +18,9 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from ..kernels.params import constrain
+from ..kernels.params import constrain, constrain_host
 from ..kernels.xpgp import FROZEN_BY_DEFAULT, default_trainable
 
 __all__ = ["FROZEN_BY_DEFAULT", "Config", "Settings", "default_trainable"]
@@ -54,6 +55,14 @@ def combine(free, fixed, cfg: Config):
     free, fixed = list(free), list(fixed)
     leaves = [free.pop(0) if f else fixed.pop(0) for f in cfg.flags]
     return constrain(jax.tree_util.tree_unflatten(cfg.treedef, leaves))
+
+
+def combine_host(free, fixed, cfg: Config, dtype):
+    """:func:`combine` in NumPy, leaves cast to ``dtype`` (nothing compiled)."""
+    free, fixed = list(free), list(fixed)
+    leaves = [np.asarray(free.pop(0) if f else fixed.pop(0)) for f in cfg.flags]
+    prior = constrain_host(jax.tree_util.tree_unflatten(cfg.treedef, leaves))
+    return jax.tree_util.tree_map(lambda x: np.asarray(x, dtype), prior)
 
 
 def log_hyperprior(free, u0, cfg: Config, settings: Settings):

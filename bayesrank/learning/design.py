@@ -36,7 +36,7 @@ import jax
 import numpy as np
 
 from ..kernels.attributes import ARD, RBF, Independent
-from ..kernels.params import map_params, unconstrain
+from ..kernels.params import map_params, unconstrain_host
 from ..kernels.xpgp import XPGP
 from .diagnostics import flat_values
 from .drive import design_priors, design_values
@@ -167,7 +167,7 @@ def _ranges(prior: XPGP, X: np.ndarray | None):
 
 
 def unconstrain_value(constraint, value):
-    return np.asarray(constraint.inverse(np.asarray(value, np.float64)))
+    return constraint.inverse(np.asarray(value, np.float64), xp=np)
 
 
 def design_points(prior: XPGP, X, flags, count: int) -> np.ndarray:
@@ -175,7 +175,7 @@ def design_points(prior: XPGP, X, flags, count: int) -> np.ndarray:
     (flattened unconstrained values, ``flags`` per leaf of ``unconstrain(prior)``: trainable),
     after ``prior``'s own values (row 0). ``X: (n, d)``: the real entities' attributes (or
     ``None``), which set the lengthscales' range."""
-    start = [np.asarray(x, np.float64) for x in jax.tree_util.tree_leaves(unconstrain(prior))]
+    start = [np.asarray(x) for x in jax.tree_util.tree_leaves(unconstrain_host(prior))]
     ranges = jax.tree_util.tree_leaves(
         _ranges(prior, X), is_leaf=lambda x: isinstance(x, tuple) and len(x) == 3
     )

@@ -9,7 +9,7 @@ import numpy as np
 import optax
 
 from . import bfgs
-from .config import Config, Settings, combine
+from .config import Config, Settings, combine_host
 from .diagnostics import flat_values
 from .em import (
     jit_e_step,
@@ -230,7 +230,7 @@ def _bfgs_trace(rows, shapes, fixed, cfg, n_iter, dtype) -> Trace:
         fixed = [np.repeat(np.asarray(x), n_iter, axis=0) for x in fixed]
     else:
         fixed = [np.broadcast_to(np.asarray(x), (R, *np.shape(x))) for x in fixed]
-    params = jax.device_get(_jit_combine(free, fixed, cfg=cfg))
+    params = combine_host(free, fixed, cfg, dtype)
     params = jax.tree_util.tree_map(lambda a: a.reshape(B, n_iter, *a.shape[1:])[:, :T], params)
     trace = Trace(
         log_evidence=evidence[:, :T].astype(dtype),
@@ -256,10 +256,6 @@ def design_priors(grid, shapes, fixed, cfg, dtype):
         fixed = [np.repeat(np.asarray(x), S, axis=0) for x in fixed]
     else:
         fixed = [np.broadcast_to(np.asarray(x), (B * S, *np.shape(x))) for x in fixed]
-    free = [np.asarray(x, dtype) for x in free]
-    priors = jax.device_get(_jit_combine(free, fixed, cfg=cfg))
+    priors = combine_host(free, fixed, cfg, dtype)
     lead = (B, S) if cfg.single else (S,)
     return jax.tree_util.tree_map(lambda a: a.reshape(*lead, *a.shape[1:]), priors)
-
-
-_jit_combine = jax.jit(combine, static_argnames=("cfg",))

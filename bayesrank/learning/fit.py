@@ -31,11 +31,11 @@ from ..data.checks import check_bool, check_choice, check_float, check_int
 from ..data.keys import check_key
 from ..data.problem import PreferenceProblem
 from ..inference import ep
-from ..kernels.params import check_hyperparameters, unconstrain
+from ..kernels.params import check_hyperparameters, unconstrain_host
 from ..kernels.xpgp import XPGP, check_prior
 from ..parallel import prepare_batch
 from ..runtime import one_blas_thread, warn_if_float32
-from .config import Config, Settings, combine, default_trainable
+from .config import Config, Settings, combine_host, default_trainable
 from .design import GlobalStart, check_design, global_starts
 from .diagnostics import (
     LearningConvergenceWarning,
@@ -78,7 +78,7 @@ def _check_options(o: dict) -> None:
 
 
 def _leaves(prior, trainable, dtype):
-    leaves, treedef = jax.tree_util.tree_flatten(unconstrain(prior))
+    leaves, treedef = jax.tree_util.tree_flatten(unconstrain_host(prior))
     flags = tuple(bool(f) for f in jax.tree_util.tree_leaves(trainable))
     if len(flags) != len(leaves):
         raise ValueError("trainable must have the structure of the prior")
@@ -271,7 +271,7 @@ def _fit(
         gap = np.asarray(best_score) - np.max(design_result.objective, axis=-1)
         gap = gap if per_query else float(np.reshape(gap, -1)[0])
     if not final:  # the fitted prior and the steps' sites (B, m) in the batch's order
-        return combine(carry.free, fixed, cfg), gather_sites(
+        return combine_host(carry.free, fixed, cfg, dtype), gather_sites(
             carry.sites, groups, batch.pairs.shape[:2]
         )
     posteriors = final_posteriors(carry.free, fixed, data, carry.sites, cfg, settings, per_query)
@@ -280,7 +280,7 @@ def _fit(
         whole = prepare_batch(first, batch)
         mean, cov = moments(carry.free, fixed, whole, posterior.sites, cfg, per_query)
         posterior = posterior._replace(mean=mean, cov=cov)
-    fitted = combine(carry.free, fixed, cfg)
+    fitted = jax.device_put(combine_host(carry.free, fixed, cfg, dtype))
     result = FitResult(fitted, jax.device_put(posterior), trace, converged, design_result, gap)
     return jax.block_until_ready(result)
 

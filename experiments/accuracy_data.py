@@ -121,7 +121,8 @@ def hetrec_genre_problems(data_dir, seed=0, *, users=8, splits=2, known=150, max
     fewest rated movies among those with at least 98 (98 to 216 movies each; larger users drawn
     down to ``max_n`` at random), each with ``splits`` seeded splits of ``known`` pairs (up to
     1,000 of the rest held out); 21 attributes standardised per user (the 20 genre indicators
-    and the year), many weakly informative. Dicts as :func:`problems`' (``grades``: ratings)."""
+    and the year), many weakly informative. Dicts as :func:`problems`' (``grades``: twice the
+    star rating, whole numbers for the ranking metrics; pairs from the ratings)."""
     ratings, attrs = user_ratings(data_dir), movie_attributes(data_dir)
     sizes = sorted((len([m for m in ratings[u] if m in attrs]), u) for u in ratings)
     rng = np.random.default_rng(seed)
@@ -137,6 +138,12 @@ def hetrec_genre_problems(data_dir, seed=0, *, users=8, splits=2, known=150, max
         for s in range(splits):
             kn, ho = split(rng, pairs, known, 1000)
             out.append(
-                dict(name=f"HetRec21:user{u}/{s}", X=X, grades=grades, known=kn, held_out=ho)
+                dict(
+                    name=f"HetRec21:user{u}/{s}",
+                    X=X,
+                    grades=np.round(2 * grades),
+                    known=kn,
+                    held_out=ho,
+                )
             )
     return out

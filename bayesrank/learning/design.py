@@ -19,7 +19,8 @@ in unconstrained (log) coordinates over ranges set from the data:
 
 The start itself (the median heuristic) is the design's first point and always starts BFGS;
 so do the best other points, up to ``starts`` in all, each more than ``APART`` from those
-chosen in some coordinate (distinct basins, chosen greedily). The fit keeps the best end.
+chosen in some coordinate (distinct basins, chosen greedily), unless its design value lies
+more than ``SKIP`` nats below the best end so far. The fit keeps the best end.
 Each design point is one evaluation of the same compiled evidence program that BFGS's line
 search and the final posteriors use (no new program), from the prior's sites (cold EP), at
 the steps' tolerance; a point where EP does not converge scores ``-inf``.
@@ -45,6 +46,7 @@ from .results import Design
 __all__ = [
     "APART",
     "SCALES",
+    "SKIP",
     "SPAN",
     "GlobalStart",
     "check_design",
@@ -59,13 +61,16 @@ SCALES = (-1.5, 1.5)
 SPAN = 3.0
 #: distinct starts differ by more than this in some unconstrained (log) coordinate (a factor e).
 APART = 1.0
+#: a design start whose objective lies more than this many nats below the best end so far is
+#: not run (on 54 problems, no start that improved the fit lay more than 1.4 nats below)
+SKIP = 3.0
 
 
 class GlobalStart(NamedTuple):
     """The design of a fit's global start: ``points`` design points (the start included),
     BFGS from the ``starts`` best distinct ones."""
 
-    points: int = 32
+    points: int = 16
     starts: int = 2
 
 

@@ -36,7 +36,7 @@ from ..kernels.xpgp import XPGP, check_prior
 from ..parallel import prepare_batch
 from ..runtime import one_blas_thread, warn_if_float32
 from .config import Config, Settings, combine_host, default_trainable
-from .design import GlobalStart, check_design, global_starts
+from .design import SKIP, GlobalStart, check_design, global_starts
 from .diagnostics import (
     LearningConvergenceWarning,
     MultimodalEvidenceWarning,
@@ -50,7 +50,7 @@ from .evidence import final_posteriors, moments
 from .hyperpriors import check_hyperprior, feature_ranges, log_prior_fn
 from .initialize import auto_coarse, initialize, restart_points, subsample, with_weights
 from .layout import bucket_sites, gather_sites, layout, merge, one_query, per_query_groups
-from .results import FitResult, concatenate
+from .results import Design, FitResult, concatenate
 
 __all__ = [
     "GlobalStart",
@@ -229,6 +229,8 @@ def _fit(
     points += restart_points(free, restarts, key, per_query)
     best, ends = None, []
     for k, point in enumerate(points):
+        if 0 < k < n_design and not _worth_running(design_result, k, best[0]):
+            continue
         # the design's starts keep the hyperprior on the initial values; a random restart is
         # centred on itself
         u0 = (u_start if k < n_design else point) if centre is None else centre
@@ -283,6 +285,18 @@ def _fit(
     fitted = jax.device_put(combine_host(carry.free, fixed, cfg, dtype))
     result = FitResult(fitted, jax.device_put(posterior), trace, converged, design_result, gap)
     return jax.block_until_ready(result)
+
+
+def _worth_running(design: Design, k: int, best) -> bool:
+    """Whether the design's ``k``-th start is run: for some query, its design value lies within
+    ``SKIP`` nats of the best end so far (a start that far below has not, in the measurements
+    of ``docs/guide/fitting.md``, led to a higher end)."""
+    values = np.asarray(design.objective)
+    starts = np.asarray(design.starts)
+    if values.ndim == 1:
+        return bool(values[starts[k]] >= np.reshape(best, -1)[0] - SKIP)
+    value = values[np.arange(len(values)), starts[:, k]]
+    return bool(np.any(value >= np.asarray(best) - SKIP))
 
 
 def _choose(better, new, old):
@@ -424,7 +438,7 @@ def fit_hyperparameters(
         design: the global start (:mod:`bayesrank.learning.design`): the (MAP) evidence at a
             space-filling design over the free hyperparameters (ranges from the data; the
             start is its first point), each point one call of the program BFGS uses, then BFGS
-            from the best distinct points, the best end kept. ``"auto"`` (default): 32 points,
+            from the best distinct points, the best end kept. ``"auto"`` (default): 16 points,
             2 starts, for BFGS evidence maximisation (off for EM and the optax optimizers);
             an integer: that many points; a :class:`GlobalStart`; ``None``: BFGS from the
             start alone. With a coarse or Laplace start the design is that first fit's.

@@ -2,8 +2,9 @@
 
 Each problem is a dict with ``name``, ``X`` ``(n, d)`` (features scaled to ``[0, 1]`` per column
 within the problem, as BoTorch's ``PairwiseGP`` expects), ``grades`` ``(n,)`` (relevance grades,
-or a user's star ratings), ``known`` ``(m, 2)`` and ``held_out`` ``(h, 2)`` pairs (winner first,
-disjoint: a seeded random split of the pairs the grades imply).
+or twice a user's star ratings: whole numbers, as the ranking metrics require), ``known``
+``(m, 2)`` and ``held_out`` ``(h, 2)`` pairs (winner first, disjoint: a seeded random split of
+the pairs the grades imply).
 
 - **OHSUMED** (LETOR 3.0, QueryLevelNorm, 45 features) and **MQ2008** (LETOR 4.0, 46 features):
   queries drawn at random (seeded) among those with ``min_n <= n <= max_n`` documents and at least
@@ -82,7 +83,9 @@ def hetrec_problems(data_dir, count, rng, *, known, min_n, max_n, max_held_out):
         n_known = min(known, len(pairs) // 2)
         kn, ho = split(rng, pairs, n_known, max_held_out)
         X = scale01(np.stack([attrs[m] for m in movies]))
-        out.append(dict(name=f"HetRec:user{u}", X=X, grades=grades, known=kn, held_out=ho))
+        out.append(
+            dict(name=f"HetRec:user{u}", X=X, grades=np.round(2 * grades), known=kn, held_out=ho)
+        )
     return out
 
 

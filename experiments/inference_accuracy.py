@@ -162,6 +162,7 @@ def fit_bayesrank(p, *, kind="rbf+e", inference="ep", learn=True, **options):
         "prior": post.prior,
         "converged": bool(post.learning.converged),
         "steps": int(np.asarray(post.learning.trace.objective).shape[-1]),
+        "design_gap": post.learning.design_gap,
         "warnings": [str(w.message)[:200] for w in caught],
     }
 
@@ -265,7 +266,7 @@ def part_fits(problems, methods, seed, path, settings):
             row = {"problem": p["name"], "method": name, "seconds": out["seconds"]}
             row.update(pair_metrics(prob, y))
             row.update(ranking_metrics(out["mean"], p["grades"]))
-            for key in ("converged", "steps", "alpha", "warnings"):
+            for key in ("converged", "steps", "alpha", "warnings", "design_gap"):
                 if key in out:
                     row[key] = out[key]
             rows.append(row)
@@ -356,6 +357,12 @@ def fits_table(rows, methods, reference="bayesrank"):
                 pval = wilcoxon(d).pvalue if np.any(d != 0) else 1.0
                 paired.append(f"{d.mean():+.3f} ({pval:.2g})")
             lines.append(f"| {m} | {len(have)} | " + " | ".join(cells + paired) + " |")
+    gaps = [r["design_gap"] for r in ok if r.get("design_gap") is not None]
+    if gaps:
+        lines.append(
+            f"\nDesign gap (a fit's MAP objective minus its global start's best design point): "
+            f"min {min(gaps):+.3f}, median {np.median(gaps):+.3f} nats over {len(gaps)} fits."
+        )
     return "\n".join(lines)
 
 

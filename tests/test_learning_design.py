@@ -9,6 +9,7 @@ import warnings
 import jax
 import numpy as np
 import pytest
+from helpers import count_compilations
 
 from bayesrank import RBF, XPGP, Independent, PreferenceProblem, XPGPModel
 from bayesrank.inference import ep
@@ -155,3 +156,19 @@ def test_global_start_finds_the_higher_mode(shared_data):
     assert found.learning.design_gap >= -0.5
     errors = [float(np.mean(np.asarray(p.predict_pairs(held).prob) < 0.5)) for p in (plain, found)]
     assert errors[1] < errors[0]
+
+
+def test_a_learned_fit_compiles_two_programs():
+    """A learned fit of a new size compiles the evidence program (shared by the design, the line
+    search and the final posterior) and the Fisher information's, nothing else (no eager
+    operation, no second EP program in XPGPModel.fit); a new split compiles nothing."""
+    problem = _problem(5, n=75, m=61, d=4)
+    again = _problem(6, n=75, m=61, d=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with count_compilations() as first:
+            XPGPModel(XPGP(RBF())).fit(problem, learn_hyperparameters=True)
+        with count_compilations() as second:
+            XPGPModel(XPGP(RBF())).fit(again, learn_hyperparameters=True)
+    assert first[0] == 2, first
+    assert second[0] == 0, second

@@ -159,6 +159,7 @@ def _predict_new(prior: XPGP, X, X_new, mean, cov, pairs, sites):
 
 
 INFERENCE = ("ep", "laplace", "nuts")
+LEARNING = ("evidence", "em", "nuts")
 
 
 class XPGPModel:
@@ -239,7 +240,16 @@ class XPGPModel:
         if inference == "nuts" and key is None:
             raise ValueError("inference='nuts' needs a key: XPGPModel(...).fit(problem, key=...)")
         prior, learning = self.prior, None
-        if isinstance(learn_hyperparameters, str) and learn_hyperparameters == "nuts":
+        if not (
+            isinstance(learn_hyperparameters, bool | np.bool_)
+            or (isinstance(learn_hyperparameters, str) and learn_hyperparameters in LEARNING)
+        ):
+            raise ValueError(
+                "learn_hyperparameters must be True, False, 'evidence', 'em' or 'nuts', got "
+                f"{learn_hyperparameters!r} (learning options go as keywords of fit, e.g. "
+                "fit(problem, learn_hyperparameters=True, restarts=2, key=key))"
+            )
+        if learn_hyperparameters == "nuts":
             return self._marginalise(problem, key, learning_options)
         if learn_hyperparameters:
             import inspect
@@ -252,7 +262,7 @@ class XPGPModel:
                     f"unknown learning option(s) {unknown}; fit_hyperparameters takes "
                     f"{sorted(known)}"
                 )
-            method = "evidence" if learn_hyperparameters is True else learn_hyperparameters
+            method = learn_hyperparameters if isinstance(learn_hyperparameters, str) else "evidence"
             learning_options.setdefault("inference", "laplace" if inference == "laplace" else "ep")
             if key is not None:  # restarts draw from it (NUTS, if asked for, from another)
                 learning_options.setdefault("key", jax.random.fold_in(key, 1))

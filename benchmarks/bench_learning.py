@@ -29,7 +29,8 @@ fresh process (``first_call_s``, after its imports, before any warm-up) is its f
 its steady state is the best of the calls after an untimed warm-up. Ratios: BoTorch's best over
 ours (steady state) and BoTorch's first call over our cold and our warm first calls.
 
-Held-out log-likelihood: mean ``log P(observed winner)`` over the held-out pairs, with
+Held-out pair error (the fraction of held-out pairs whose probability of the observed winner is
+below 0.5) and log-likelihood: mean ``log P(observed winner)`` over the held-out pairs, with
 ``P = Phi(dmu / sqrt(1 + dvar))`` for bayesrank (likelihood ``Phi(xi_i - xi_j)``) and
 ``Phi(dmu / sqrt(2 + dvar))`` for BoTorch (likelihood ``Phi((f_i - f_j) / sqrt 2)``), each from
 its own posterior over the entities' utilities. bayesrank runs the public API (its façades' own
@@ -194,6 +195,7 @@ def worker_bayesrank(n, m, held_out, method, repeats, device, spawned_at=None):
         "first_call_s": times[0],
         "times_s": times[1:],
         "held_out_loglik": held_out_loglik(post.mean, post.cov, test, 1.0),
+        "held_out_error": held_out_scores(post.mean, post.cov, test, 1.0)[1],
         "train_loglik_ep_evidence": float(post.log_evidence),
         "iterations": int(fit.trace.objective.shape[0]),
         "ep_converged": bool(post.converged),
@@ -264,6 +266,7 @@ def worker_botorch(n, m, held_out, repeats, device, spawned_at=None):
         "times_s": times,
         "compile_s": None,
         "held_out_loglik": held_out_loglik(mean, cov, test, 2.0),
+        "held_out_error": held_out_scores(mean, cov, test, 2.0)[1],
         "fitted": {
             "outputscale": float(model.covar_module.outputscale),
             "lengthscales": model.covar_module.base_kernel.lengthscale.detach()
@@ -533,7 +536,7 @@ def main_driver(args):
         r["loglik_minus_botorch"] = r["held_out_loglik"] - peer["held_out_loglik"]
     head = (
         f"{'n':>5} {'m':>5}  {'method':<25} {'import s':>8} {'1st cold':>8} {'1st warm':>8} "
-        f"{'best s':>8} {'held-out ll':>11} {'peak MB':>7}  {'BoTorch/us: best':>16} "
+        f"{'best s':>8} {'held-out ll':>11} {'error':>6} {'peak MB':>7}  {'BoTorch/us: best':>16} "
         f"{'1st/cold':>8} {'1st/warm':>8} {'ll - BoTorch':>12}"
     )
     print("\n" + head + "\n" + "-" * len(head))
@@ -547,7 +550,8 @@ def main_driver(args):
         print(
             f"{lead} {fmt(r.get('import_s'), '8.2f')} {cold:8.3f} "
             f"{fmt(r.get('first_call_warm_s'), '8.3f')} {r['best_s']:8.3f} "
-            f"{r['held_out_loglik']:11.4f} {r['peak_rss_mb']:7.0f}  "
+            f"{r['held_out_loglik']:11.4f} {fmt(r.get('held_out_error'), '6.3f')} "
+            f"{r['peak_rss_mb']:7.0f}  "
             f"{fmt(r.get('botorch_over_bayesrank'), '16.2f')} "
             f"{fmt(r.get('botorch_first_over_cold'), '8.2f')} "
             f"{fmt(r.get('botorch_first_over_warm'), '8.2f')} "

@@ -17,7 +17,7 @@ process, as a study's loop does:
   (``hyperprior="botorch"``: Gamma(2.4, 2.7) on each lengthscale in units of its feature's
   range, a smoothed box on the output scale), BoTorch's own model, cold cache;
 - ``botorch``: ``PairwiseGP(X, comparisons)`` with its defaults and ``fit_gpytorch_mll``
-  (float64, 2 threads), ``np.random.seed`` before each fit.
+  (float64, 2 threads), ``np.random.seed`` before each fit (``inference_accuracy.fit_botorch``).
 
 Reported per method: the loop's total wall time (the process's imports and the data's loading
 apart), the median and the slowest fit, the mean held-out pair error and log-likelihood
@@ -67,14 +67,9 @@ def worker(method: str, data_dir: str) -> dict:
 
         enable_compilation_cache()  # BAYESRANK_CACHE_DIR, set by the driver
     else:
-        import torch
-        from botorch.fit import fit_gpytorch_mll
-        from botorch.models.pairwise_gp import (
-            PairwiseGP,
-            PairwiseLaplaceMarginalLogLikelihood,
-        )
-
-        torch.set_num_threads(2)
+        import botorch.fit  # imported before the clock starts
+        import botorch.models.pairwise_gp  # noqa: F401
+        from inference_accuracy import fit_botorch
     ready = time.perf_counter()
     rows = []
     for p in problems:
@@ -93,21 +88,9 @@ def worker(method: str, data_dir: str) -> dict:
             mean, cov, noise = np.asarray(post.mean), np.asarray(post.cov), 1.0
             extra["objective"] = float(np.asarray(post.learning.trace.objective)[-1])
             extra["design_gap"] = post.learning.design_gap
-        else:
-            np.random.seed(0)  # noqa: NPY002 (PairwiseGP perturbs its start with it)
-            torch.manual_seed(0)
-            Xt = torch.tensor(p["X"], dtype=torch.float64)
-            model = PairwiseGP(Xt, torch.tensor(p["known"], dtype=torch.long))
-            mll = PairwiseLaplaceMarginalLogLikelihood(model.likelihood, model)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                fit_gpytorch_mll(mll)
-            model.eval()
-            with torch.no_grad():
-                posterior = model.posterior(Xt)
-                mean = posterior.mean.squeeze(-1).numpy()
-                cov = posterior.covariance_matrix.numpy()
-            noise = 2.0
+        else:  # PairwiseGP's defaults, float64, 2 threads, seeded (inference_accuracy.py)
+            fitted = fit_botorch(p, 0)
+            mean, cov, noise = fitted["mean"], fitted["cov"], fitted["noise_var"]
         seconds = time.perf_counter() - t
         i, j = p["held_out"][:, 0], p["held_out"][:, 1]
         z = (mean[i] - mean[j]) / np.sqrt(noise + cov[i, i] + cov[j, j] - 2 * cov[i, j])

@@ -128,3 +128,14 @@ def test_learn_hyperparameters_nuts_predicts_by_the_average_over_draws():
     assert rho and rho[0].size == 40 and np.std(rho[0]) > 0  # theta was sampled, not fixed
     with pytest.raises(ValueError, match="needs a key"):
         model.fit(problem, learn_hyperparameters="nuts")
+
+
+def test_learn_hyperparameters_names_itself_when_wrong():
+    """Issue 32: a dict passed as learn_hyperparameters was answered "method must be 'em' or
+    'evidence'", naming an option the user did not pass."""
+    from bayesrank import RBF, XPGPModel
+
+    problem = PreferenceProblem.create(np.array([(0, 1), (1, 2)]), X=np.eye(3))
+    for bad in ({"restarts": 2}, "bfgs", 1):
+        with pytest.raises(ValueError, match="learn_hyperparameters must be True, False"):
+            XPGPModel(XPGP(RBF())).fit(problem, learn_hyperparameters=bad)

@@ -115,8 +115,11 @@ def test_model_predict_new_attribute_only():
 
 def test_problem_validation():
     X, W, pairs = small_problem()
-    with pytest.raises(ValueError, match=r"disagree on the number of entities: \[6, 7\]"):
+    disagree = r"disagree on the number of entities: X has 6 rows, relations\[0\] is 7 x 7"
+    with pytest.raises(ValueError, match=disagree):
         PreferenceProblem.create(pairs, X=X[:6], relations=[W])
+    with pytest.raises(ValueError, match=r"number of entities is unknown: give X"):
+        PreferenceProblem.create([[0, 1]])  # issue 32: it said "disagree ...: []"
     bad = X.copy()
     bad[2, 1] = np.inf
     with pytest.raises(ValueError, match=r"X\[2, 1\] = inf is not finite"):

@@ -125,3 +125,18 @@ def test_a_small_study_runs_end_to_end(tmp_path):
         assert 0 <= block["summary"][model]["err"]["mean"] <= 1
     assert set(block["comparisons"]) == {"RankSVM"}
     assert "XPGP vs RankSVM" in (out / "table.txt").read_text()
+
+
+def test_a_study_folder_uses_every_query_and_says_what_it_drops(tmp_path):
+    """Issue 32: ``--collection dir`` took 10 query folders by default and dropped the rest in
+    silence. Now every folder counts unless --queries says otherwise, and a dropped folder is
+    named in a warning."""
+    from bayesrank.study.collections import load_collection
+
+    _tiny_collection(tmp_path / "data")
+    every = load_collection(StudyConfig(collection="dir", data_dir=tmp_path / "data"))
+    assert [q.qid for q in every] == ["q0", "q1"]
+    with pytest.warns(UserWarning, match=r"using 1 of its 2 query folders \(--queries 1\)"):
+        one = load_collection(StudyConfig(collection="dir", data_dir=tmp_path / "data", queries=1))
+    assert len(one) == 1
+    assert StudyConfig(collection="sample").queries == 10  # the others still choose 10

@@ -77,6 +77,9 @@ def test_format_errors_name_the_file_and_line(tmp_path):
     (tmp_path / "q1" / "grades.csv").write_text("1\n2\nthree\n0\n1\n")
     with pytest.raises(ValueError, match=r"grades.csv, line 3: not a number"):
         read_study_dir(tmp_path)
+    (tmp_path / "q1" / "grades.csv").write_text("1\n2\nnan\n0\n1\n")  # issue 32: no file, no line
+    with pytest.raises(ValueError, match=r"grades.csv, line 3: 'nan' is not a finite number"):
+        read_study_dir(tmp_path)
     (tmp_path / "q1" / "grades.csv").write_text("1\n2\n")
     with pytest.raises(ValueError, match=r"2 grades for 5 entities"):
         read_study_dir(tmp_path)

@@ -23,7 +23,7 @@ __all__ = ["add_parser"]
 DEVICES = ("cpu", "gpu", "tpu")
 
 
-def _common(parser: argparse.ArgumentParser, name: str) -> None:
+def _common(parser: argparse.ArgumentParser, name: str, out: str | None = None) -> None:
     parser.add_argument(
         "--data-dir", type=Path, default=None, help="the data (default: the bundled sample)"
     )
@@ -31,7 +31,8 @@ def _common(parser: argparse.ArgumentParser, name: str) -> None:
         "--out",
         type=Path,
         default=None,
-        help=f"folder for results.json, the table and the figure (default: ./bayesrank-{name})",
+        help="folder for results.json, the table and the figure (default: "
+        f"{out or f'./bayesrank-{name}'})",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of every random choice")
     parser.add_argument(
@@ -98,6 +99,7 @@ def _other(module):
 
 def add_parser(sub) -> None:
     from ..study import COLLECTIONS
+    from ..study.config import DEFAULT_KNOWN
 
     experiment = sub.add_parser(
         "experiment",
@@ -116,16 +118,30 @@ def add_parser(sub) -> None:
         "pairs. Default: the bundled OHSUMED sample (4 queries, 20 and 40 known pairs, 3 "
         "repetitions).",
     )
-    _common(rel, "relational")
+    _common(rel, "relational", out="./bayesrank-relational-COLLECTION, e.g. -sample, -dir")
     rel.add_argument(
         "--collection",
         choices=[*sorted(COLLECTIONS), "all"],
         default=None,
-        help="sample (default), dir (a folder in the study format: --data-dir), or OHSUMED, "
-        "MovieLens, MQ2008 or all three (--data-dir holding the benchmark data)",
+        help="sample (the default without --data-dir), dir (a folder in the study format; the "
+        "default with --data-dir), or OHSUMED, MovieLens, MQ2008 or all three (--data-dir "
+        "holding the benchmark data)",
     )
-    rel.add_argument("--queries", type=int, default=10, help="queries chosen (default 10)")
-    rel.add_argument("--known", type=int, nargs="+", default=(), help="numbers of known pairs")
+    rel.add_argument(
+        "--queries",
+        type=int,
+        default=None,
+        help="queries chosen at random (default: every query folder of dir, 10 of the others; "
+        "dir says which it leaves out)",
+    )
+    defaults = "; ".join(f"{c} {' '.join(map(str, k))}" for c, k in DEFAULT_KNOWN.items())
+    rel.add_argument(
+        "--known",
+        type=int,
+        nargs="+",
+        default=(),
+        help=f"numbers of known pairs (default per collection: {defaults})",
+    )
     rel.add_argument("--repeats", type=int, default=0, help="repetitions (sample: 3, else 20)")
     rel.add_argument("--max-movies", type=int, default=100, help="MovieLens: movies per user")
     rel.add_argument("--models", nargs="+", default=None, help="a subset of the models")

@@ -53,13 +53,22 @@ class PreferenceProblem:
                 f"got {type(relations).__name__}"
             )
         rels = tuple(check_adjacency(W, name=f"relations[{r}]") for r, W in enumerate(relations))
+        said = [f"X has {len(X)} rows"] if X is not None else []
         sizes = {len(X)} if X is not None else set()
-        sizes |= {W.shape[0] for W in rels}
+        for r, W in enumerate(rels):
+            said.append(f"relations[{r}] is {W.shape[0]} x {W.shape[0]}")
+            sizes.add(W.shape[0])
         if n is not None:
             sizes.add(check_int(n, "n", low=1))
+            said.append(f"n = {n}")
+        if not sizes:
+            raise ValueError(
+                "the number of entities is unknown: give X (n, d), relations or n, e.g. "
+                "PreferenceProblem.create(pairs, n=10)"
+            )
         if len(sizes) != 1:
             raise ValueError(
-                f"X, relations and n disagree on the number of entities: {sorted(sizes)}"
+                f"X, relations and n disagree on the number of entities: {', '.join(said)}"
             )
         (n,) = sizes
         summary = check_pairs(pairs, n)

@@ -84,9 +84,13 @@ def _numbers(path: Path, width: int | None) -> np.ndarray:
         if width is not None and len(fields) != width:
             raise ValueError(f"{path}, line {lineno}: expected {width} values, got {len(fields)}")
         try:
-            rows.append([float(f) for f in fields])
+            row = [float(f) for f in fields]
         except ValueError:
             raise ValueError(f"{path}, line {lineno}: not a number in {fields}") from None
+        for f, x in zip(fields, row, strict=True):
+            if not np.isfinite(x):
+                raise ValueError(f"{path}, line {lineno}: {f!r} is not a finite number")
+        rows.append(row)
     return np.array(rows, float).reshape(len(rows), -1)
 
 

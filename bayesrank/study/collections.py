@@ -23,6 +23,7 @@ Each loader takes a :class:`~bayesrank.study.config.StudyConfig` and returns
 from __future__ import annotations
 
 import gzip
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -129,7 +130,19 @@ def movielens(config) -> list[StudyQuery]:
 def directory(config) -> list[StudyQuery]:
     if config.data_dir is None:
         raise ValueError("the collection 'dir' needs --data-dir (a folder in the study format)")
-    return _choose(read_study_dir(config.data_dir), config.queries, config.seed)
+    folders = read_study_dir(config.data_dir)
+    if config.queries is None or config.queries >= len(folders):
+        return folders
+    chosen = _choose(folders, config.queries, config.seed)
+    dropped = sorted({q.qid for q in folders} - {q.qid for q in chosen})
+    warnings.warn(
+        f"{config.data_dir}: using {len(chosen)} of its {len(folders)} query folders "
+        f"(--queries {config.queries}); left out: {dropped[:10]}"
+        f"{' ...' if len(dropped) > 10 else ''}",
+        UserWarning,
+        stacklevel=2,
+    )
+    return chosen
 
 
 COLLECTIONS = {

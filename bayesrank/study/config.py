@@ -23,13 +23,14 @@ DEFAULT_KNOWN = {
 @dataclasses.dataclass(frozen=True)
 class StudyConfig:
     """One run: ``collection`` (see :mod:`.collections`), read from ``data_dir``; ``queries``
-    chosen (seeded by ``seed``); for each ``k`` in ``known``, ``repeats`` random splits;
+    chosen (seeded by ``seed``; default every query folder of ``dir``, 10 of the others); for
+    each ``k`` in ``known``, ``repeats`` random splits;
     ``models`` (``None``: every model of :func:`bayesrank.study.models.model_names`);
     ``jobs`` child processes at a time (0: everything in this process); results to ``out``."""
 
     collection: str = "sample"
     data_dir: Path | None = None
-    queries: int = 10
+    queries: int | None = None  # None: every query folder of "dir", 10 of the others
     known: tuple[int, ...] = ()
     repeats: int = 0
     max_movies: int = 100
@@ -45,7 +46,9 @@ class StudyConfig:
             object.__setattr__(self, "repeats", 3 if self.collection == "sample" else 20)
         for k in self.known:
             check_int(k, "known", low=1)
-        check_int(self.queries, "queries", low=1)
+        if self.queries is None and self.collection != "dir":
+            object.__setattr__(self, "queries", 10)
+        check_int(self.queries, "queries", low=1, allow_none=True)
         check_int(self.repeats, "repeats", low=1)
         check_int(self.max_movies, "max_movies", low=2)
         check_int(self.jobs, "jobs", low=0)

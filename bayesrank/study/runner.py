@@ -91,7 +91,7 @@ def _child(config: StudyConfig, k: int, models: list[str], path: Path) -> None:
     # every k, not just this one: the queries are chosen among those with pairs for the largest
     command += ["--setting", str(k), "--known", *map(str, config.known), "--models", *models]
     for name in ("collection", "queries", "repeats", "max_movies", "seed"):
-        command += [f"--{name.replace('_', '-')}", str(getattr(config, name))]
+        command += [f"--{name.replace('_', '-')}", str(getattr(config, name) or 0)]  # 0: all
     if config.data_dir is not None:
         command += ["--data-dir", str(config.data_dir)]
     done = subprocess.run(command, capture_output=True, text=True)
@@ -244,7 +244,7 @@ def main(argv=None) -> None:
     config = StudyConfig(
         collection=args.collection,
         data_dir=args.data_dir,
-        queries=args.queries,
+        queries=args.queries or None,
         known=tuple(args.known),
         repeats=args.repeats,
         max_movies=args.max_movies,

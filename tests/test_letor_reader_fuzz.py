@@ -204,17 +204,18 @@ def test_matrix_too_large_for_memory_is_a_value_error(tmp_path):
 
 
 def test_lines_end_at_line_feed_only(tmp_path):
-    # Form feed, \v, \x1c-\x1e, NEL, U+2028/2029 and a lone \r are comment text, not line ends.
+    # Form feed, \v, \x1c-\x1e, NEL, U+2028/2029 are comment text, not line ends (a lone \r
+    # is an error, even in a comment: test_a_lone_carriage_return_is_an_error_even_in_a_comment).
     text = (
-        "0 qid:1 1:1 # docid = A a\x0cb\x0bc\x1cd\x1de\x1ef\x85g\u2028h\u2029i\rj\n"
+        "0 qid:1 1:1 # docid = A a\x0cb\x0bc\x1cd\x1de\x1ef\x85g\u2028h\u2029ij\n"
         "# comment line \x0c 2 qid:x 1:y \u2028 junk\n"
         "1 qid:1 2:2 #docid = B\r\n"
         "\n"
         "  \t\n"
         "2 qid:1 1:3 # docid = C \x0c\n"
     )
-    for crlf in (False, True):
-        path = write(tmp_path, text.replace("\n", "\r\n") if crlf else text)
+    for crlf in (False, True):  # (all CRLF: "\r\r\n" would hold a lone "\r")
+        path = write(tmp_path, text.replace("\r\n", "\n").replace("\n", "\r\n") if crlf else text)
         (q,) = load_letor(path)
         np.testing.assert_array_equal(q.X, [[1, 0], [0, 2], [3, 0]])
         assert q.lines.tolist() == [1, 3, 6]
@@ -326,7 +327,8 @@ def test_usual_files_take_the_fast_path(tmp_path):
 # --- (b) property tests --------------------------------------------------------------------------
 
 WHITESPACE = [" ", "\t", "  ", " \t "]
-COMMENT_JUNK = ["", "\x0c", "\x0b", "\u2028", "\x85", "\x1c", "#", ":", "\r", "\u00e9", " 1:2 "]
+# no lone "\r": it is an error even in a comment (test_a_lone_carriage_return_is_an_error...)
+COMMENT_JUNK = ["", "\x0c", "\x0b", "\u2028", "\x85", "\x1c", "#", ":", "\u00e9", " 1:2 "]
 
 
 def fmt_value(x, style):
@@ -559,3 +561,42 @@ def test_fast_and_line_by_line_paths_agree(tmp_path, text):
     with mock.patch.object(letor, "_parse_fast", return_value=None):
         slow = outcome()
     assert fast == slow
+
+
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        ("0 qid:1 1:1 # docid = A\r1 qid:1 1:2 # docid = B\n", 1),  # inside a data line's comment
+        ("# header\r0 qid:1 1:1\n", 1),  # inside a comment line
+        ("0 qid:1 1:1\n0 qid:1 1:2 # a\rb\r\n", 2),  # before a CRLF ending
+    ],
+)
+def test_a_lone_carriage_return_is_an_error_even_in_a_comment(tmp_path, text, line):
+    """Issue 32: a lone ``\\r`` inside a comment was comment text, so old Mac line endings read
+    several documents as one; the grammar says a lone ``\\r`` is an error."""
+    path = write(tmp_path, text)
+    assert "unexpected carriage return" in error_at(path, line)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    comment=st.text(
+        alphabet=st.characters(blacklist_characters="\n", blacklist_categories=("Cs",)),
+        max_size=20,
+    ),
+)
+def test_property_a_carriage_return_in_a_comment_is_refused_or_ends_the_line(comment):
+    """Any comment text: the file reads as exactly one document, or (a ``\\r`` not ending the
+    line) fails naming line 1; never several documents read as one, never a silent merge."""
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "f.txt"
+        path.write_bytes(f"0 qid:1 1:1 # {comment}\n".encode())
+        body = comment[:-1] if comment.endswith("\r") else comment
+        if "\r" in body:
+            assert "unexpected carriage return" in error_at(path, 1)
+        else:
+            (q,) = load_letor(path)
+            assert q.n_docs == 1

@@ -132,11 +132,21 @@ def _read_text(path: Path) -> str:
         return raw.decode("latin-1")
 
 
-def _split_lines(text: str) -> list[str]:
-    """The lines of ``text``, split at line feeds only, less one trailing carriage return."""
+def _split_lines(text: str, path: Path) -> list[str]:
+    """The lines of ``text``, split at line feeds only, less one trailing carriage return; a
+    ``\r`` anywhere else, a comment included, is an error naming ``path`` and the line (old Mac
+    line endings: read as one line, several documents would become one)."""
     lines = text.split("\n")
     if "\r" in text:
         lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+        for lineno, line in enumerate(lines, start=1):
+            if "\r" in line:
+                raise _error(
+                    path,
+                    lineno,
+                    "unexpected carriage return '\\r' (only \\n or \\r\\n end a line; convert old "
+                    "Mac line endings)",
+                )
     return lines
 
 
@@ -412,7 +422,7 @@ def read_query_file(path: str | os.PathLike) -> np.ndarray:
     """Read a LightGBM ``.query`` file: one positive group size a line. Returns ``(n_groups,)``."""
     path = as_path(path)
     sizes = []
-    for lineno, line in enumerate(_split_lines(_read_text(path)), start=1):
+    for lineno, line in enumerate(_split_lines(_read_text(path), path), start=1):
         text = line.strip(" \t")
         if not text:
             continue
@@ -434,11 +444,11 @@ def _default_query_file(path: Path) -> Path | None:
     return candidate if candidate.is_file() else None
 
 
-def _data_lines(text: str) -> tuple[list[str], list[int]]:
+def _data_lines(text: str, path: Path) -> tuple[list[str], list[int]]:
     """The data lines (stripped of spaces and tabs) and their 1-based line numbers."""
     lines: list[str] = []
     linenos: list[int] = []
-    for lineno, line in enumerate(_split_lines(text), start=1):
+    for lineno, line in enumerate(_split_lines(text, path), start=1):
         stripped = line.strip(" \t")
         if stripped and stripped[0] != "#":
             lines.append(stripped)
@@ -476,7 +486,7 @@ def load_letor(
     """
     n_features = check_int(n_features, "n_features", low=1, allow_none=True)
     path = as_path(path)
-    lines, linenos = _data_lines(_read_text(path))
+    lines, linenos = _data_lines(_read_text(path), path)
     if not lines:
         raise ValueError(f"{path}: empty file (no data lines)")
 
@@ -555,7 +565,7 @@ def read_scores(path: str | os.PathLike, n_expected: int | None = None) -> np.nd
     """
     n_expected = check_int(n_expected, "n_expected", low=0, allow_none=True)
     path = as_path(path)
-    rows = _split_lines(_read_text(path))
+    rows = _split_lines(_read_text(path), path)
     while rows and not rows[-1].strip(" \t"):
         rows.pop()
     if not rows:

@@ -544,3 +544,46 @@ def test_hetrec_genre_country_tag_graphs(shared_data):
     np.testing.assert_array_equal(graphs["co_country"], [[0, 1, 1], [1, 0, 1], [1, 1, 0]])
     assert_adjacency(graphs["shared_tag"], 3)
     assert graphs["shared_tag"][0, 1] >= 1
+
+
+# Issue 32: the similarity builders overflowed on features near 1e200 (an all-zero graph, with
+# only NumPy's warnings), the coupling builders gave inf weights.
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    exponent=st.sampled_from([-300, -200, -100, -20, 0, 20, 100, 200, 300]),
+    per_row=st.booleans(),
+)
+def test_property_similarity_graphs_do_not_depend_on_scale(seed, exponent, per_row):
+    """Cosine similarity is invariant to each row's scale and the standardised feature graph to
+    each column's: the graphs at 10**exponent equal those at unit scale, down to rounding."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(7, 4))
+    if per_row:  # rows (cosine) at very different scales
+        scaled = X * (10.0**exponent) ** rng.uniform(0, 1, size=(7, 1))
+        np.testing.assert_allclose(
+            cosine_similarity_graph(scaled), cosine_similarity_graph(X), rtol=1e-9, atol=1e-12
+        )
+    else:  # columns (standardised features) at very different scales
+        scaled = X * (10.0**exponent) ** rng.uniform(0, 1, size=(1, 4))
+        np.testing.assert_allclose(
+            feature_similarity_graph(scaled, k=None),
+            feature_similarity_graph(X, k=None),
+            rtol=1e-9,
+            atol=1e-12,
+        )
+        assert np.any(feature_similarity_graph(scaled, k=None) > 0)
+
+
+def test_coupling_weights_beyond_float64_are_an_error():
+    A = np.zeros((3, 3))
+    A[0, 2] = A[1, 2] = 1e200  # both link to page 2: weight 1e400
+    with pytest.raises(ValueError, match=r"W\[0, 1\] = sum_k B\[0, k\] B\[1, k\] overflows"):
+        bibliographic_coupling(A)
+    with pytest.raises(ValueError, match="overflows float64"):
+        cocitation(A.T)
+    np.testing.assert_allclose(bibliographic_coupling(A * 1e-200)[0, 1], 1.0)  # representable

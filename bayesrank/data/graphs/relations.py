@@ -27,10 +27,20 @@ __all__ = [
 
 
 def _shared_neighbours(B: np.ndarray) -> np.ndarray:
-    """``B B^T`` with a zero diagonal, exactly symmetric: ``W[i, j] = sum_k B[i, k] B[j, k]``."""
-    W = B @ B.T
-    W = (W + W.T) / 2
+    """``B B^T`` with a zero diagonal, exactly symmetric: ``W[i, j] = sum_k B[i, k] B[j, k]``;
+    ``ValueError`` naming the first weight that float64 cannot hold (weights near 1e200
+    multiply to 1e400): a graph's kernels depend on its scale, so it is not rescaled here."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        W = B @ B.T
+        W = (W + W.T) / 2
     np.fill_diagonal(W, 0.0)
+    bad = np.argwhere(~np.isfinite(W))
+    if bad.size:
+        i, j = (int(x) for x in bad[0])
+        raise ValueError(
+            f"the shared-neighbour weight W[{i}, {j}] = sum_k B[{i}, k] B[{j}, k] overflows "
+            f"float64 (largest input weight {np.max(B):.3g}): rescale the weights"
+        )
     return W
 
 

@@ -57,6 +57,10 @@ def cosine_similarity_graph(V, k: int | None = None, threshold: float = 0.0) -> 
     """
     V = check_matrix(V, "V")
     threshold = check_float(threshold, "threshold", 0, 1, high_open=True)
+    # each row scaled by its largest entry first: the cosine does not depend on a row's scale,
+    # and the norm of a row near 1e200 (or 1e-200) would overflow (underflow)
+    peak = np.max(np.abs(V), axis=1, initial=0.0)
+    V = V / np.where(peak > 0, peak, 1.0)[:, None]
     norms = np.linalg.norm(V, axis=1)
     U = V / np.where(norms > 0, norms, 1.0)[:, None]
     S = U @ U.T
@@ -82,6 +86,10 @@ def feature_similarity_graph(X, k: int | None = 10) -> np.ndarray:
         ``W: (n, n)``.
     """
     X = check_matrix(X, "X")
+    # each column scaled by its largest entry first (standardising does not depend on a
+    # column's scale; the variance of a column near 1e200 would overflow)
+    peak = np.max(np.abs(X), axis=0, initial=0.0)
+    X = X / np.where(peak > 0, peak, 1.0)
     scale = X.std(axis=0)
     Z = (X - X.mean(axis=0)) / np.where(scale > 0, scale, 1.0)
     return cosine_similarity_graph(Z, k=k)

@@ -22,6 +22,7 @@ import jax
 jax.config.update("jax_enable_x64", True)
 from bayesrank.runtime import enable_compilation_cache  # noqa: E402
 from bayesrank.study import COLLECTIONS, StudyConfig, run_all, run_study, table  # noqa: E402
+from bayesrank.study.config import THETA  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,7 +31,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--collection", default="OHSUMED", choices=[*COLLECTIONS, "all"])
     p.add_argument("--data-dir", type=Path, default=REPO_ROOT / ".." / "shared" / "data")
-    p.add_argument("--queries", type=int, default=10)
+    p.add_argument("--queries", type=int, default=None, help="default: all of dir, 10 else")
     p.add_argument("--known", type=int, nargs="+", default=())
     p.add_argument("--repeats", type=int, default=0, help="default 20 (sample: 3)")
     p.add_argument("--max-movies", type=int, default=100)
@@ -38,6 +39,7 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--jobs", type=int, default=2, help="child processes at a time (0: none)")
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--theta", choices=THETA, default="shared", help="or one theta per query")
     args = p.parse_args(argv)
     enable_compilation_cache()
     out = args.out or REPO_ROOT / "experiments/out" / f"relational_{args.collection.lower()}"
@@ -52,6 +54,7 @@ def main(argv=None):
         seed=args.seed,
         jobs=args.jobs,
         out=out,
+        theta=args.theta,
     )
     every = run_all(config) if args.collection == "all" else {args.collection: run_study(config)}
     for results in every.values():

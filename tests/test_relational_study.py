@@ -4,6 +4,7 @@ directory, in this process and in a child process."""
 
 import json
 
+import jax
 import numpy as np
 import pytest
 
@@ -140,3 +141,43 @@ def test_a_study_folder_uses_every_query_and_says_what_it_drops(tmp_path):
         one = load_collection(StudyConfig(collection="dir", data_dir=tmp_path / "data", queries=1))
     assert len(one) == 1
     assert StudyConfig(collection="sample").queries == 10  # the others still choose 10
+
+
+def test_per_query_theta_equals_fits_by_hand(tmp_path):
+    """Issue 32: the study fitted one theta shared by all queries, with no other choice. With
+    ``theta="per-query"`` each query's posterior is that of its own fit, done here by hand with
+    ``fit_hyperparameters`` on that query alone; and the study runs with it (in this process)."""
+    from bayesrank.data.problem import PreferenceProblem
+    from bayesrank.data.study import split_known
+    from bayesrank.learning import fit_hyperparameters
+    from bayesrank.study.models import fit_gp, gp_prior
+
+    queries = _tiny_collection(tmp_path / "data")
+    splits = [
+        split_known(jax.random.fold_in(jax.random.PRNGKey(0), b), q.pairs, 10)
+        for b, q in enumerate(queries)
+    ]
+    posts, _ = fit_gp("PGP+I", queries, splits, ["r"], rep=0, per_query=True)
+    shared, _ = fit_gp("PGP+I", queries, splits, ["r"], rep=0)
+    start, trainable, _ = gp_prior("PGP+I", ["r"])
+    for b, q in enumerate(queries):
+        alone = fit_hyperparameters(
+            start, [PreferenceProblem.create(splits[b][0], q.X)], trainable=trainable
+        )
+        np.testing.assert_allclose(posts[b][0], np.asarray(alone.posteriors.mean[0]), atol=1e-6)
+        np.testing.assert_allclose(posts[b][1], np.asarray(alone.posteriors.cov[0]), atol=1e-6)
+    assert np.max(np.abs(posts[0][0] - shared[0][0])) > 1e-3  # and it is not the shared fit
+    config = StudyConfig(
+        collection="dir",
+        data_dir=tmp_path / "data",
+        known=(10,),
+        repeats=1,
+        models=("PGP+I",),
+        jobs=0,
+        out=tmp_path / "out",
+        theta="per-query",
+    )
+    results = run_study(config, verbose=False)
+    assert results["config"]["theta"] == "per-query"
+    with pytest.raises(ValueError, match="theta must be 'shared' or 'per-query'"):
+        StudyConfig(theta="each")

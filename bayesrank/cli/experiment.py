@@ -68,6 +68,7 @@ def _relational(args) -> int:
         seed=args.seed,
         jobs=args.jobs,
         out=out,
+        theta=args.theta,
     )
     if collection == "all":
         if args.data_dir is None:
@@ -99,7 +100,7 @@ def _other(module):
 
 def add_parser(sub) -> None:
     from ..study import COLLECTIONS
-    from ..study.config import DEFAULT_KNOWN
+    from ..study.config import DEFAULT_KNOWN, THETA
 
     experiment = sub.add_parser(
         "experiment",
@@ -146,6 +147,13 @@ def add_parser(sub) -> None:
     rel.add_argument("--max-movies", type=int, default=100, help="MovieLens: movies per user")
     rel.add_argument("--models", nargs="+", default=None, help="a subset of the models")
     rel.add_argument("--jobs", type=int, default=2, help="child processes at a time (0: none)")
+    rel.add_argument(
+        "--theta",
+        choices=THETA,
+        default="shared",
+        help="the GPs' hyperparameters: one theta shared by the queries of a repetition "
+        "(default, the paper's setting) or one per query (e.g. one user per query)",
+    )
     rel.set_defaults(func=_relational)
     from ..experiments import EXPERIMENTS
 

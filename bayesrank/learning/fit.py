@@ -229,8 +229,11 @@ def _fit(
     points += restart_points(free, restarts, key, per_query)
     best, ends = None, []
     for k, point in enumerate(points):
-        if 0 < k < n_design and not _worth_running(design_result, k, best[0]):
-            continue
+        worth = True  # per query: this start may replace the best (a skipped one may not)
+        if 0 < k < n_design:
+            worth = _worth_running(design_result, k, best[0])
+            if not np.any(worth):
+                continue
         # the design's starts keep the hyperprior on the initial values; a random restart is
         # centred on itself
         u0 = (u_start if k < n_design else point) if centre is None else centre
@@ -262,7 +265,7 @@ def _fit(
         if best is None:
             best = (score, result)
         elif per_query:  # the best start of each query
-            better = score > best[0]
+            better = (score > best[0]) & worth  # each query exactly as its fit alone
             best = (np.where(better, score, best[0]), _choose(better, result, best[1]))
         elif score > best[0]:
             best = (score, result)
@@ -287,16 +290,18 @@ def _fit(
     return jax.block_until_ready(result)
 
 
-def _worth_running(design: Design, k: int, best) -> bool:
-    """Whether the design's ``k``-th start is run: for some query, its design value lies within
-    ``SKIP`` nats of the best end so far (a start that far below has not, in the measurements
-    of ``docs/guide/fitting.md``, led to a higher end)."""
+def _worth_running(design: Design, k: int, best) -> np.ndarray:
+    """Per query (``(B,)``, or ``()`` for a shared ``theta``), whether the design's ``k``-th
+    start is worth running: its design value lies within ``SKIP`` nats of the best end so far
+    (a start that far below has not, in the measurements of ``docs/guide/fitting.md``, led to a
+    higher end). A per-query fit runs it where any query needs it; the others keep their best,
+    as each would alone."""
     values = np.asarray(design.objective)
     starts = np.asarray(design.starts)
     if values.ndim == 1:
-        return bool(values[starts[k]] >= np.reshape(best, -1)[0] - SKIP)
+        return np.asarray(values[starts[k]] >= np.reshape(best, -1)[0] - SKIP)
     value = values[np.arange(len(values)), starts[:, k]]
-    return bool(np.any(value >= np.asarray(best) - SKIP))
+    return value >= np.asarray(best) - SKIP
 
 
 def _choose(better, new, old):

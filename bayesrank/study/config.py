@@ -5,9 +5,13 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from ..data.checks import check_int
+from ..data.checks import check_choice, check_int
 
-__all__ = ["DEFAULT_KNOWN", "StudyConfig"]
+__all__ = ["DEFAULT_KNOWN", "THETA", "StudyConfig"]
+
+#: How the GP models' hyperparameters are fitted: one ``theta`` shared by the queries of a
+#: repetition (the paper's setting), or one per query (users of a recommender, one query each).
+THETA = ("shared", "per-query")
 
 #: Numbers of known pairs per collection (the paper's 100, 150, 200 on OHSUMED; scaled to the
 #: sizes of the others' queries).
@@ -26,7 +30,8 @@ class StudyConfig:
     chosen (seeded by ``seed``; default every query folder of ``dir``, 10 of the others); for
     each ``k`` in ``known``, ``repeats`` random splits;
     ``models`` (``None``: every model of :func:`bayesrank.study.models.model_names`);
-    ``jobs`` child processes at a time (0: everything in this process); results to ``out``."""
+    ``jobs`` child processes at a time (0: everything in this process); results to ``out``;
+    ``theta``: the GPs' hyperparameters shared by the queries or one per query (:data:`THETA`)."""
 
     collection: str = "sample"
     data_dir: Path | None = None
@@ -38,6 +43,7 @@ class StudyConfig:
     seed: int = 0
     jobs: int = 2
     out: Path | None = None
+    theta: str = "shared"  # the GPs' hyperparameters: one for all queries, or "per-query"
 
     def __post_init__(self):
         known = tuple(self.known) or DEFAULT_KNOWN.get(self.collection, ())
@@ -52,6 +58,7 @@ class StudyConfig:
         check_int(self.repeats, "repeats", low=1)
         check_int(self.max_movies, "max_movies", low=2)
         check_int(self.jobs, "jobs", low=0)
+        check_choice(self.theta, "theta", THETA)
         if self.data_dir is not None:
             object.__setattr__(self, "data_dir", Path(self.data_dir))
         if self.out is not None:

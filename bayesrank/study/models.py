@@ -81,10 +81,10 @@ def gp_prior(model: str, relations: list[str]):
     return prior, default_trainable(prior), used
 
 
-def fit_gp(model, queries, splits, relations, rep):
-    """Fit one GP model (one ``theta`` shared by the queries) on the known pairs of
-    ``splits[b] = (known, test)``; per query the posterior ``(mean: (n,), cov: (n, n))``, and
-    the fitted prior."""
+def fit_gp(model, queries, splits, relations, rep, per_query: bool = False):
+    """Fit one GP model (one ``theta`` shared by the queries, or one per query with
+    ``per_query``) on the known pairs of ``splits[b] = (known, test)``; per query the posterior
+    ``(mean: (n,), cov: (n, n))``, and the fitted prior (per query: leaves ``(B, ...)``)."""
     prior, trainable, used = gp_prior(model, relations)
     problems = []
     for b, (q, (known, _)) in enumerate(zip(queries, splits, strict=True)):
@@ -93,7 +93,7 @@ def fit_gp(model, queries, splits, relations, rep):
             key = jax.random.fold_in(jax.random.PRNGKey(10_000 + b), rep % PLACEBO_PERMUTATIONS)
             graphs = [permute_graph(jax.random.fold_in(key, g), W)[0] for g, W in enumerate(graphs)]
         problems.append(PreferenceProblem.create(known, q.X, relations=graphs))
-    fit = fit_hyperparameters(prior, problems, trainable=trainable)
+    fit = fit_hyperparameters(prior, problems, trainable=trainable, per_query=per_query)
     post = fit.posteriors
     mean, cov = np.asarray(post.mean), np.asarray(post.cov)
     return [(mean[b, : q.n], cov[b, : q.n, : q.n]) for b, q in enumerate(queries)], fit.prior

@@ -60,7 +60,8 @@ def run_setting(queries, k: int, config: StudyConfig, relations, models, progres
         for model in models:
             if model in SVMS:
                 continue
-            posts, prior = fit_gp(model, queries, splits, relations, rep)
+            per_query = config.theta == "per-query"
+            posts, prior = fit_gp(model, queries, splits, relations, rep, per_query)
             hyper[model].append(str(prior))
             for b, (q, (mean, cov)) in enumerate(zip(queries, posts, strict=True)):
                 known, test = splits[b]
@@ -90,7 +91,7 @@ def _child(config: StudyConfig, k: int, models: list[str], path: Path) -> None:
     command = [sys.executable, "-m", "bayesrank.study.runner", "--part", str(path)]
     # every k, not just this one: the queries are chosen among those with pairs for the largest
     command += ["--setting", str(k), "--known", *map(str, config.known), "--models", *models]
-    for name in ("collection", "queries", "repeats", "max_movies", "seed"):
+    for name in ("collection", "queries", "repeats", "max_movies", "seed", "theta"):
         command += [f"--{name.replace('_', '-')}", str(getattr(config, name) or 0)]  # 0: all
     if config.data_dir is not None:
         command += ["--data-dir", str(config.data_dir)]
@@ -240,6 +241,7 @@ def main(argv=None) -> None:
     p.add_argument("--max-movies", type=int, required=True)
     p.add_argument("--models", nargs="+", required=True)
     p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--theta", default="shared")
     args = p.parse_args(argv)
     config = StudyConfig(
         collection=args.collection,
@@ -251,6 +253,7 @@ def main(argv=None) -> None:
         models=tuple(args.models),
         seed=args.seed,
         jobs=0,
+        theta=args.theta,
     )
     queries = load_collection(config)
     relations = sorted(queries[0].relations)

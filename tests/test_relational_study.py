@@ -181,3 +181,60 @@ def test_per_query_theta_equals_fits_by_hand(tmp_path):
     assert results["config"]["theta"] == "per-query"
     with pytest.raises(ValueError, match="theta must be 'shared' or 'per-query'"):
         StudyConfig(theta="each")
+
+
+def _processes_with(text: str) -> list[int]:
+    """Pids of the processes whose command line holds ``text`` (Linux's /proc)."""
+    from pathlib import Path
+
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if text in cmdline and "bayesrank.study.runner" in cmdline:
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM", "SIGKILL"])
+def test_an_interrupted_study_leaves_no_child_running(tmp_path, signal_name):
+    """Issue 32: Ctrl-C or SIGTERM on the parent left its child processes running. Interrupt a
+    study while its child runs: the parent exits and no child of it is left (after SIGKILL, the
+    child's own guard: the kernel's signal on its parent's death)."""
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    _tiny_collection(tmp_path / "data")
+    script = textwrap.dedent(
+        f"""
+        from bayesrank.study import StudyConfig, run_study
+        run_study(StudyConfig(collection="dir", data_dir={str(tmp_path / "data")!r},
+                              known=(10,), repeats=5000, models=("PGP",), jobs=1),
+                  verbose=False)
+        """
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 120
+        while not _processes_with(str(tmp_path / "data")):
+            assert parent.poll() is None, "the study ended before its child could be seen"
+            assert time.monotonic() < deadline, "no child process started"
+            time.sleep(0.1)
+        parent.send_signal(getattr(signal, signal_name))
+        parent.wait(60)
+        deadline = time.monotonic() + 15
+        while _processes_with(str(tmp_path / "data")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _processes_with(str(tmp_path / "data")) == []
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        for pid in _processes_with(str(tmp_path / "data")):
+            __import__("os").kill(pid, 9)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +30,7 @@ import jax
 import numpy as np
 
 from ..data.study import split_known
+from .children import Children, die_with_parent
 from .collections import load_collection
 from .config import StudyConfig
 from .measures import COMPARATORS, compare, gp_numbers, summarize, svm_numbers
@@ -86,8 +86,9 @@ def groups(models) -> list[list[str]]:
     return [[m] for m in models if m not in svms] + ([svms] if svms else [])
 
 
-def _child(config: StudyConfig, k: int, models: list[str], path: Path) -> None:
-    """One task in a child process: its rows to ``path``."""
+def _child(config: StudyConfig, k: int, models: list[str], path: Path, children) -> None:
+    """One task in a child process (started by ``children``, a :class:`.children.Children`):
+    its rows to ``path``."""
     command = [sys.executable, "-m", "bayesrank.study.runner", "--part", str(path)]
     # every k, not just this one: the queries are chosen among those with pairs for the largest
     command += ["--setting", str(k), "--known", *map(str, config.known), "--models", *models]
@@ -95,9 +96,9 @@ def _child(config: StudyConfig, k: int, models: list[str], path: Path) -> None:
         command += [f"--{name.replace('_', '-')}", str(getattr(config, name) or 0)]  # 0: all
     if config.data_dir is not None:
         command += ["--data-dir", str(config.data_dir)]
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode:
-        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
+    code, _, err = children.run(command)
+    if code:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{err[-3000:]}")
 
 
 class _Bar:
@@ -135,6 +136,7 @@ def run_study(config: StudyConfig, *, verbose: bool = True) -> dict:
     tasks = [(k, tuple(g)) for k in config.known for g in groups(models)]
     bar = _Bar(len(tasks), start) if verbose else (lambda _: None)
     parts = {}
+    children = Children()
 
     def one(task):
         k, group = task
@@ -143,12 +145,13 @@ def run_study(config: StudyConfig, *, verbose: bool = True) -> dict:
         else:
             with _scratch() as folder:
                 path = folder / "part.json"
-                _child(config, k, list(group), path)
+                _child(config, k, list(group), path, children)
                 part = json.loads(path.read_text())
                 parts[task] = (part["rows"], part["hyper"])
         bar(f"k={k} {'+'.join(group)}")
 
-    with ThreadPoolExecutor(max_workers=max(config.jobs, 1)) as pool:
+    # Ctrl-C or SIGTERM: every child is stopped before the pool waits for its threads
+    with ThreadPoolExecutor(max_workers=max(config.jobs, 1)) as pool, children:
         list(pool.map(one, tasks))
     results = {
         "collection": config.collection,
@@ -226,6 +229,7 @@ class _scratch:
 
 def main(argv=None) -> None:
     """A child process: one task (``--setting k --models ...``), its rows as JSON to ``--part``."""
+    die_with_parent()
     jax.config.update("jax_enable_x64", True)
     from ..runtime import enable_compilation_cache
 

@@ -1,0 +1,97 @@
+"""The study's child processes, and that none outlives an interrupted parent.
+
+:class:`Children` runs commands from worker threads (:meth:`Children.run`) and remembers the
+live ones. Used as a context manager around the study's thread pool, it turns ``SIGTERM`` into
+``KeyboardInterrupt`` (from the main thread; restored afterwards) and, on any exception, Ctrl-C
+included, terminates every live child (``SIGTERM``, then ``SIGKILL`` after a grace period) and
+refuses to start new ones, before the pool waits for its threads. As a last guard, a child
+asks the Linux kernel to send it ``SIGTERM`` when its parent dies (:func:`die_with_parent`),
+which also covers a parent killed by ``SIGKILL``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+__all__ = ["Children", "die_with_parent"]
+
+
+class Children:
+    """Child processes run from threads, all stopped when the parent is interrupted."""
+
+    def __init__(self, grace: float = 5.0):
+        self.grace = grace
+        self._live: set[subprocess.Popen] = set()
+        self._lock = threading.Lock()
+        self._stopping = False
+        self._previous = None
+
+    def run(self, command: list[str]) -> tuple[int, str, str]:
+        """Run ``command`` to its end: ``(returncode, stdout, stderr)``; ``RuntimeError`` once
+        the children are being stopped."""
+        with self._lock:
+            if self._stopping:
+                raise RuntimeError("interrupted: no new child process")
+            env = dict(os.environ, BAYESRANK_PARENT_PID=str(os.getpid()))
+            process = subprocess.Popen(
+                command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+            )
+            self._live.add(process)
+        try:
+            out, err = process.communicate()
+        finally:
+            with self._lock:
+                self._live.discard(process)
+        return process.returncode, out, err
+
+    def stop(self) -> None:
+        """Terminate every live child and start no new one."""
+        with self._lock:
+            self._stopping = True
+            live = list(self._live)
+        for process in live:
+            process.terminate()
+        for process in live:
+            try:
+                process.wait(self.grace)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+    def __enter__(self) -> Children:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGTERM, _interrupt)
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        try:
+            if kind is not None:
+                self.stop()
+        finally:
+            if self._previous is not None:
+                signal.signal(signal.SIGTERM, self._previous)
+                self._previous = None
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def die_with_parent() -> None:
+    """In a child: ``SIGTERM`` when the parent (``BAYESRANK_PARENT_PID``) dies (Linux's
+    ``PR_SET_PDEATHSIG``), and exit now if it has died already."""
+    parent = os.environ.get("BAYESRANK_PARENT_PID")
+    if parent is None:
+        return
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):  # no prctl: the parent's own stop() remains
+            pass
+    if os.getppid() != int(parent):
+        sys.exit("bayesrank.study.runner: the parent process is gone")

@@ -342,7 +342,8 @@ def test_study_panels_curves_bands_and_legend(tmp_path):
     assert len(fig.axes) == 2
     for ax, metric, label in zip(fig.axes, ("err", "auc"), ("pairwise error", "AUC"), strict=True):
         assert ax.get_xlabel() == "known pairs" and ax.get_ylabel() == label
-        assert ax.get_title() == "OHSUMED"
+        assert ax.get_title() == f"OHSUMED: {label}"
+        assert [int(t) for t in ax.get_xticks()] == [10, 20, 30]
         for line, model in zip(ax.get_lines(), ("XPGP", "PGP", "RankSVM"), strict=True):
             ks = [10, 20] if model == "PGP" else [10, 20, 30]
             rows = [results["settings"][str(k)]["rows"][model] for k in ks]
@@ -412,3 +413,52 @@ def test_save_accepts_figure_or_axes_and_rejects_others(tmp_path):
     written(ax, tmp_path, "b.png")
     with pytest.raises(ValueError, match="fig_or_ax"):
         bp.save("not a figure", tmp_path / "c.png")
+
+
+def test_study_one_setting_dir_titles_and_ticks(tmp_path):
+    """Issue 32: with one number of known pairs the axis read 96-104, and both panels were
+    titled just "dir". Read back from the saved figure's Axes: one tick at k, a margin around it,
+    the folder's name and the metric in each title."""
+    results = fake_results()
+    results["settings"] = {"100": results["settings"]["10"]}
+    results["collection"] = "dir"
+    results["config"] = {"data_dir": str(tmp_path / "my-ratings")}
+    fig = bp.study(results)
+    written(fig, tmp_path, "one.png")
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == ["my-ratings (dir): pairwise error", "my-ratings (dir): AUC"]
+    for ax in fig.axes:
+        assert list(ax.get_xticks()) == [100]
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["100"]
+        lo, hi = ax.get_xlim()
+        assert lo <= 60 and hi >= 140
+
+
+def test_paired_differences_against_the_reference_by_hand(tmp_path):
+    """Each model's mean paired difference to the reference (matched by query and repetition)
+    and its 95% t interval, computed here from the rows by hand."""
+    from scipy import stats
+
+    results = fake_results()
+    fig = bp.paired(results, reference="XPGP", metric="error")
+    written(fig, tmp_path, "paired.png")
+    (ax,) = fig.axes
+    assert ax.get_title() == "paired difference to XPGP: OHSUMED"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["10", "20", "30"]
+    containers = ax.containers  # one errorbar per model: PGP, then RankSVM
+    assert [c.get_label() for c in containers] == ["PGP", "RankSVM"]
+    for container, model in zip(containers, ("PGP", "RankSVM"), strict=True):
+        line, _caps, (bars,) = container.lines
+        ks = [10, 20] if model == "PGP" else [10, 20, 30]
+        expected, halves = [], []
+        for k in ks:
+            rows = results["settings"][str(k)]["rows"]
+            ref = {(r["qid"], r["rep"]): r["err"] for r in rows["XPGP"]}
+            d = np.array([r["err"] - ref[(r["qid"], r["rep"])] for r in rows[model]])
+            expected.append(d.mean())
+            halves.append(stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d)))
+        np.testing.assert_allclose(np.asarray(line.get_ydata(), float), expected, rtol=1e-12)
+        segments = bars.get_segments()
+        np.testing.assert_allclose([s[1][1] - s[0][1] for s in segments], 2 * np.array(halves))
+    with pytest.raises(ValueError, match="reference 'PGP\\+I' has no rows"):
+        bp.paired(results)

@@ -81,7 +81,10 @@ def _relational(args) -> int:
     else:
         results = run_study(config)
         print(table(results) + f"run time {results['seconds']:.0f} s")
-    print(f"written: {out} (results.json, table.txt, table.md, curves.png)", file=sys.stderr)
+    print(
+        f"written: {out} (results.json, table.txt, table.md, curves.png, paired.png)",
+        file=sys.stderr,
+    )
     return 0
 
 

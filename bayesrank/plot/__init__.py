@@ -6,6 +6,7 @@
 :func:`ranked_pairs`       P(rank r beats rank r + 1) along the ranking by posterior mean, with the
                            central interval of the latent probability Phi(delta)
 :func:`learning_curves`    lines with bands against a budget (active learning: pairs asked)
+:func:`paired`             each model's paired difference to a reference, with 95% intervals;
 :func:`study`              the relational study's panels (its ``results.json``, see the function):
                            each metric against the number of known pairs, one line per model
 :func:`save`               write a Figure (or an Axes' figure) to a file
@@ -25,6 +26,6 @@ from ._base import save
 from .calibration import reliability
 from .curves import learning_curves
 from .pairs import ranked_pairs
-from .relational import study
+from .relational import paired, study
 
-__all__ = ["learning_curves", "ranked_pairs", "reliability", "save", "study"]
+__all__ = ["learning_curves", "paired", "ranked_pairs", "reliability", "save", "study"]

@@ -81,13 +81,18 @@ def markdown(results) -> str:
 
 def plot(results, path: Path) -> bool:
     """Error and AUC against the number of known pairs (:func:`bayesrank.plot.study`; bands:
-    sd over query-repetitions) to ``path``; False (nothing written) without matplotlib."""
+    sd over query-repetitions) to ``path``, and each model's paired difference in error to
+    PGP+I with its 95% interval (:func:`bayesrank.plot.paired`) to ``paired.png`` beside it,
+    where PGP+I ran; False (nothing written) without matplotlib."""
     try:
         import matplotlib
     except ImportError:
         return False
     matplotlib.use("Agg")
-    from ..plot import save, study
+    from ..plot import paired, save, study
 
     save(study(results), path, close=True)
+    ran = {m for block in results["settings"].values() for m in block.get("rows", {})}
+    if "PGP+I" in ran and len(ran) > 1:
+        save(paired(results), Path(path).with_name("paired.png"), close=True)
     return True

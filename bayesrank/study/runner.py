@@ -201,7 +201,8 @@ def run_all(config: StudyConfig, *, verbose: bool = True) -> dict:
 
 
 def write(results: dict, out: Path) -> list[Path]:
-    """``results.json``, ``table.txt``, ``table.md`` and (with matplotlib) ``curves.png``."""
+    """``results.json``, ``table.txt``, ``table.md`` and (with matplotlib) ``curves.png`` and
+    ``paired.png``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     text = table(results) + f"run time {results['seconds']:.0f} s\n"
@@ -211,6 +212,8 @@ def write(results: dict, out: Path) -> list[Path]:
     written[2].write_text(markdown(results))
     if plot(results, out / "curves.png"):
         written.append(out / "curves.png")
+        if (out / "paired.png").is_file():
+            written.append(out / "paired.png")
     return written
 
 

@@ -238,3 +238,25 @@ def test_an_interrupted_study_leaves_no_child_running(tmp_path, signal_name):
             parent.kill()
         for pid in _processes_with(str(tmp_path / "data")):
             __import__("os").kill(pid, 9)
+
+
+@pytest.mark.parametrize("jobs", [0, 1])
+def test_progress_counts_repetitions(tmp_path, capsys, jobs):
+    """Issue 32: the progress bar counted tasks and sat at 13/14 for a quarter of an hour. It
+    now counts every task's repetitions, from a child process (its stdout) or in process."""
+    _tiny_collection(tmp_path / "data")
+    config = StudyConfig(
+        collection="dir",
+        data_dir=tmp_path / "data",
+        known=(10,),
+        repeats=3,
+        models=("PGP", "RankSVM"),
+        jobs=jobs,
+    )
+    run_study(config)
+    err = capsys.readouterr().err
+    states = [part.split(" (")[0] for part in err.split("\r") if part.startswith("[")]
+    done = [s.split("] ")[1].split(" ")[0] for s in states]
+    assert sorted(done, key=lambda d: int(d.split("/")[0])) == [f"{i}/6" for i in range(1, 7)]
+    assert any("k=10 PGP repetition 3/3" in s for s in states)
+    assert any("k=10 RankSVM repetition 3/3" in s for s in states)

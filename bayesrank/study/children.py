@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 
 __all__ = ["Children", "die_with_parent"]
@@ -30,23 +31,32 @@ class Children:
         self._stopping = False
         self._previous = None
 
-    def run(self, command: list[str]) -> tuple[int, str, str]:
-        """Run ``command`` to its end: ``(returncode, stdout, stderr)``; ``RuntimeError`` once
-        the children are being stopped."""
-        with self._lock:
-            if self._stopping:
-                raise RuntimeError("interrupted: no new child process")
-            env = dict(os.environ, BAYESRANK_PARENT_PID=str(os.getpid()))
-            process = subprocess.Popen(
-                command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-            )
-            self._live.add(process)
-        try:
-            out, err = process.communicate()
-        finally:
+    def run(self, command: list[str], on_line=None) -> tuple[int, str, str]:
+        """Run ``command`` to its end: ``(returncode, stdout, stderr)``, ``on_line(text)``
+        called with each line of its stdout as it comes; ``RuntimeError`` once the children are
+        being stopped."""
+        with tempfile.TemporaryFile("w+") as err_file:  # stderr apart: no pipe to deadlock on
             with self._lock:
-                self._live.discard(process)
-        return process.returncode, out, err
+                if self._stopping:
+                    raise RuntimeError("interrupted: no new child process")
+                env = dict(os.environ, BAYESRANK_PARENT_PID=str(os.getpid()))
+                process = subprocess.Popen(
+                    command, stdout=subprocess.PIPE, stderr=err_file, text=True, env=env
+                )
+                self._live.add(process)
+            lines = []
+            try:
+                for text in process.stdout:
+                    lines.append(text)
+                    if on_line is not None:
+                        on_line(text.rstrip("\n"))
+                process.wait()
+            finally:
+                process.stdout.close()
+                with self._lock:
+                    self._live.discard(process)
+            err_file.seek(0)
+            return process.returncode, "".join(lines), err_file.read()
 
     def stop(self) -> None:
         """Terminate every live child and start no new one."""

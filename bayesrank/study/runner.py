@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -86,9 +87,9 @@ def groups(models) -> list[list[str]]:
     return [[m] for m in models if m not in svms] + ([svms] if svms else [])
 
 
-def _child(config: StudyConfig, k: int, models: list[str], path: Path, children) -> None:
+def _child(config: StudyConfig, k: int, models: list[str], path: Path, children, progress) -> None:
     """One task in a child process (started by ``children``, a :class:`.children.Children`):
-    its rows to ``path``."""
+    its rows to ``path``; ``progress(rep)`` after each repetition (the child's stdout lines)."""
     command = [sys.executable, "-m", "bayesrank.study.runner", "--part", str(path)]
     # every k, not just this one: the queries are chosen among those with pairs for the largest
     command += ["--setting", str(k), "--known", *map(str, config.known), "--models", *models]
@@ -96,19 +97,30 @@ def _child(config: StudyConfig, k: int, models: list[str], path: Path, children)
         command += [f"--{name.replace('_', '-')}", str(getattr(config, name) or 0)]  # 0: all
     if config.data_dir is not None:
         command += ["--data-dir", str(config.data_dir)]
-    code, _, err = children.run(command)
+
+    def line(text: str) -> None:
+        if text.startswith("repetition "):
+            progress(text.split()[1])
+
+    code, _, err = children.run(command, line)
     if code:
         raise RuntimeError(f"{' '.join(command)} failed:\n{err[-3000:]}")
 
 
 class _Bar:
-    """A one-line progress bar on stderr: tasks done, the last one, elapsed seconds."""
+    """A one-line progress bar on stderr: repetitions done (of every task), the last one's
+    task, elapsed seconds. Called from the worker threads (a lock keeps the count)."""
 
     def __init__(self, total: int, start: float):
         self.total, self.done, self.start = total, 0, start
+        self._lock = threading.Lock()
 
     def __call__(self, what: str) -> None:
-        self.done += 1
+        with self._lock:
+            self.done += 1
+            self._draw(what)
+
+    def _draw(self, what: str) -> None:
         filled = round(30 * self.done / self.total)
         elapsed = time.perf_counter() - self.start
         sys.stderr.write(
@@ -134,21 +146,25 @@ def run_study(config: StudyConfig, *, verbose: bool = True) -> dict:
         f"{config.repeats} repetitions, models {models}"
     )
     tasks = [(k, tuple(g)) for k in config.known for g in groups(models)]
-    bar = _Bar(len(tasks), start) if verbose else (lambda _: None)
+    bar = _Bar(len(tasks) * config.repeats, start) if verbose else (lambda _: None)
     parts = {}
     children = Children()
 
     def one(task):
         k, group = task
+        name = f"k={k} {'+'.join(group)}"
+
+        def progress(rep):  # one repetition of the task done
+            bar(f"{name} repetition {int(rep) + 1}/{config.repeats}")
+
         if config.jobs == 0:
-            parts[task] = run_setting(queries, k, config, relations, list(group))
+            parts[task] = run_setting(queries, k, config, relations, list(group), progress)
         else:
             with _scratch() as folder:
                 path = folder / "part.json"
-                _child(config, k, list(group), path, children)
+                _child(config, k, list(group), path, children, progress)
                 part = json.loads(path.read_text())
                 parts[task] = (part["rows"], part["hyper"])
-        bar(f"k={k} {'+'.join(group)}")
 
     # Ctrl-C or SIGTERM: every child is stopped before the pool waits for its threads
     with ThreadPoolExecutor(max_workers=max(config.jobs, 1)) as pool, children:
@@ -264,7 +280,14 @@ def main(argv=None) -> None:
     )
     queries = load_collection(config)
     relations = sorted(queries[0].relations)
-    rows, hyper = run_setting(queries, args.setting, config, relations, args.models)
+    rows, hyper = run_setting(
+        queries,
+        args.setting,
+        config,
+        relations,
+        args.models,
+        lambda rep: print(f"repetition {rep}", flush=True),  # the parent's progress bar
+    )
     args.part.write_text(json.dumps({"rows": rows, "hyper": hyper}))
 
 

@@ -165,6 +165,8 @@ def paired(
     if reference not in found:
         raise ValueError(f"reference {reference!r} has no rows in the results (models: {found})")
     models = [m for m in (models or found) if m != reference]
+    if missing := [m for m in models if m not in found]:
+        raise ValueError(f"models {missing!r} have no rows in the results (models: {found})")
     if ax is None:
         fig, ax = plt.subplots(figsize=(5.2, 3.8))
     fig = ax.figure
@@ -194,7 +196,7 @@ def paired(
                 fmt="o",
                 ms=4,
                 capsize=3,
-                color=f"C{index % 10}",
+                color=f"C{found.index(model) % 10}",  # the model's colour in study()'s panels
                 label=str(model),
             )
     if not ax.has_data():
@@ -205,7 +207,7 @@ def paired(
     ax.set(xlabel="known pairs", ylabel=f"{label} - {reference} (95% CI)")
     title = _collection_name(results) if title is None else title
     ax.set_title(f"paired difference to {reference}" + ("" if title is None else f": {title}"))
-    ax.legend(fontsize=7, loc="best")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside, not over
     return fig
 
 

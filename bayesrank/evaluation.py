@@ -37,7 +37,11 @@ def evaluate_queries(
     Args:
         queries: ``Q`` queries (their ``grades`` are the labels).
         scores: ``Q`` arrays, ``scores[q]: (n_q,)``, higher = ranked earlier.
-        max_k: the largest cut-off.
+        max_k: the largest cut-off; it may exceed every query's length: past the longest
+            query, with the official scripts' conventions (:func:`bayesrank.metrics.ndcg_at`),
+            NDCG@k = 0 (no document at the positions past a query's end) and P@k = (relevant
+            documents) / k, so those values follow from the longest's without arrays of
+            ``max_k`` columns.
 
     Returns:
         A dict with the means under ``"MAP"``, ``"NDCG@k"`` and ``"P@k"`` and a ``"per_query"``
@@ -54,12 +58,26 @@ def evaluate_queries(
         if np.shape(s) != (q.n_docs,):
             raise ValueError(f"query {q.qid}: {np.shape(s)} scores for {q.n_docs} documents")
         check_gain_labels(q.grades, name=f"query {q.qid}: labels")
-    result = letor_metrics(scores, [q.grades for q in queries], max_k)
+    longest = max(max((q.n_docs for q in queries), default=1), 1)
+    computed = min(max_k, longest)
+    result = letor_metrics(scores, [q.grades for q in queries], computed)
+    ndcg, precision = np.asarray(result.ndcg), np.asarray(result.precision)
     per_query = []
     for b, q in enumerate(queries):
         row = {"qid": q.qid, "n_docs": q.n_docs, "MAP": float(result.map[b])}
-        row.update({f"NDCG@{k}": float(result.ndcg[b, k - 1]) for k in range(1, max_k + 1)})
-        row.update({f"P@{k}": float(result.precision[b, k - 1]) for k in range(1, max_k + 1)})
+        hits = precision[b, computed - 1] * computed  # relevant documents of the whole query
+        row.update(
+            {
+                f"NDCG@{k}": float(ndcg[b, k - 1]) if k <= computed else 0.0
+                for k in range(1, max_k + 1)
+            }
+        )
+        row.update(
+            {
+                f"P@{k}": float(precision[b, k - 1]) if k <= computed else float(hits / k)
+                for k in range(1, max_k + 1)
+            }
+        )
         per_query.append(row)
     keys = [k for k in per_query[0] if k not in ("qid", "n_docs")]
     out = {k: float(np.mean([row[k] for row in per_query])) for k in keys}

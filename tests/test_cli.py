@@ -55,6 +55,28 @@ def test_evaluate_hand_worked(tmp_path, capsys):
     assert result["per_query"][0]["NDCG@3"] == pytest.approx(ndcg3, abs=1e-12)
 
 
+def test_evaluate_beyond_the_longest_query(tmp_path, capsys):
+    """Issue 32: --max-k 1000 on short queries was refused. Past a query's end the official
+    scripts' conventions give NDCG@k = 0 and P@k = (relevant documents) / k, worked here by
+    hand (query 1: two relevant of three; query 2: none); k within the queries is unchanged."""
+    data = write_letor(tmp_path)
+    scores = tmp_path / "pred.txt"
+    scores.write_text("3\n1\n2\n5\n4\n")
+    assert main(["evaluate", str(data), str(scores), "--json", "--max-k", "1000"]) == 0
+    wide = json.loads(capsys.readouterr().out)
+    assert main(["evaluate", str(data), str(scores), "--json", "--max-k", "3"]) == 0
+    narrow = json.loads(capsys.readouterr().out)
+    for key in ("MAP", "NDCG@1", "NDCG@3", "P@2", "P@3"):
+        assert wide[key] == narrow[key]
+    for k in (4, 17, 1000):
+        assert wide[f"NDCG@{k}"] == 0.0
+        assert wide["per_query"][0][f"P@{k}"] == pytest.approx(2 / k, rel=1e-12)
+        assert wide[f"P@{k}"] == pytest.approx((2 / k + 0) / 2, rel=1e-12)
+    assert main(["evaluate", str(data), str(scores), "--max-k", "1000"]) == 0
+    table = capsys.readouterr().out
+    assert "  1000" in table and "NDCG@k" in table  # the first ten k and the last
+
+
 def test_evaluate_table_and_errors(tmp_path, capsys):
     data = write_letor(tmp_path)
     scores = tmp_path / "pred.txt"

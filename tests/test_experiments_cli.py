@@ -346,7 +346,6 @@ def test_strict_json(tmp_path):
         ("active", ["--test-fraction", 1.5], None, "--test-fraction must be a number in"),
         ("baselines", ["--folds", 6], None, "--folds 6 is more than the 5 queries"),
         ("baselines", ["--C", -1], None, "--C must be"),
-        ("baselines", ["--max-k", 100], None, "--max-k 100 is too large"),
         ("baselines", [], "fold", "is not a LETOR fold folder: no train"),
         ("ep-vs-nuts", ["--known", 5000], None, "--known 5000 is too large"),
         ("ep-vs-nuts", ["--samples", 1], None, "--samples must be an integer >= 4"),

@@ -228,12 +228,6 @@ def run(args: argparse.Namespace) -> dict:
         queries, source = load_queries(args.data_dir)
         mode = "query folds"
         n_stages = opt["folds"] * len(opt["methods"])
-    longest = max(q.n_docs for q in queries)
-    if opt["max_k"] > max(longest, 10):
-        raise ValueError(
-            f"--max-k {opt['max_k']} is too large: the longest test query has {longest} "
-            f"documents, so --max-k may be at most {max(longest, 10)}"
-        )
     progress = Progress(n_stages)
     with recorded_warnings() as caught:
         if mode == "train/test":

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..kernels.params import constrain, constrain_host
+from ..kernels.params import constrain, constrain_host, unconstrain_host
 from ..kernels.xpgp import FROZEN_BY_DEFAULT, default_trainable
 
 __all__ = ["FROZEN_BY_DEFAULT", "Config", "Settings", "default_trainable"]
@@ -77,3 +77,16 @@ def log_hyperprior(free, u0, cfg: Config, settings: Settings):
 def finite_or_inf(value):
     """Non-finite objective values become +inf, which a line search rejects."""
     return jnp.where(jnp.isfinite(value), value, jnp.inf)
+
+
+def split_leaves(prior, trainable, dtype):
+    """``(free, fixed, treedef, flags)``: the prior's unconstrained leaves (host arrays of
+    ``dtype``) split by ``trainable`` (a pytree of bools like the prior)."""
+    leaves, treedef = jax.tree_util.tree_flatten(unconstrain_host(prior))
+    flags = tuple(bool(f) for f in jax.tree_util.tree_leaves(trainable))
+    if len(flags) != len(leaves):
+        raise ValueError("trainable must have the structure of the prior")
+    leaves = [np.asarray(x, dtype) for x in leaves]
+    free = [x for x, f in zip(leaves, flags, strict=True) if f]
+    fixed = [x for x, f in zip(leaves, flags, strict=True) if not f]
+    return free, fixed, treedef, flags

@@ -53,6 +53,7 @@ __all__ = [
     "design_points",
     "global_starts",
     "pick_starts",
+    "worth_running",
 ]
 
 #: log10 range of mixing weights and the entity effect's scale in the design.
@@ -221,7 +222,7 @@ def pick_starts(values: np.ndarray, points: np.ndarray, starts: int) -> np.ndarr
 
 
 def global_starts(
-    design: GlobalStart, priors, batch, free, fixed, u0, data, sites, cfg, settings, log_prior
+    design: GlobalStart, priors, batch, free, fixed, data, sites, cfg, settings, log_prior
 ):
     """The starts of a fit from its design (:mod:`.design`): ``(starts, design)``, a list of
     free-leaf lists (the start and the best distinct design points of each query, the same
@@ -248,7 +249,7 @@ def global_starts(
         return [p[0].reshape(s).astype(dtype) for p, s in zip(parts, shapes, strict=True)]
 
     values = design_values(
-        [leaves(rows) for rows in grid], fixed, u0, data, sites, cfg, settings, log_prior
+        [leaves(rows) for rows in grid], fixed, data, sites, cfg, settings, log_prior
     )
     chosen = [pick_starts(values[:, b], grid[:, b], design.starts) for b in range(grid.shape[1])]
     count = max(len(c) for c in chosen)
@@ -260,3 +261,17 @@ def global_starts(
     if per_query:
         return starts, Design(grid_priors, values.T, chosen)
     return starts, Design(grid_priors, values[:, 0], chosen[0])
+
+
+def worth_running(design: Design, k: int, best) -> np.ndarray:
+    """Per query (``(B,)``, or ``()`` for a shared ``theta``), whether the design's ``k``-th
+    start is worth running: its design value lies within ``SKIP`` nats of the best end so far
+    (a start that far below has not, in the measurements of ``docs/guide/fitting.md``, led to a
+    higher end). A per-query fit runs it where any query needs it; the others keep their best,
+    as each would alone."""
+    values = np.asarray(design.objective)
+    starts = np.asarray(design.starts)
+    if values.ndim == 1:
+        return np.asarray(values[starts[k]] >= np.reshape(best, -1)[0] - SKIP)
+    value = values[np.arange(len(values)), starts[:, k]]
+    return value >= np.asarray(best) - SKIP

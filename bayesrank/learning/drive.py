@@ -96,9 +96,10 @@ def _step(carry, fixed, u0, data, cfg: Config, settings: Settings):
     return jit_evidence_step(carry, fixed, u0, data, cfg=cfg, settings=settings)
 
 
-def design_values(points, fixed, u0, data, sites, cfg, settings, log_prior=None) -> np.ndarray:
-    """The (MAP) objective ``log Z_EP - ||u - u0||^2 / (2 scale^2)`` at each design point:
-    ``(S, B)`` (``B = 1`` for a shared ``theta``), ``-inf`` where it is not finite.
+def design_values(points, fixed, data, sites, cfg, settings, log_prior) -> np.ndarray:
+    """The (MAP) objective ``log Z_EP + log p(u)`` at each design point: ``(S, B)`` (``B = 1``
+    for a shared ``theta``), ``-inf`` where it is not finite. ``log_prior``: the fit's
+    hyperprior, ``x: (B, P) -> (log p: (B,), gradient)`` (:func:`.hyperpriors.log_prior_fn`).
 
     ``points``: ``S`` lists of free leaves (like ``free``); each is one call of the compiled
     evidence program that BFGS uses (each bucket's, for a shared ``theta``), from ``sites``
@@ -109,7 +110,6 @@ def design_values(points, fixed, u0, data, sites, cfg, settings, log_prior=None)
     dtype = points[0][0].dtype
     step_tol = tolerances(settings.ep_step_tol, dtype, relative=True)
     precompile(points[0], fixed, data, sites, step_tol, cfg, per_query)
-    precision = float(settings.hyperprior_scale) ** -2 if cfg.hyperprior else 0.0
     rows = []
     for free in points:
         if per_query:
@@ -121,18 +121,7 @@ def design_values(points, fixed, u0, data, sites, cfg, settings, log_prior=None)
             ok = np.array([all(bool(np.all(p.converged)) for p in posts)])
         # an unconverged EP's evidence is no evidence (it can even be positive)
         value = np.where(ok, value, np.inf)
-        if log_prior is not None:
-            prior_term = log_prior(flat_values(free, per_query))[0]
-        else:
-            dev = sum(
-                np.sum(
-                    np.reshape(np.asarray(f, np.float64) - np.asarray(c), (len(value), -1)) ** 2, 1
-                )
-                if per_query
-                else np.sum((np.asarray(f, np.float64) - np.asarray(c)) ** 2)
-                for f, c in zip(free, u0, strict=True)
-            )
-            prior_term = -0.5 * precision * dev
+        prior_term = log_prior(flat_values(free, per_query))[0]
         objective = -np.asarray(value, np.float64) + prior_term
         rows.append(np.where(np.isfinite(objective), objective, -np.inf))
     return np.stack(rows)

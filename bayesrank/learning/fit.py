@@ -14,8 +14,9 @@ entities EP is restricted to are padded to sizes that depend on the problems' si
 on which entities a split's pairs touch, so a new random split of the same query reuses every
 compiled program. Floats (tolerances, the learning rate, the hyperprior's scale) are traced.
 
-Length: over 400 lines because the façade documents its two dozen options in one place (about
-150 lines of docstring); the pieces a fit is made of live in the sibling modules.
+Length: over 500 lines because the façade documents its two dozen options in one place (about
+190 lines of docstring); the pieces a fit is made of live in the sibling modules (the design in
+:mod:`.design`, the starts in :mod:`.initialize`, the leaves' split in :mod:`.config`).
 """
 
 from __future__ import annotations
@@ -31,12 +32,11 @@ from ..data.checks import check_bool, check_choice, check_float, check_int
 from ..data.keys import check_key
 from ..data.problem import PreferenceProblem
 from ..inference import ep
-from ..kernels.params import check_hyperparameters, unconstrain_host
-from ..kernels.xpgp import XPGP, check_prior
+from ..kernels.xpgp import XPGP
 from ..parallel import prepare_batch
 from ..runtime import one_blas_thread, warn_if_float32
-from .config import Config, Settings, combine_host, default_trainable
-from .design import SKIP, GlobalStart, check_design, global_starts
+from .config import Config, Settings, combine_host, default_trainable, split_leaves
+from .design import GlobalStart, check_design, global_starts, worth_running
 from .diagnostics import (
     LearningConvergenceWarning,
     MultimodalEvidenceWarning,
@@ -48,9 +48,16 @@ from .drive import drive
 from .em import check_optimizer
 from .evidence import final_posteriors, moments
 from .hyperpriors import check_hyperprior, feature_ranges, log_prior_fn
-from .initialize import auto_coarse, initialize, restart_points, subsample, with_weights
-from .layout import bucket_sites, gather_sites, layout, merge, one_query, per_query_groups
-from .results import Design, FitResult, concatenate
+from .initialize import (
+    auto_coarse,
+    initialize,
+    restart_points,
+    starting_priors,
+    subsample,
+    with_weights,
+)
+from .layout import bucket_sites, gather_sites, layout, merge, per_query_groups
+from .results import FitResult, choose_per_query, concatenate
 
 __all__ = [
     "GlobalStart",
@@ -75,47 +82,6 @@ def _check_options(o: dict) -> None:
     ep.check_settings(o["schedule"], "full", 1.0)
     check_choice(o["inference"], "inference", ("ep", "laplace"))
     check_optimizer(o["optimizer"] or ("lbfgs" if o["method"] == "em" else "bfgs"), o["method"])
-
-
-def _leaves(prior, trainable, dtype):
-    leaves, treedef = jax.tree_util.tree_flatten(unconstrain_host(prior))
-    flags = tuple(bool(f) for f in jax.tree_util.tree_leaves(trainable))
-    if len(flags) != len(leaves):
-        raise ValueError("trainable must have the structure of the prior")
-    leaves = [np.asarray(x, dtype) for x in leaves]
-    free = [x for x, f in zip(leaves, flags, strict=True) if f]
-    fixed = [x for x, f in zip(leaves, flags, strict=True) if not f]
-    return free, fixed, treedef, flags
-
-
-def _starts(prior, batch, init, per_query):
-    """The starting prior of the fit (shared) or of each query (its median heuristic), each
-    checked to lie inside its constraints (learning works on ``log(value - lower)``)."""
-    check_prior(prior, None if batch.X is None else batch.X.shape[-1])
-    if not init:
-        start = with_weights(prior)
-        check_hyperparameters(start, strict=True, where="to be learned, ")
-        return start
-    if not per_query:
-        return _inside(initialize(prior, batch), "")
-    B = batch.pairs.shape[0]
-    return [
-        _inside(initialize(prior, one_query(batch, b)), f" of query {b}" if B > 1 else "")
-        for b in range(B)
-    ]
-
-
-def _inside(start, query: str):
-    """``start``, or a ``ValueError`` naming the initial value outside its constraint."""
-    try:
-        check_hyperparameters(start, strict=True, where=f"the initial value{query}: ")
-    except ValueError as error:
-        raise ValueError(
-            f"{error}. The median heuristic sets lengthscales from the features' distances, "
-            "and these are beyond the constraint's reach: rescale X (e.g. standardise each "
-            "feature), or pass init=False with a prior inside its constraints"
-        ) from None
-    return start
 
 
 def _fit(
@@ -149,7 +115,7 @@ def _fit(
     hyperprior=None,
 ):
     dtype = jnp.result_type(float)
-    start = _starts(prior, batch, init, per_query)
+    start = starting_priors(prior, batch, init, per_query)
     first = start[0] if per_query and init else start
     if groups is None:
         data = (prepare_batch(first, batch, restrict),)
@@ -163,12 +129,12 @@ def _fit(
         # weights (with_weights), learned as default_trainable would learn them
         trainable = dataclasses.replace(trainable, weights=True)
     if per_query and init:
-        parts = [_leaves(p, trainable, dtype) for p in start]
+        parts = [split_leaves(p, trainable, dtype) for p in start]
         free = [np.stack(v) for v in zip(*(p[0] for p in parts), strict=True)]
         fixed = [np.stack(v) for v in zip(*(p[1] for p in parts), strict=True)]
         treedef, flags = parts[0][2], parts[0][3]
     else:
-        free, fixed, treedef, flags = _leaves(first, trainable, dtype)
+        free, fixed, treedef, flags = split_leaves(first, trainable, dtype)
         if per_query:  # every query from the same values
             B = batch.pairs.shape[0]
             free = [np.broadcast_to(x, (B, *x.shape)).copy() for x in free]
@@ -195,17 +161,16 @@ def _fit(
     )
     centre = None  # the hyperprior's centre: each start's own values, or those of ``center``
     if center is not None:
-        centre = _leaves(center, trainable, dtype)[0]
+        centre = split_leaves(center, trainable, dtype)[0]
         if per_query:
             B = batch.pairs.shape[0]
             centre = [np.broadcast_to(x, (B, *x.shape)).copy() for x in centre]
     sites = bucket_sites(sites, data, groups, dtype)
     u_start = free if centre is None else centre
-    ranges = None if batch.X is None else feature_ranges(batch, per_query)
+    # each feature's range, for the relative (Gamma) hyperpriors only
+    ranges = feature_ranges(batch, per_query) if hyperprior and batch.X is not None else None
 
-    def prior_at(u0):  # the named hyperpriors, the normal one on the rest centred on u0
-        if hyperprior is None:
-            return None
+    def log_prior(u0):  # the named hyperpriors, the normal one on the rest centred on u0
         center = flat_values(u0, per_query)
         return log_prior_fn(first, cfg.flags, hyperprior, center, hyperprior_scale, ranges)
 
@@ -218,12 +183,11 @@ def _fit(
             batch,
             free,
             fixed,
-            u_start,
             data,
             sites,
             cfg,
             settings,
-            prior_at(u_start),
+            log_prior(u_start),
         )
     n_design = len(points)
     points += restart_points(free, restarts, key, per_query)
@@ -231,7 +195,7 @@ def _fit(
     for k, point in enumerate(points):
         worth = True  # per query: this start may replace the best (a skipped one may not)
         if 0 < k < n_design:
-            worth = _worth_running(design_result, k, best[0])
+            worth = worth_running(design_result, k, best[0])
             if not np.any(worth):
                 continue
         # the design's starts keep the hyperprior on the initial values; a random restart is
@@ -249,8 +213,8 @@ def _fit(
                 n_iter,
                 tol,
                 progress,
-                k == 0,
-                prior_at(u0),
+                k == 0 and design_result is None,  # the design compiled the programs already
+                None if hyperprior is None else log_prior(u0),  # None: BFGS's own normal prior
             )
         except ValueError as error:
             if "at the initial hyperparameters is not finite" not in str(error):
@@ -266,7 +230,7 @@ def _fit(
             best = (score, result)
         elif per_query:  # the best start of each query
             better = (score > best[0]) & worth  # each query exactly as its fit alone
-            best = (np.where(better, score, best[0]), _choose(better, result, best[1]))
+            best = (np.where(better, score, best[0]), choose_per_query(better, result, best[1]))
         elif score > best[0]:
             best = (score, result)
     best_score, (carry, trace, converged) = best
@@ -288,43 +252,6 @@ def _fit(
     fitted = jax.device_put(combine_host(carry.free, fixed, cfg, dtype))
     result = FitResult(fitted, jax.device_put(posterior), trace, converged, design_result, gap)
     return jax.block_until_ready(result)
-
-
-def _worth_running(design: Design, k: int, best) -> np.ndarray:
-    """Per query (``(B,)``, or ``()`` for a shared ``theta``), whether the design's ``k``-th
-    start is worth running: its design value lies within ``SKIP`` nats of the best end so far
-    (a start that far below has not, in the measurements of ``docs/guide/fitting.md``, led to a
-    higher end). A per-query fit runs it where any query needs it; the others keep their best,
-    as each would alone."""
-    values = np.asarray(design.objective)
-    starts = np.asarray(design.starts)
-    if values.ndim == 1:
-        return np.asarray(values[starts[k]] >= np.reshape(best, -1)[0] - SKIP)
-    value = values[np.arange(len(values)), starts[:, k]]
-    return value >= np.asarray(best) - SKIP
-
-
-def _choose(better, new, old):
-    """Per query, the restart ``new`` where ``better``, else ``old`` (host arrays). Their traces
-    ``(B, T, ...)`` may differ in ``T`` (each run stops with its slowest query): the shorter is
-    padded with its last (final) entry first."""
-
-    def pick(a, b):
-        a, b = np.asarray(a), np.asarray(b)
-        mask = better.reshape(better.shape + (1,) * (a.ndim - 1))
-        return np.where(mask, a, b)
-
-    (carry_new, trace_new, flags_new), (carry_old, trace_old, flags_old) = new, old
-    T = max(np.shape(trace_new.objective)[1], np.shape(trace_old.objective)[1])
-
-    def pad(a):
-        a = np.asarray(a)
-        return np.concatenate([a, np.repeat(a[:, -1:], T - a.shape[1], axis=1)], axis=1)
-
-    trace_new, trace_old = (jax.tree_util.tree_map(pad, t) for t in (trace_new, trace_old))
-    return jax.tree_util.tree_map(
-        pick, (carry_new, trace_new, flags_new), (carry_old, trace_old, flags_old)
-    )
 
 
 def fit_hyperparameters(
@@ -542,7 +469,9 @@ def _dispatch(prior, problems, options, per_query, bucket, coarse, laplace_start
         raise ValueError("coarse needs method='evidence', a shared theta and problems")
     elif isinstance(coarse, bool) or not isinstance(coarse, int | np.integer) or coarse < 2:
         raise ValueError(f"coarse must be at least 2 entities, got {coarse!r}")
-    center = _starts(prior, batch, init, False) if not single else _center(prior, batch, init)
+    center = (
+        starting_priors(prior, batch, init, False) if not single else _center(prior, batch, init)
+    )
     first = {**options, "init": False, "restarts": 0, "progress": False}
     if laplace_start:
         first["inference"] = "laplace"

@@ -21,9 +21,17 @@ import numpy as np
 from ..data.batch import ProblemBatch
 from ..data.problem import PreferenceProblem
 from ..kernels.attributes import ARD, RBF
-from ..kernels.xpgp import XPGP
+from ..kernels.params import check_hyperparameters
+from ..kernels.xpgp import XPGP, check_prior
+from .layout import one_query
 
-__all__ = ["COARSE_FROM", "auto_coarse", "initialize", "restart_points"]
+__all__ = [
+    "COARSE_FROM",
+    "auto_coarse",
+    "initialize",
+    "restart_points",
+    "starting_priors",
+]
 
 
 def median_distance(X, mask) -> float:
@@ -149,3 +157,33 @@ def auto_coarse(coarse, problems, method, optimizer, per_query, laplace_start):
         return None
     touched = max(len(np.unique(np.asarray(p.pairs))) for p in problems)
     return touched // 2 if touched >= COARSE_FROM else None
+
+
+def starting_priors(prior, batch, init, per_query):
+    """The starting prior of the fit (shared) or of each query (its median heuristic), each
+    checked to lie inside its constraints (learning works on ``log(value - lower)``)."""
+    check_prior(prior, None if batch.X is None else batch.X.shape[-1])
+    if not init:
+        start = with_weights(prior)
+        check_hyperparameters(start, strict=True, where="to be learned, ")
+        return start
+    if not per_query:
+        return _inside(initialize(prior, batch), "")
+    B = batch.pairs.shape[0]
+    return [
+        _inside(initialize(prior, one_query(batch, b)), f" of query {b}" if B > 1 else "")
+        for b in range(B)
+    ]
+
+
+def _inside(start, query: str):
+    """``start``, or a ``ValueError`` naming the initial value outside its constraint."""
+    try:
+        check_hyperparameters(start, strict=True, where=f"the initial value{query}: ")
+    except ValueError as error:
+        raise ValueError(
+            f"{error}. The median heuristic sets lengthscales from the features' distances, "
+            "and these are beyond the constraint's reach: rescale X (e.g. standardise each "
+            "feature), or pass init=False with a prior inside its constraints"
+        ) from None
+    return start

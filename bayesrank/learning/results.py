@@ -12,7 +12,7 @@ from ..inference import ep
 from ..kernels.xpgp import XPGP
 from .config import Config, combine
 
-__all__ = ["Design", "FitResult", "Trace", "concatenate"]
+__all__ = ["Design", "FitResult", "Trace", "choose_per_query", "concatenate"]
 
 
 class Trace(NamedTuple):
@@ -117,4 +117,27 @@ def concatenate(parts: list[FitResult], groups: list[list[int]]) -> FitResult:
             design=None if parts[0].design is None else tree(cat, *[p.design for p in parts]),
             design_gap=None if parts[0].design_gap is None else cat(*[p.design_gap for p in parts]),
         )
+    )
+
+
+def choose_per_query(better, new, old):
+    """Per query, the restart ``new`` where ``better``, else ``old`` (host arrays). Their traces
+    ``(B, T, ...)`` may differ in ``T`` (each run stops with its slowest query): the shorter is
+    padded with its last (final) entry first."""
+
+    def pick(a, b):
+        a, b = np.asarray(a), np.asarray(b)
+        mask = better.reshape(better.shape + (1,) * (a.ndim - 1))
+        return np.where(mask, a, b)
+
+    (carry_new, trace_new, flags_new), (carry_old, trace_old, flags_old) = new, old
+    T = max(np.shape(trace_new.objective)[1], np.shape(trace_old.objective)[1])
+
+    def pad(a):
+        a = np.asarray(a)
+        return np.concatenate([a, np.repeat(a[:, -1:], T - a.shape[1], axis=1)], axis=1)
+
+    trace_new, trace_old = (jax.tree_util.tree_map(pad, t) for t in (trace_new, trace_old))
+    return jax.tree_util.tree_map(
+        pick, (carry_new, trace_new, flags_new), (carry_old, trace_old, flags_old)
     )

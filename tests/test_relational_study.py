@@ -88,6 +88,28 @@ def test_svm_scores_on_touched_entities_equal_a_full_solve():
         np.testing.assert_allclose(g, f, rtol=1e-7, atol=1e-9)
 
 
+def test_svm_path_along_c_equals_solves_from_zero():
+    """The cross-validation's fits along the C grid, each started from the last C's solution,
+    reach the optimum that a solve from zero at that C reaches (the tolerance is relative to
+    the residual at zero, not at the warm start)."""
+    from bayesrank.baselines.ranksvm import fit_kernel, rbf_kernel
+    from bayesrank.study.models import SVM_C, _solve_all
+
+    rng = np.random.default_rng(4)
+    Ks, pair_lists = [], []
+    for n in (16, 11):
+        X = rng.normal(size=(n, 3))
+        Ks.append(np.asarray(rbf_kernel(X, X, 0.3)))
+        pair_lists.append(rng.choice(n, size=(9, 2), replace=True))
+    pair_lists = [p[p[:, 0] != p[:, 1]] for p in pair_lists]
+    grids = np.tile(SVM_C, (2, 1))
+    got = _solve_all(Ks, pair_lists, grids)
+    for K, pairs, scores in zip(Ks, pair_lists, got, strict=True):
+        for C, s in zip(SVM_C, scores, strict=True):
+            cold = K @ np.asarray(fit_kernel(K, pairs, C, tol=1e-12).beta)
+            np.testing.assert_allclose(s, cold, rtol=1e-6, atol=1e-8 * max(1.0, C))
+
+
 def _tiny_collection(folder):
     rng = np.random.default_rng(0)
     queries = []

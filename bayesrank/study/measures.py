@@ -37,24 +37,38 @@ KEYS = ("err", "err_untied", "ties", "auc", "loglik", "brier", "ece")
 KEYS += tuple(f"err_{name}" for name in SEEN)
 
 
+@jax.jit
+def _metrics(prob, oriented, outcome, mask):
+    """The pair metrics of :func:`evaluate` in one compiled program: ``(p,)`` arrays padded to
+    a bucketed length, ``mask`` marking the real pairs."""
+    tied = jnp.abs(prob - 0.5) < TIE
+    return {
+        "err": pairwise_error(jnp.where(tied, 0.5, prob), mask),
+        "err_untied": pairwise_error(prob, mask),
+        "auc": pairwise_auc(prob, mask),
+        "brier": brier_score(oriented, outcome, mask),
+        "ece": expected_calibration_error(oriented, outcome, mask),
+    }
+
+
 def evaluate(prob, log_prob, test, known, n, flip) -> dict:
     """Numbers of one query-repetition from ``prob: (p,)``, P(truth) of each test pair
     ``test: (p, 2)``; ``log_prob: (p,)`` its log (None for the SVMs, whose scores are not
     probabilities); ``flip: (p,)`` bools orienting pairs for the calibration measures."""
     prob = np.asarray(prob)
+    count = len(prob)
     tied = np.abs(prob - 0.5) < TIE
-    out = {
-        "err": float(pairwise_error(np.where(tied, 0.5, prob))),
-        "err_untied": float(pairwise_error(prob)),
-        "ties": float(tied.mean()),
-        "auc": float(pairwise_auc(prob)),
-    }
+    flip = np.zeros(count, bool) if flip is None else np.asarray(flip)
+    size = bucket_size(count, 4)  # every split of a query runs one compiled program
+    pad = lambda a: np.pad(a, (0, size - count), constant_values=0.5)  # noqa: E731
+    oriented, outcome = np.where(flip, 1.0 - prob, prob), (~flip).astype(float)
+    numbers = _metrics(pad(prob), pad(oriented), pad(outcome), np.arange(size) < count)
+    numbers = {k: float(v) for k, v in numbers.items()}
+    out = {k: numbers[k] for k in ("err", "err_untied", "auc")}
+    out["ties"] = float(tied.mean())
     if log_prob is not None:
-        y = (~flip).astype(float)
-        p = np.where(flip, 1.0 - prob, prob)
         out["loglik"] = float(np.mean(log_prob))
-        out["brier"] = float(brier_score(p, y))
-        out["ece"] = float(expected_calibration_error(p, y))
+        out["brier"], out["ece"] = numbers["brier"], numbers["ece"]
     category = seen_category(known, test, n)
     wrong = np.where(tied, 0.5, prob < 0.5)
     for name, code in SEEN.items():

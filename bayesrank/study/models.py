@@ -23,7 +23,9 @@ over the queries together) and the two ranking SVMs (settings by cross-validatio
 A kernel RankSVM's solution is ``f = K beta`` with ``beta`` zero off the entities its pairs
 touch, so each fit solves on those entities alone (padded to a bucketed size) and scores every
 entity by ``K[:, touched] beta``: the cross-validation's 69 fits per query cost a fraction of
-full-size solves.
+full-size solves. Every fit of a repetition runs in two compiled calls (RankSVM's 4 gammas x 4
+training sets x 5 C, then LapRankSVM's 3 x 4), and along the ``C`` grid each fit starts from the
+last one's solution (timed by ``benchmarks/bench_study_svm.py``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ..baselines.ranksvm import fit_kernel, rbf_kernel
@@ -102,6 +105,10 @@ def fit_gp(model, queries, splits, relations, rep, per_query: bool = False):
 # --- the SVMs --------------------------------------------------------------------------------
 
 
+#: One compiled program per query size (the four gammas and every repetition reuse it).
+_rbf = jax.jit(rbf_kernel)
+
+
 def _median_gamma(X) -> float:
     d2 = ((X[:, None] - X[None]) ** 2).sum(-1)[np.triu_indices(len(X), 1)]
     return 1.0 / max(float(np.median(d2[d2 > 0])), 1e-12)
@@ -115,16 +122,29 @@ def _deformed(K, W, gamma_l):
 
 
 @jax.jit
-def _betas(K, pairs, mask, C):
-    def one(K, pairs, mask, C):
-        return fit_kernel(K, pairs, C, mask).beta
+def _paths(K, pairs, mask, Cs):
+    """RankSVM's ``beta`` for each ``C`` of a grid, every problem in one compiled call.
 
-    return map_queries(one, K, pairs, mask, C)
+    ``K: (P, n, n)``, ``pairs: (P, m, 2)``, ``mask: (P, m)``, ``Cs: (P, c)`` ascending ->
+    ``(P, c, n)``. Along each problem's grid the solve for ``C`` starts from the solution for
+    the ``C`` before it (the tolerance stays relative to ``||F(0)||``: the same optimum, fewer
+    Newton steps).
+    """
+
+    def one(K, pairs, mask, Cs):
+        def step(beta, C):
+            beta = fit_kernel(K, pairs, C, mask, beta0=beta).beta
+            return beta, beta
+
+        return jax.lax.scan(step, jnp.zeros(K.shape[0], K.dtype), Cs)[1]
+
+    return map_queries(one, K, pairs, mask, Cs)
 
 
-def _scores(Ks, pair_lists, Cs):
-    """RankSVM scores ``K beta`` of every entity per query, all queries in one compiled call
-    (each solved on the entities its pairs touch, padded to a bucketed size)."""
+def _solve_all(Ks, pair_lists, Cs):
+    """Scores ``K[:, touched] beta`` of every entity for each problem ``p`` and each ``C`` of
+    ``Cs[p]`` (``(len(Ks), c)``): each solved on the entities its pairs touch, padded to a
+    bucketed size, all in one call of :func:`_paths`. ``-> (P, c)`` nested lists of ``(n_p,)``."""
     touched = [np.unique(p) for p in pair_lists]
     n = bucket_size(max(len(t) for t in touched), 4)
     m = bucket_size(max(len(p) for p in pair_lists), 4)
@@ -135,47 +155,81 @@ def _scores(Ks, pair_lists, Cs):
         K[b, : len(t), : len(t)] = Kb[np.ix_(t, t)]
         pairs[b, : len(p)] = np.searchsorted(t, p)
         mask[b, : len(p)] = True
-    beta = np.asarray(_betas(K, pairs, mask, np.asarray(Cs, float)))
-    return [Kb[:, t] @ beta[b, : len(t)] for b, (Kb, t) in enumerate(zip(Ks, touched, strict=True))]
+    beta = np.asarray(_paths(K, pairs, mask, np.asarray(Cs, float)))
+    return [
+        [Kb[:, t] @ beta[b, c, : len(t)] for c in range(beta.shape[1])]
+        for b, (Kb, t) in enumerate(zip(Ks, touched, strict=True))
+    ]
 
 
-def _cv_error(Ks, splits, Cs, seed):
-    """Mean 3-fold CV pair error of RankSVM per query (folds of each query's known pairs)."""
-    errors = np.zeros(len(Ks))
+def _scores(Ks, pair_lists, Cs):
+    """RankSVM scores ``K beta`` of every entity per query, for one ``C`` each."""
+    return [s[0] for s in _solve_all(Ks, pair_lists, np.asarray(Cs, float)[:, None])]
+
+
+def _cross_validate(kernels, splits, Cs, seed):
+    """3-fold cross-validation of RankSVM along a grid of ``C``, every setting in one call.
+
+    ``kernels[o][b]``: query ``b``'s Gram matrix under option ``o``; ``Cs: (B, c)``, each
+    query's grid (ascending). Folds of each query's known pairs are seeded by ``seed + b``.
+    Returns the mean held-out pair error ``(O, B, c)`` (ties count half) and the scores of the
+    fits on all known pairs ``[o][b][c]``: ``(n_b,)``.
+    """
     folds = [
         np.random.default_rng(seed + b).permutation(len(known)) % FOLDS
         for b, (known, _) in enumerate(splits)
     ]
-    for f in range(FOLDS):
-        train = [known[fold != f] for (known, _), fold in zip(splits, folds, strict=True)]
-        held = [known[fold == f] for (known, _), fold in zip(splits, folds, strict=True)]
-        scores = _scores(Ks, train, Cs)
-        for b, (s, h) in enumerate(zip(scores, held, strict=True)):
-            d = s[h[:, 0]] - s[h[:, 1]]
-            errors[b] += np.mean((d < 0) + 0.5 * (d == 0)) / FOLDS
-    return errors
+    train = [
+        [known[fold != f] for f in range(FOLDS)] + [known]
+        for (known, _), fold in zip(splits, folds, strict=True)
+    ]
+    Ks, pair_lists, grids = [], [], []
+    for option in kernels:
+        for b, sets in enumerate(train):
+            Ks += [option[b]] * len(sets)
+            pair_lists += sets
+            grids += [Cs[b]] * len(sets)
+    scores = iter(_solve_all(Ks, pair_lists, grids))
+    errors = np.zeros((len(kernels), len(splits), len(Cs[0])))
+    full = []
+    for o in range(len(kernels)):
+        full.append([])
+        for b, ((known, _), fold) in enumerate(zip(splits, folds, strict=True)):
+            for f in range(FOLDS):
+                held = known[fold == f]
+                for c, s in enumerate(next(scores)):
+                    d = s[held[:, 0]] - s[held[:, 1]]
+                    errors[o, b, c] += np.mean((d < 0) + 0.5 * (d == 0)) / FOLDS
+            full[o].append(next(scores))
+    return errors, full
 
 
 def fit_svms(queries, splits, relations, seed):
     """RankSVM and LapRankSVM: per query the scores of every entity, and the chosen settings.
     RankSVM's ``(gamma, C)`` by cross-validation over ``GAMMA_SCALES x SVM_C``; LapRankSVM's
-    ``gamma_L`` over ``GRID``, with RankSVM's ``gamma`` and ``C``."""
+    ``gamma_L`` over ``GRID``, with RankSVM's ``gamma`` and ``C``. Two compiled calls: the
+    kernels are built once per ``gamma``, and each fit along the ``C`` grid starts from the
+    last."""
     medians = [_median_gamma(q.X) for q in queries]
-    options = [(g, C) for g in GAMMA_SCALES for C in SVM_C]
-    Ks = {
-        g: [np.asarray(rbf_kernel(q.X, q.X, g * m)) for q, m in zip(queries, medians, strict=True)]
+    Ks = [
+        [np.asarray(_rbf(q.X, q.X, g * m)) for q, m in zip(queries, medians, strict=True)]
         for g in GAMMA_SCALES
-    }
-    cv = np.stack([_cv_error(Ks[g], splits, [C] * len(queries), seed) for g, C in options])
-    best = [options[i] for i in np.argmin(cv, axis=0)]
+    ]
+    grid = np.tile(np.asarray(SVM_C), (len(queries), 1))
+    cv, full = _cross_validate(Ks, splits, grid, seed)
+    options = cv.transpose(1, 0, 2).reshape(len(queries), -1)  # (B, gamma x C), C fastest
+    best = [divmod(int(i), len(SVM_C)) for i in np.argmin(options, axis=1)]
+    svm = [full[g][b][c] for b, (g, c) in enumerate(best)]
     K = [Ks[g][b] for b, (g, _) in enumerate(best)]
-    C = [c for _, c in best]
-    known = [kn for kn, _ in splits]
-    svm = _scores(K, known, C)
+    C = np.array([[SVM_C[c]] for _, c in best])
     W = [sum(q.relations[r] for r in relations) for q in queries]
-    deformed = {g: [_deformed(Kb, w, g) for Kb, w in zip(K, W, strict=True)] for g in GRID}
-    cv = np.stack([_cv_error(deformed[g], splits, C, seed) for g in GRID])
-    gamma_l = [GRID[i] for i in np.argmin(cv, axis=0)]
-    lap = _scores([deformed[g][b] for b, g in enumerate(gamma_l)], known, C)
-    chosen = {"gamma_scale": [g for g, _ in best], "C": C, "gamma_L": gamma_l}
+    deformed = [[_deformed(Kb, w, g) for Kb, w in zip(K, W, strict=True)] for g in GRID]
+    cv, full = _cross_validate(deformed, splits, C, seed)
+    chosen_l = np.argmin(cv[:, :, 0], axis=0)
+    lap = [full[g][b][0] for b, g in enumerate(chosen_l)]
+    chosen = {
+        "gamma_scale": [GAMMA_SCALES[g] for g, _ in best],
+        "C": [float(c[0]) for c in C],
+        "gamma_L": [GRID[g] for g in chosen_l],
+    }
     return {"RankSVM": svm, "LapRankSVM": lap}, chosen

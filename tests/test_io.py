@@ -175,7 +175,7 @@ def test_learned_prior_round_trips(ep_learned, tmp_path):
     assert summary["n_iter"] == len(ep_learned.learning.trace.objective)
     rho = meta["prior"]["fields"]["attribute"]["fields"]["rho"]
     assert rho["value"] == float(ep_learned.prior.attribute.rho)  # repr: exact in JSON too
-    assert rho["default_trainable"] is True and rho["constraint"] == {"Positive": {"lower": 1e-6}}
+    assert rho["default_trainable"] is True and rho["constraint"] == {"Positive": {"lower": 0.0}}
 
 
 def test_laplace_round_trip(laplace_fit, tmp_path):

@@ -358,7 +358,8 @@ def test_constrain_round_trip_and_bounds():
         np.testing.assert_allclose(a, b, rtol=1e-14)
     big = jax.tree_util.tree_map(lambda x: x - 1e3, u)
     small = constrain(big)
-    assert small.attribute.rho > 0 and small.attribute.rho >= 1e-6  # Positive(1e-6) floor
+    assert small.attribute.rho == 0.0  # Positive(): no floor in feature units
+    assert small.relations[0].iota >= 1e-6  # Positive(1e-6) floor
     b = Bounded(0.1, 10.0)
     for v in (0.1 + 1e-9, 1.0, 9.99):
         np.testing.assert_allclose(b.forward(b.inverse(v)), v, rtol=1e-7)

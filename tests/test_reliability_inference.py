@@ -17,6 +17,8 @@ from bayesrank import ARD, RBF, XPGP, PreferenceProblem, XPGPModel
 from bayesrank.diagnostics import ConvergenceWarning
 from bayesrank.inference import ep
 from bayesrank.learning import fit_hyperparameters
+from bayesrank.learning.diagnostics import LearningConvergenceWarning
+from bayesrank.predict import predict_pairs
 
 pytestmark = pytest.mark.float32  # dtype-aware: also run with x64 off in CI
 
@@ -153,17 +155,35 @@ def test_a_bad_hyperparameter_is_named(prior, named):
 
 
 @pytest.mark.parametrize(
-    ("kernel", "units", "named"),
-    [(ARD(1.0, jnp.ones(3)), 1e-8, "ARD.lengthscales"), (RBF(), 1e8, "RBF.rho")],
+    ("kernel", "units"),
+    [
+        (ARD(1.0, jnp.ones(3)), np.array([1e-8, 1e-8, 1e-8])),
+        (ARD(1.0, jnp.ones(3)), np.array([1.0, 1e-7, 1.0])),  # one feature in other units
+        (RBF(), np.array([1e8, 1e8, 1e8])),
+    ],
 )
 @pytest.mark.parametrize("method", ["evidence", "em"])
-def test_a_start_outside_the_constraints_is_an_error_naming_it(kernel, units, named, method):
-    """Features in units that put the median heuristic beyond the ``Positive(1e-6)`` bound:
-    before, EM returned NaN hyperparameters silently."""
+def test_learning_does_not_depend_on_the_features_units(kernel, units, method):
+    """Features in units of 1e8 or 1e-8 (or one ARD feature in units of 1e-7) fit as in units
+    of 1: the same predictions, lengthscales in the new units. Before, a ``Positive(1e-6)``
+    floor on ``rho`` and on ARD lengthscales, in feature units, refused them (and before that,
+    EM returned NaN hyperparameters)."""
     X, pairs = _problem(20, 40)
-    problem = PreferenceProblem.create(pairs, X=X * units)
-    with pytest.raises(ValueError, match=f"initial value.*{named}.*rescale X"):
-        fit_hyperparameters(XPGP(kernel), problem, method=method, n_iter=2)
+    test = np.array([[i, j] for i in range(20) for j in range(i)])
+    fits = []
+    for scale in (np.ones(3), units):
+        problem = PreferenceProblem.create(pairs, X=X * scale)
+        with warnings.catch_warnings():  # two runs of 5 iterations compared, converged or not
+            warnings.simplefilter("ignore", LearningConvergenceWarning)
+            fit = fit_hyperparameters(XPGP(kernel), problem, method=method, n_iter=5)
+        mean, cov = np.asarray(fit.posteriors.mean[0]), np.asarray(fit.posteriors.cov[0])
+        fits.append((fit.prior.attribute, np.asarray(predict_pairs(mean, cov, test).prob)))
+    (plain, p_plain), (scaled, p_scaled) = fits
+    np.testing.assert_allclose(p_scaled, p_plain, rtol=1e-8, atol=1e-10)
+    if isinstance(kernel, RBF):  # rho is an inverse lengthscale
+        np.testing.assert_allclose(scaled.rho * units[0], plain.rho, rtol=1e-8)
+    else:
+        np.testing.assert_allclose(scaled.lengthscales / units, plain.lengthscales, rtol=1e-8)
 
 
 def test_the_default_hyperprior_stops_lengthscale_collapse_on_separable_data():

@@ -83,7 +83,7 @@ class RBF(Kernel):
     """Paper Eq. 1: ``kappa^2 exp(-rho^2 / 2 ||x - x'||^2)``; ``kappa``, ``rho`` scalars."""
 
     kappa: jnp.ndarray = param(Positive(), default=1.0)
-    rho: jnp.ndarray = param(Positive(1e-6), default=1.0)
+    rho: jnp.ndarray = param(Positive(), default=1.0)
 
     def evaluate(self, x, y):
         return self.kappa**2 * jnp.exp(-0.5 * self.rho**2 * jnp.sum((x - y) ** 2))
@@ -102,7 +102,7 @@ class ARD(Kernel):
     """
 
     kappa: jnp.ndarray = param(Positive(), default=1.0)
-    lengthscales: jnp.ndarray = param(Positive(1e-6), default=1.0)
+    lengthscales: jnp.ndarray = param(Positive(), default=1.0)
 
     def evaluate(self, x, y):
         return self.kappa**2 * jnp.exp(-0.5 * jnp.sum(((x - y) / self.lengthscales) ** 2))

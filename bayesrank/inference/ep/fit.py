@@ -144,7 +144,8 @@ def fit(
             in float32 (:func:`default_tol`), ``rtol`` to ``tol``; ``rtol=0`` is an absolute
             test.
         damping: the first sweep's step fraction in ``(0, 1]``; with ``adapt_damping`` (default)
-            halved whenever the marginals' largest change grows, down to ``MIN_DAMPING``.
+            halved whenever the marginals' largest change shrinks by less than a factor 0.9 from one
+            sweep to the next, down to ``MIN_DAMPING``.
         schedule: ``"parallel"`` or ``"sequential"``.
         sites: warm start (e.g. the previous EM iteration's sites).
         pair_mask: ``(m,)`` bool, False for padded pairs.

@@ -95,10 +95,11 @@ def step(
     """One EP sweep over the state's active pairs, then a fresh factorisation of the posterior.
 
     With ``adapt_damping`` the next sweep's damping is halved (down to ``MIN_DAMPING``, or the
-    current damping if that is lower) when this sweep's largest marginal change exceeds the
-    previous sweep's. A state that carries an Anderson history (``init(..., accelerate=True)``)
-    is stepped by an accelerated parallel sweep; ``residual_tol`` (accelerated states only) keeps
-    it unchanged, without refactorising, once the sweep's moment-matching residual is below it.
+    current damping if that is lower) when this sweep's largest marginal change is not below
+    ``CONTRACTION`` (0.9) times the previous sweep's. A state that carries an Anderson history
+    (``init(..., accelerate=True)``) is stepped by an accelerated parallel sweep;
+    ``residual_tol`` (accelerated states only) keeps it unchanged, without refactorising, once
+    the sweep's moment-matching residual is below it.
     ``pair_mask`` restricts the sweep further (the state's own ``active`` pairs always apply).
     """
     pairs = jnp.asarray(pairs)

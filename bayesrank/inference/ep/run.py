@@ -41,9 +41,10 @@ def run(
     ``tol`` or ``max_iter`` sweeps: ``iterate(init(K, pairs, ...), pairs, ...)``.
 
     ``damping`` is the first sweep's step fraction; with ``adapt_damping`` it is halved whenever
-    the marginals' largest change grows (:mod:`.state`). The loop is a ``lax.while_loop``: use
-    :func:`~bayesrank.inference.ep.fit` (or :func:`~bayesrank.inference.ep.log_evidence`) to
-    differentiate. ``max_iter``, ``tol`` and ``damping`` may be traced.
+    the marginals' largest change shrinks by less than a factor 0.9 (:mod:`.state`). The loop is
+    a ``lax.while_loop``: use :func:`~bayesrank.inference.ep.fit` (or
+    :func:`~bayesrank.inference.ep.log_evidence`) to differentiate. ``max_iter``, ``tol`` and
+    ``damping`` may be traced.
 
     ``precision="mixed"`` (float64 input): the first sweeps in float32 (:mod:`.precision`).
 

@@ -200,11 +200,14 @@ def test_learning_does_not_depend_on_the_features_units(kernel, units, method):
         mean, cov = np.asarray(fit.posteriors.mean[0]), np.asarray(fit.posteriors.cov[0])
         fits.append((fit.prior.attribute, np.asarray(predict_pairs(mean, cov, test).prob)))
     (plain, p_plain), (scaled, p_scaled) = fits
-    np.testing.assert_allclose(p_scaled, p_plain, rtol=1e-8, atol=1e-10)
+    # float32: EP stops at changes of 1e-3 (its float32 tolerance), and the scaled distances
+    # round differently; five optimiser steps carry both into the hyperparameters
+    tol = 1e-8 if X64 else 5e-2
+    np.testing.assert_allclose(p_scaled, p_plain, rtol=tol, atol=1e-10 if X64 else 1e-2)
     if isinstance(kernel, RBF):  # rho is an inverse lengthscale
-        np.testing.assert_allclose(scaled.rho * units[0], plain.rho, rtol=1e-8)
+        np.testing.assert_allclose(scaled.rho * units[0], plain.rho, rtol=tol)
     else:
-        np.testing.assert_allclose(scaled.lengthscales / units, plain.lengthscales, rtol=1e-8)
+        np.testing.assert_allclose(scaled.lengthscales / units, plain.lengthscales, rtol=tol)
 
 
 def test_the_default_hyperprior_stops_lengthscale_collapse_on_separable_data():

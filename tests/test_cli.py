@@ -4,6 +4,7 @@ import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -201,8 +202,18 @@ def test_fit_predict_and_the_study_on_the_bundled_sample(tmp_path, capsys):
     assert all(row.startswith("10,") for row in rows[1:])
     out = tmp_path / "study"
     argv = ["experiment", "relational", "--queries", "1", "--known", "20", "--repeats", "1"]
-    argv += ["--models", "XPGP", "PGP", "--jobs", "0", "--out", str(out)]
+    argv += ["--models", "XPGP", "PGP+I", "--jobs", "0", "--out", str(out)]
     capsys.readouterr()
     assert main(argv) == 0
-    assert "== sample, 20 known pairs ==" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "== sample, 20 known pairs ==" in printed.out
     assert json.loads((out / "results.json").read_text())["collection"] == "sample"
+    # every file the command says it wrote is there, the figures included (a new user found
+    # "written: ... curves.png" printed where matplotlib was missing and nothing was written)
+    lines = printed.err.splitlines()
+    named = [line.split("written: ", 1)[1] for line in lines if line.startswith("written: ")]
+    names = {"results.json", "table.txt", "table.md", "curves.png", "paired.png"}
+    assert {Path(p).name for p in named} == names
+    for path in named:
+        assert Path(path).parent == out and Path(path).stat().st_size > 0
+    assert Path(named[-2]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

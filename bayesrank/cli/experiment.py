@@ -73,18 +73,16 @@ def _relational(args) -> int:
     if collection == "all":
         if args.data_dir is None:
             raise ValueError("--collection all needs --data-dir (the benchmark data's folder)")
-        every = run_all(config)
-        for results in every.values():
+        every = list(run_all(config).values())
+        for results in every:
             print(table(results) + f"run time {results['seconds']:.0f} s\n")
-        total = sum(r["seconds"] for r in every.values())
+        total = sum(r["seconds"] for r in every)
         print(f"the full study: {total:.0f} s")
     else:
-        results = run_study(config)
-        print(table(results) + f"run time {results['seconds']:.0f} s")
-    print(
-        f"written: {out} (results.json, table.txt, table.md, curves.png, paired.png)",
-        file=sys.stderr,
-    )
+        every = [run_study(config)]
+        print(table(every[0]) + f"run time {every[0]['seconds']:.0f} s")
+    for path in (p for results in every for p in results["files"]):
+        print(f"written: {path}", file=sys.stderr)
     return 0
 
 

@@ -79,20 +79,18 @@ def markdown(results) -> str:
     return "\n".join(lines)
 
 
-def plot(results, path: Path) -> bool:
+def plot(results, path: Path) -> list[Path]:
     """Error and AUC against the number of known pairs (:func:`bayesrank.plot.study`; bands:
     sd over query-repetitions) to ``path``, and each model's paired difference in error to
     PGP+I with its 95% interval (:func:`bayesrank.plot.paired`) to ``paired.png`` beside it,
-    where PGP+I ran; False (nothing written) without matplotlib."""
-    try:
-        import matplotlib
-    except ImportError:
-        return False
+    where PGP+I ran with another model. Returns the files written."""
+    import matplotlib
+
     matplotlib.use("Agg")
     from ..plot import paired, save, study
 
-    save(study(results), path, close=True)
+    written = [save(study(results), path, close=True)]
     ran = {m for block in results["settings"].values() for m in block.get("rows", {})}
     if "PGP+I" in ran and len(ran) > 1:
-        save(paired(results), Path(path).with_name("paired.png"), close=True)
-    return True
+        written.append(save(paired(results), Path(path).with_name("paired.png"), close=True))
+    return written

@@ -194,8 +194,8 @@ def run_study(config: StudyConfig, *, verbose: bool = True) -> dict:
             "hyperparameters": hyper,
         }
     results["seconds"] = time.perf_counter() - start
-    if config.out is not None:
-        write(results, config.out)
+    if config.out is not None:  # the files, for the caller to name (not in results.json)
+        results["files"] = [str(path) for path in write(results, config.out)]
     return results
 
 
@@ -217,8 +217,8 @@ def run_all(config: StudyConfig, *, verbose: bool = True) -> dict:
 
 
 def write(results: dict, out: Path) -> list[Path]:
-    """``results.json``, ``table.txt``, ``table.md`` and (with matplotlib) ``curves.png`` and
-    ``paired.png``."""
+    """``results.json``, ``table.txt``, ``table.md``, ``curves.png`` and (where PGP+I ran with
+    another model) ``paired.png`` to ``out``; returns the files written."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     text = table(results) + f"run time {results['seconds']:.0f} s\n"
@@ -226,11 +226,7 @@ def write(results: dict, out: Path) -> list[Path]:
     written[0].write_text(json.dumps(results))
     written[1].write_text(text)
     written[2].write_text(markdown(results))
-    if plot(results, out / "curves.png"):
-        written.append(out / "curves.png")
-        if (out / "paired.png").is_file():
-            written.append(out / "paired.png")
-    return written
+    return written + plot(results, out / "curves.png")
 
 
 class _scratch:

@@ -106,3 +106,25 @@ def test_fit_hyperparameters_second_call_compiles_nothing():
         )
     assert n[0] == 0
     assert fit.posteriors.mean.shape == (1, 19)
+
+
+def test_a_new_optax_optimiser_of_the_same_kind_compiles_nothing():
+    """An optax transformation is static (a pair of closures): a freshly built ``adam(0.05)``
+    is equal by structure to the last one, so it reuses the compiled steps; ``adam(0.1)``
+    (another captured step size) is another program."""
+    import optax
+
+    from bayesrank.learning import fit_hyperparameters
+
+    prior = XPGP(RBF(), (), entity=Independent(0.3))
+    X, _, pairs = random_problem(9, n=20, m=40)
+    problem = PreferenceProblem.create(pairs, X=X)
+    options = dict(method="evidence", n_iter=3)
+    first = fit_hyperparameters(prior, problem, optimizer=optax.adam(0.05), **options)
+    with count_compilations() as n:
+        again = fit_hyperparameters(prior, problem, optimizer=optax.adam(0.05), **options)
+    assert n[0] == 0
+    np.testing.assert_array_equal(again.trace.objective, first.trace.objective)
+    with count_compilations() as n:
+        fit_hyperparameters(prior, problem, optimizer=optax.adam(0.1), **options)
+    assert n[0] > 0

@@ -45,6 +45,7 @@ wins the first-candidate tie rule over its original, so the rounds are unchanged
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -284,8 +285,14 @@ def exp_loss(scores, pairs, pair_mask=None):
 
 # The estimator's compiled cores: static are n_rounds (a loop length) and complements (a flag);
 # smoothing, temperature and the number of rounds used by predict are traced.
-_fit_jit = jax.jit(fit, static_argnames=("n_rounds", "complements"))
-_predict_jit = jax.jit(predict)
+@partial(jax.jit, static_argnames=("n_rounds", "complements"))
+def _fit_jit(X, pairs, thresholds, n_rounds, pair_mask, smoothing, complements):
+    return fit(X, pairs, thresholds, n_rounds, pair_mask, smoothing, complements)
+
+
+@jax.jit
+def _predict_jit(model, X, temperature, n_rounds):
+    return predict(model, X, temperature, n_rounds)
 
 
 class RankBoost(Ranker):

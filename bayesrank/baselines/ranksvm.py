@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -367,9 +368,19 @@ def _predict_rbf(X, X_fit, beta, gamma):
 
 
 # The estimator's compiled cores: static are the loss (a string) and max_iter (a loop bound).
-_fit_linear_jit = jax.jit(_fit_linear_regularised, static_argnames=("loss", "max_iter"))
-_fit_rbf_jit = jax.jit(_fit_rbf, static_argnames=("loss", "max_iter"))
-_predict_rbf_jit = jax.jit(_predict_rbf)
+@partial(jax.jit, static_argnames=("loss", "max_iter"))
+def _fit_linear_jit(X, pairs, C, pair_mask, lam, **settings):
+    return _fit_linear_regularised(X, pairs, C, pair_mask, lam, **settings)
+
+
+@partial(jax.jit, static_argnames=("loss", "max_iter"))
+def _fit_rbf_jit(X, doc_mask, pairs, C, pair_mask, gamma, **settings):
+    return _fit_rbf(X, doc_mask, pairs, C, pair_mask, gamma, **settings)
+
+
+@jax.jit
+def _predict_rbf_jit(X, X_fit, beta, gamma):
+    return _predict_rbf(X, X_fit, beta, gamma)
 
 
 def _scaled_features(X: np.ndarray, dtype, e: int | None = None) -> tuple[np.ndarray, int]:

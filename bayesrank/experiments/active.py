@@ -37,7 +37,6 @@ labelled pairs): one prior, test pairs disjoint from the candidates.
 from __future__ import annotations
 
 import argparse
-import functools
 
 import numpy as np
 
@@ -153,6 +152,8 @@ def prior_alone(priors, Xs, tests) -> tuple[list[np.ndarray], list[float]]:
     Returns:
         ``[K_q: (N, N)]`` and ``[error_q]``.
     """
+    from . import _programs
+
     N = max(len(X) for X in Xs)
     T = max(len(t) for t in tests)
     Ks, errors = [], []
@@ -161,27 +162,10 @@ def prior_alone(priors, Xs, tests) -> tuple[list[np.ndarray], list[float]]:
         Xp[: len(X)] = X
         tp = np.tile(np.array([[0, 1]]), (T, 1))
         tp[: len(t)] = t
-        K, err = _prior_alone_program()(prior, Xp, np.arange(N) < len(X), tp, np.arange(T) < len(t))
+        K, err = _programs.prior_alone(prior, Xp, np.arange(N) < len(X), tp, np.arange(T) < len(t))
         Ks.append(np.asarray(K))
         errors.append(float(err))
     return Ks, errors
-
-
-@functools.cache
-def _prior_alone_program():
-    """The jitted ``(prior, X, mask, test, test_mask) -> (K, error of the zero mean)``."""
-    import jax
-    import jax.numpy as jnp
-
-    from ..metrics import pairwise_error
-    from ..predict import predict_pairs
-
-    def prior_alone(prior, X, mask, test, test_mask):
-        K = prior.covariance(X, (), mask)
-        prob = predict_pairs(jnp.zeros(X.shape[0], K.dtype), K, test).prob
-        return K, pairwise_error(prob, test_mask)
-
-    return jax.jit(prior_alone)
 
 
 def run(args: argparse.Namespace) -> dict:

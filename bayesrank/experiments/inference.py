@@ -39,7 +39,6 @@ BoTorch and choix, Wilcoxon tests): the bundled sample, the two Gaussian engines
 from __future__ import annotations
 
 import argparse
-import functools
 import time
 
 import numpy as np
@@ -139,39 +138,16 @@ def measures(probs: list[np.ndarray], outcomes: list[np.ndarray]) -> list[dict]:
     """Pair error, log-likelihood, Brier score and ECE of each query's ``probs[q]: (t_q,)``
     against ``outcomes[q]: (t_q,)``, the queries padded to one length (masked) so that the
     measures compile once."""
+    from . import _programs
+
     T = max(len(p) for p in probs)
     out = []
     for p, y in zip(probs, outcomes, strict=True):
         pp, yy, mask = np.full(T, 0.5), np.zeros(T), np.arange(T) < len(p)
         pp[: len(p)], yy[: len(p)] = p, y
-        values = _measures_program()(pp, yy, mask)
-        out.append({k: float(v) for k, v in zip(MEASURES, values, strict=True)})
+        values = _programs.measures(pp, yy, mask)
+        out.append({k: float(v) for k, v in zip(_programs.MEASURES, values, strict=True)})
     return out
-
-
-#: The per-query measures, in :func:`_measures_program`'s order.
-MEASURES = ("pair_error", "loglik", "brier", "ece")
-
-
-@functools.cache
-def _measures_program():
-    """The jitted ``(p, y, mask) -> (pair error, log-likelihood, Brier, ECE)`` of
-    :mod:`bayesrank.metrics`; ``p = P(first wins)``, ``y`` 1 where it did."""
-    import jax
-    import jax.numpy as jnp
-
-    from ..metrics import brier_score, expected_calibration_error, log_loss, pairwise_error
-
-    def program(p, y, mask):
-        right = jnp.where(y == 1, p, 1 - p)  # P(the winner wins)
-        return (
-            pairwise_error(right, mask),
-            -log_loss(p, y, mask),
-            brier_score(p, y, mask),
-            expected_calibration_error(p, y, mask),
-        )
-
-    return jax.jit(program)
 
 
 def learn(engine: str, problems, opt: dict):
@@ -207,10 +183,10 @@ def sample_nuts(prior, problems, opt: dict):
     batch = stack_problems(problems)
     per_query = opt["theta"] == "per-query"
 
-    def one(p, X, mask):
-        return p.covariance(X, (), mask)
+    from . import _programs
 
-    K = jax.jit(jax.vmap(one, in_axes=(0 if per_query else None, 0, 0)))(prior, batch.X, batch.mask)
+    covariances = _programs.covariances_per_query if per_query else _programs.covariances
+    K = covariances(prior, batch.X, batch.mask)
     posts = nuts.sample_batch(
         jax.random.PRNGKey(opt["seed"] + 1),
         K,

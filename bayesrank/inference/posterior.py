@@ -103,7 +103,9 @@ def _draw_pairs(draws, pairs):
     return draw_pair_predictions(draws, pairs)
 
 
-_draw_matrix = jax.jit(draw_probability_matrix)
+@jax.jit
+def _draw_matrix(draws):
+    return draw_probability_matrix(draws)
 
 
 class GaussianPosterior:

@@ -14,6 +14,8 @@ Laplacian's ``beta`` (``docs/guide/model.md``, identifiability).
 
 from __future__ import annotations
 
+import functools
+import types
 from typing import Any, NamedTuple
 
 import jax
@@ -23,7 +25,7 @@ import numpy as np
 from ..kernels.params import constrain, constrain_host, unconstrain_host
 from ..kernels.xpgp import FROZEN_BY_DEFAULT, default_trainable
 
-__all__ = ["FROZEN_BY_DEFAULT", "Config", "Settings", "default_trainable"]
+__all__ = ["FROZEN_BY_DEFAULT", "Config", "Settings", "Structural", "default_trainable"]
 
 
 class Config(NamedTuple):
@@ -90,3 +92,65 @@ def split_leaves(prior, trainable, dtype):
     free = [x for x, f in zip(leaves, flags, strict=True) if f]
     fixed = [x for x, f in zip(leaves, flags, strict=True) if not f]
     return free, fixed, treedef, flags
+
+
+class Structural:
+    """A user's optax transformation in a :class:`Config`, equal to another built the same way.
+
+    ``jit`` hashes its static arguments, and an optax transformation is a pair of closures: two
+    calls of ``optax.adam(0.05)`` give unequal objects, so each fit with a freshly built
+    optimiser compiled its programs again. This wrapper compares by structure instead: the
+    closures' code, and recursively what they capture (numbers, strings, arrays by value, other
+    closures, tuples and dicts). Two transformations with equal structure compute the same
+    thing, so they may share compiled programs; anything it cannot read (an object of another
+    kind) is compared by identity, as before.
+    """
+
+    def __init__(self, transformation):
+        self.transformation = transformation
+        self._key = _structure(transformation, set())
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Structural) and self._key == other._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __repr__(self) -> str:
+        return f"Structural({self.transformation!r})"
+
+
+def _structure(obj, seen: set):
+    """A hashable description of ``obj`` (see :class:`Structural`)."""
+    if obj is None or isinstance(obj, bool | int | float | complex | str | bytes):
+        return (type(obj).__name__, obj)
+    if isinstance(obj, np.generic):
+        return ("scalar", obj.dtype.str, obj.item())
+    if isinstance(obj, np.ndarray | jax.Array) and not isinstance(obj, jax.core.Tracer):
+        value = np.asarray(obj)
+        return ("array", value.dtype.str, value.shape, value.tobytes())
+    if id(obj) in seen:  # a closure that refers to itself
+        return ("cycle",)
+    seen = seen | {id(obj)}
+    if isinstance(obj, types.FunctionType):
+        cells = []
+        for cell in obj.__closure__ or ():
+            try:
+                cells.append(_structure(cell.cell_contents, seen))
+            except ValueError:  # an empty cell
+                cells.append(("empty",))
+        return (
+            "function",
+            obj.__code__,
+            tuple(cells),
+            _structure(obj.__defaults__, seen),
+            _structure(obj.__kwdefaults__, seen),
+        )
+    if isinstance(obj, functools.partial):
+        return ("partial", _structure((obj.func, obj.args, obj.keywords), seen))
+    if isinstance(obj, tuple | list):  # NamedTuples (the transformations) keep their type
+        return (type(obj), tuple(_structure(o, seen) for o in obj))
+    if isinstance(obj, dict):
+        items = sorted(obj.items(), key=lambda kv: repr(kv[0]))
+        return ("dict", tuple((repr(k), _structure(v, seen)) for k, v in items))
+    return ("object", id(obj), obj)  # identity: kept alive by the wrapper's reference

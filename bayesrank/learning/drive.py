@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import jax
 import numpy as np
-import optax
 
 from . import bfgs
-from .config import Config, Settings, combine_host
+from .config import Config, Settings, Structural, combine_host
 from .diagnostics import flat_values
 from .em import (
     jit_e_step,
@@ -91,7 +90,7 @@ def _step(carry, fixed, u0, data, cfg: Config, settings: Settings):
         return m_step(carry, fixed, u0, data, post, cfg=cfg, settings=settings)
     if per_query:
         return jit_evidence_step_per_query(carry, fixed, u0, data, cfg=cfg, settings=settings)
-    if len(data) > 1 and not isinstance(cfg.optimizer, optax.GradientTransformation):
+    if len(data) > 1 and not isinstance(cfg.optimizer, Structural):
         return bucketed_evidence_step(carry, fixed, u0, data, cfg, settings)
     return jit_evidence_step(carry, fixed, u0, data, cfg=cfg, settings=settings)
 

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import optax
 
 from ..parallel import covariances, map_queries
-from .config import Config, Settings, combine, finite_or_inf, log_hyperprior
+from .config import Config, Settings, Structural, combine, finite_or_inf, log_hyperprior
 from .objectives import bucket_posteriors, expected_log_prior
 from .results import Carry, info
 
@@ -46,8 +46,8 @@ def check_optimizer(optimizer, method: str) -> None:
 
 def make_optimizer(cfg: Config, settings: Settings) -> optax.GradientTransformation:
     """The optax transformation of ``cfg.optimizer`` (Adam's step size is traced)."""
-    if isinstance(cfg.optimizer, optax.GradientTransformation):
-        return cfg.optimizer
+    if isinstance(cfg.optimizer, Structural):  # a user's optax transformation
+        return cfg.optimizer.transformation
     if cfg.optimizer == "lbfgs":
         return optax.lbfgs()
     return optax.adam(settings.learning_rate)
@@ -177,16 +177,35 @@ def lift(step):
     return lifted
 
 
-def _jit(step):
-    return partial(jax.jit, static_argnames=("cfg",))(
-        lambda *args, cfg, settings: step(*args, cfg, settings)
-    )
+# The compiled steps: shared ``theta`` (one batch) and per query (:func:`lift`); ``cfg`` is
+# static, ``settings`` traced.
 
 
-#: Compiled steps: shared ``theta`` (one batch) and per query (``lift``).
-jit_e_step = _jit(_e)
-jit_m_step = _jit(_m)
-jit_evidence_step = _jit(_evidence)
-jit_e_step_per_query = partial(jax.jit, static_argnames=("cfg",))(lift(_e))
-jit_m_step_per_query = partial(jax.jit, static_argnames=("cfg",))(lift(_m))
-jit_evidence_step_per_query = partial(jax.jit, static_argnames=("cfg",))(lift(_evidence))
+@partial(jax.jit, static_argnames=("cfg",))
+def jit_e_step(carry, fixed, u0, data, *, cfg, settings):
+    return _e(carry, fixed, u0, data, cfg, settings)
+
+
+@partial(jax.jit, static_argnames=("cfg",))
+def jit_m_step(carry, fixed, u0, data, post, *, cfg, settings):
+    return _m(carry, fixed, u0, data, post, cfg, settings)
+
+
+@partial(jax.jit, static_argnames=("cfg",))
+def jit_evidence_step(carry, fixed, u0, data, *, cfg, settings):
+    return _evidence(carry, fixed, u0, data, cfg, settings)
+
+
+@partial(jax.jit, static_argnames=("cfg",))
+def jit_e_step_per_query(carry, fixed, u0, data, *, cfg, settings):
+    return lift(_e)(carry, fixed, u0, data, cfg=cfg, settings=settings)
+
+
+@partial(jax.jit, static_argnames=("cfg",))
+def jit_m_step_per_query(carry, fixed, u0, data, post, *, cfg, settings):
+    return lift(_m)(carry, fixed, u0, data, post, cfg=cfg, settings=settings)
+
+
+@partial(jax.jit, static_argnames=("cfg",))
+def jit_evidence_step_per_query(carry, fixed, u0, data, *, cfg, settings):
+    return lift(_evidence)(carry, fixed, u0, data, cfg=cfg, settings=settings)

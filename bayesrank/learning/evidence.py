@@ -33,18 +33,37 @@ from .results import Carry, info
 
 __all__: list[str] = []  # the façade is bayesrank.learning.fit_hyperparameters
 
-jit_bucket_evidence = partial(jax.jit, static_argnames=("cfg",))(
-    lambda free, fixed, data, sites, tol, cfg: bucket_evidence(free, fixed, data, sites, tol, cfg)
-)
-jit_bucket_fisher = partial(jax.jit, static_argnames=("cfg",))(
-    lambda free, fixed, data, post, cfg: bucket_fisher(free, fixed, data, post, cfg)
-)
-jit_moments = partial(jax.jit, static_argnames=("cfg",))(
-    lambda free, fixed, data, sites, cfg: bucket_moments(free, fixed, data, sites, cfg)
-)
-jit_evidence_per_query = partial(jax.jit, static_argnames=("cfg",))(per_query_evidence)
-jit_fisher_per_query = partial(jax.jit, static_argnames=("cfg",))(per_query_fisher)
-jit_moments_per_query = partial(jax.jit, static_argnames=("cfg",))(per_query_moments)
+# The compiled programs of the evidence objective (cores in .objectives); ``cfg`` is static.
+
+
+@partial(jax.jit, static_argnames=("cfg",))
+def jit_bucket_evidence(free, fixed, data, sites, tol, cfg):
+    return bucket_evidence(free, fixed, data, sites, tol, cfg)
+
+
+@partial(jax.jit, static_argnames=("cfg",))
+def jit_bucket_fisher(free, fixed, data, post, cfg):
+    return bucket_fisher(free, fixed, data, post, cfg)
+
+
+@partial(jax.jit, static_argnames=("cfg",))
+def jit_moments(free, fixed, data, sites, cfg):
+    return bucket_moments(free, fixed, data, sites, cfg)
+
+
+@partial(jax.jit, static_argnames=("cfg",))
+def jit_evidence_per_query(free, fixed, data, sites, tol, cfg):
+    return per_query_evidence(free, fixed, data, sites, tol, cfg)
+
+
+@partial(jax.jit, static_argnames=("cfg",))
+def jit_fisher_per_query(free, fixed, data, post, cfg):
+    return per_query_fisher(free, fixed, data, post, cfg)
+
+
+@partial(jax.jit, static_argnames=("cfg",))
+def jit_moments_per_query(free, fixed, data, sites, cfg):
+    return per_query_moments(free, fixed, data, sites, cfg)
 
 
 def tolerances(tol, dtype, relative: bool = False):

@@ -26,6 +26,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from ..data.batch import ProblemBatch
 from ..data.checks import check_bool, check_choice, check_float, check_int
@@ -35,7 +36,7 @@ from ..inference import ep
 from ..kernels.xpgp import XPGP
 from ..parallel import prepare_batch
 from ..runtime import one_blas_thread, warn_if_float32
-from .config import Config, Settings, combine_host, default_trainable, split_leaves
+from .config import Config, Settings, Structural, combine_host, default_trainable, split_leaves
 from .design import GlobalStart, check_design, global_starts, worth_running
 from .diagnostics import (
     LearningConvergenceWarning,
@@ -145,7 +146,9 @@ def _fit(
         treedef,
         flags,
         method,
-        optimizer or ("lbfgs" if method == "em" else "bfgs"),
+        Structural(optimizer)
+        if isinstance(optimizer, optax.GradientTransformation)
+        else optimizer or ("lbfgs" if method == "em" else "bfgs"),
         int(m_steps),
         int(ep_max_iter),
         schedule,

@@ -105,8 +105,10 @@ def fit_gp(model, queries, splits, relations, rep, per_query: bool = False):
 # --- the SVMs --------------------------------------------------------------------------------
 
 
-#: One compiled program per query size (the four gammas and every repetition reuse it).
-_rbf = jax.jit(rbf_kernel)
+@jax.jit
+def _rbf(X1, X2, gamma):
+    """:func:`rbf_kernel`, one compiled program per query size (every gamma and repetition)."""
+    return rbf_kernel(X1, X2, gamma)
 
 
 def _median_gamma(X) -> float:

@@ -129,7 +129,9 @@ def sample_fixed(key, K, pairs, pair_mask, settings: NUTSSettings, tuning):
     return trace.z["z"] @ L.T, trace
 
 
-_sample_fixed = partial(jax.jit, static_argnames=("settings",))(sample_fixed)
+@partial(jax.jit, static_argnames=("settings",))
+def _sample_fixed(key, K, pairs, pair_mask, settings: NUTSSettings, tuning):
+    return sample_fixed(key, K, pairs, pair_mask, settings, tuning)
 
 
 #: The largest split R-hat a run counts as converged (Vehtari et al. 2021: 1.01).

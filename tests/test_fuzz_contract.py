@@ -16,7 +16,7 @@ import warnings
 import jax
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from bayesrank import RBF, XPGP, PreferenceProblem, XPGPModel
@@ -63,6 +63,7 @@ def _valid_pair_list(pairs, n) -> bool:
     n=st.integers(1, 6),
     pairs=st.lists(st.lists(ODD_NUMBERS, min_size=1, max_size=3), max_size=6),
 )
+@example(n=2, pairs=[[0, True]])  # found by this test: NumPy read the bool as the index 1
 def test_pair_lists_are_taken_exactly_or_refused_by_row(n, pairs):
     try:
         problem = PreferenceProblem.create(pairs, n=n)

@@ -37,7 +37,28 @@ def _whole(arr: np.ndarray) -> np.ndarray:
 
 
 def _integer_array(pairs, name: str) -> np.ndarray:
+    if isinstance(pairs, list | tuple) and (where := _first_bool(pairs)) is not None:
+        # NumPy casts a bool among ints to 0 or 1: [[0, True]] would be the pair (0, 1)
+        raise ValueError(
+            f"{name}{_at(where)} = {_value_at(pairs, where)!r} is a bool, not an index"
+        )
     return _as_array(pairs, name, "iuf", "integer-valued")
+
+
+def _first_bool(items, where=()):
+    """The index path of the first bool in nested lists or tuples (None: none)."""
+    for i, item in enumerate(items):
+        if isinstance(item, bool | np.bool_):
+            return (*where, i)
+        if isinstance(item, list | tuple) and (found := _first_bool(item, (*where, i))):
+            return found
+    return None
+
+
+def _value_at(items, where):
+    for i in where:
+        items = items[i]
+    return items
 
 
 def _pair_rows(pairs, name: str) -> np.ndarray:

@@ -6,15 +6,13 @@ library itself never flips JAX's global x64 flag; the test suite does, explicitl
 """
 
 import os
+import tempfile
 from pathlib import Path
 
 import jax
 import pytest
 
 X64 = os.environ.get("BAYESRANK_TEST_X64", "1") != "0"
-# The command line turns the persistent compilation cache on; in the tests it would turn
-# compilations into cache loads and hide what the compile-count tests count.
-os.environ.setdefault("BAYESRANK_CACHE_DIR", "off")
 jax.config.update("jax_enable_x64", X64)
 
 #: Location of the third-party LETOR data beside the repository (CI has it there).
@@ -38,33 +36,37 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+def pytest_configure(config):
+    """The persistent compilation cache, in a directory of this run's own (made by the process
+    that starts the run; xdist's workers and every child process a test starts inherit it
+    through ``BAYESRANK_CACHE_DIR``): a program compiled once in the run is loaded, not compiled
+    again, by another module, worker or child. A fresh directory per run, so the run never
+    depends on an earlier one. ``BAYESRANK_CACHE_DIR`` set by the caller is kept (``off``: no
+    cache). Compile-counting tests are unaffected: ``helpers.count_compilations`` counts a
+    program loaded from disk as one not found in memory, as it counts a compiled one."""
+    if "BAYESRANK_CACHE_DIR" not in os.environ and not hasattr(config, "workerinput"):
+        config._bayesrank_cache = tempfile.TemporaryDirectory(prefix="bayesrank-tests-jax-")
+        os.environ["BAYESRANK_CACHE_DIR"] = config._bayesrank_cache.name
+    from bayesrank.runtime import enable_compilation_cache
+
+    enable_compilation_cache()  # BAYESRANK_CACHE_DIR
+
+
+def pytest_unconfigure(config):
+    cache = getattr(config, "_bayesrank_cache", None)
+    if cache is not None:
+        os.environ.pop("BAYESRANK_CACHE_DIR", None)
+        cache.cleanup()
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _fresh_jax_caches():
     """Drop JAX's compiled programs after each test module.
 
-    Programs are not shared across modules. In one process running the whole suite, jaxlib 0.10's
-    CPU compiler crashed (SIGSEGV, then SIGABRT in a second run) compiling a small RankSVM program
-    near the end, after about 1,000 compilations; each module alone passed.
+    In one process running the whole suite, jaxlib 0.10's CPU compiler crashed (SIGSEGV, then
+    SIGABRT in a second run) compiling a small RankSVM program near the end, after about 1,000
+    compilations; each module alone passed. A program another module needs again is loaded from
+    the run's compilation cache (:func:`pytest_configure`), not compiled.
     """
     yield
     jax.clear_caches()
-
-
-@pytest.fixture(scope="module")
-def quick_compiles():
-    """XLA without most of its optimisations, for a module that tests an interface (the command
-    line, the experiments, a study run) rather than numerics against tight references: its
-    programs compile in about two thirds of the time. Child processes inherit it through the
-    environment. Restored after the module."""
-    import os
-
-    before = jax.config.values["jax_disable_most_optimizations"]
-    env = os.environ.get("JAX_DISABLE_MOST_OPTIMIZATIONS")
-    jax.config.update("jax_disable_most_optimizations", True)
-    os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] = "1"
-    yield
-    jax.config.update("jax_disable_most_optimizations", before)
-    if env is None:
-        os.environ.pop("JAX_DISABLE_MOST_OPTIMIZATIONS", None)
-    else:
-        os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] = env

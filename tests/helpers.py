@@ -25,15 +25,16 @@ def _listener(name, _duration, **_kwargs):
 def _hit_listener(name, **_kwargs):
     if name == CACHE_HIT_EVENT:
         for counter in _active:
-            counter[0] -= 1  # loaded from disk, not compiled
             counter[1] += 1
 
 
 @contextmanager
 def count_compilations():
     """``with count_compilations() as n: ...``; afterwards ``n[0]`` is the number of programs
-    XLA compiled inside the block (jitted functions and eager operations alike) and ``n[1]`` the
-    number loaded from the persistent compilation cache instead."""
+    the block did not find in the process's memory (jitted functions and eager operations
+    alike): compiled by XLA, or loaded from the persistent compilation cache, which the tests
+    turn on (conftest); ``n[1]`` is how many of those were loaded. "A second call compiles
+    nothing" is ``n[0] == 0`` whether or not the cache is on; ``n[0] - n[1]`` were compiled."""
     global _registered
     if not _registered:
         jax.monitoring.register_event_duration_secs_listener(_listener)

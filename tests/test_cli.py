@@ -12,9 +12,6 @@ import pytest
 from bayesrank.cli import main
 from bayesrank.data.sample import load_sample, sample_path
 
-#: Interfaces, not numerics: XLA with most optimisations off (conftest.quick_compiles).
-pytestmark = pytest.mark.usefixtures("quick_compiles")
-
 
 def test_summary_default_is_bundled_sample(capsys):
     assert main(["data", "summary"]) == 0

@@ -202,14 +202,8 @@ def results(request) -> dict:
         if getattr(item, "originalname", None) == "test_code_blocks_run"
     ]
     files = [str(ROOT / name) for name in dict.fromkeys(names)]
-    env = {
-        **os.environ,
-        "BAYESRANK_CACHE_DIR": "off",
-        "JAX_ENABLE_X64": "1",
-        # The examples are small: compiling is nearly all their cost, and XLA's optimisation
-        # passes most of that (69 s of CPU for every file with them, 49 s without).
-        "JAX_DISABLE_MOST_OPTIMIZATIONS": os.environ.get("JAX_DISABLE_MOST_OPTIMIZATIONS", "1"),
-    }
+    # the run's compilation cache (conftest), shared with the other tests' programs
+    env = {**os.environ, "JAX_ENABLE_X64": "1"}
     done = subprocess.run(
         [sys.executable, __file__, *files],
         capture_output=True,

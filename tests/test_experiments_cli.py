@@ -20,9 +20,6 @@ from scipy.special import ndtr
 from bayesrank.data.sample import load_sample, sample_path
 from bayesrank.experiments import EXPERIMENTS, _common
 
-#: Interfaces, not numerics: XLA with most optimisations off (conftest.quick_compiles).
-pytestmark = pytest.mark.usefixtures("quick_compiles")
-
 SAMPLE = {q.qid: q for q in load_sample()}
 
 

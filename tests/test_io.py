@@ -39,9 +39,6 @@ from bayesrank.kernels import Kernel
 from bayesrank.kernels.params import Positive, param, pytree_dataclass
 from bayesrank.model import Posterior
 
-#: Interfaces, not numerics: XLA with most optimisations off (conftest.quick_compiles).
-pytestmark = pytest.mark.usefixtures("quick_compiles")
-
 N = 8
 X = np.random.default_rng(0).normal(size=(N, 2))
 PAIRS = np.array([[0, 1], [2, 3], [4, 5], [1, 6], [7, 2], [3, 0], [5, 7], [6, 4]])

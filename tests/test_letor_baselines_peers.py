@@ -57,7 +57,7 @@ def run(args, tmp_path):
         f"sys.argv = [{str(SCRIPT)!r}, *{args!r}]\n"
         f"runpy.run_path({str(SCRIPT)!r}, run_name='__main__')\n"
     )
-    env = {**os.environ, "BAYESRANK_CACHE_DIR": "off"}
+    env = dict(os.environ)  # the run's compilation cache (conftest)
     return subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path
     )

@@ -27,9 +27,6 @@ import bayesrank.plot as bp  # noqa: E402
 from bayesrank import RBF, XPGP, PreferenceProblem, XPGPModel  # noqa: E402
 from bayesrank.metrics import expected_calibration_error  # noqa: E402
 
-#: Interfaces, not numerics: XLA with most optimisations off (conftest.quick_compiles).
-pytestmark = pytest.mark.usefixtures("quick_compiles")
-
 
 @pytest.fixture(autouse=True)
 def _close_figures():

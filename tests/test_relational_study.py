@@ -12,9 +12,6 @@ from bayesrank.data.pairs import pairs_from_grades
 from bayesrank.data.study import StudyQuery, write_study_dir
 from bayesrank.study import StudyConfig, measures, run_study
 
-#: Interfaces, not numerics: XLA with most optimisations off (conftest.quick_compiles).
-pytestmark = pytest.mark.usefixtures("quick_compiles")
-
 
 @pytest.fixture(scope="module")
 def study():

@@ -7,7 +7,6 @@ query. Checked with scikit-learn 1.9.1.
 
 import warnings
 
-import jax
 import numpy as np
 import pytest
 
@@ -45,17 +44,6 @@ with warnings.catch_warnings():
     CHECKS = parametrize_with_checks(
         ESTIMATORS, expected_failed_checks=lambda est: NOT_APPLICABLE, xfail_strict=True
     )
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _quick_compiles():
-    """The checks compile a program for every new shape they try (about 60); XLA without most
-    of its optimisations compiles them in half the time. What is tested here is the estimators'
-    interface, not their speed; the flag is restored after the module."""
-    before = jax.config.values["jax_disable_most_optimizations"]
-    jax.config.update("jax_disable_most_optimizations", True)
-    yield
-    jax.config.update("jax_disable_most_optimizations", before)
 
 
 @CHECKS

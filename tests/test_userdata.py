@@ -14,9 +14,6 @@ from bayesrank.data import userdata
 from bayesrank.data.letor import Query
 from bayesrank.data.sample import SAMPLE_QIDS, sample_path
 
-#: Interfaces, not numerics: XLA with most optimisations off (conftest.quick_compiles).
-pytestmark = pytest.mark.usefixtures("quick_compiles")
-
 
 def write(tmp_path, name, text):
     path = tmp_path / name

@@ -5,13 +5,16 @@ and relations (XPGP, Kersting & Xu 2009); EP inference with two-dimensional site
 evaluation. The public API is re-exported here; submodules hold the rest.
 """
 
-from . import metrics, ordering, parallel, predict, runtime
+from . import active, metrics, ordering, parallel, predict, runtime
 from .baselines import RankBoost, RankSVM
 from .data.letor import Query, load_letor
 from .data.pairs import pairs_from_grades, sample_pairs, split_pairs, validate_pairs
 from .data.problem import PreferenceProblem
+from .data.sample import load_sample, sample_meta_path, sample_path
 from .data.userdata import queries_to_arrays
-from .inference import ep, nuts
+from .evaluation import evaluate_queries
+from .inference import ep, laplace, nuts
+from .io import load, save
 from .kernels import (
     ARD,
     RBF,
@@ -23,6 +26,7 @@ from .kernels import (
     Linear,
     RegularizedLaplacian,
 )
+from .learning import FitResult, GlobalStart, default_trainable, fit_hyperparameters
 from .model import Posterior, XPGPModel
 
 __version__ = "0.1.0.dev0"
@@ -32,7 +36,9 @@ __all__ = [
     "RBF",
     "XPGP",
     "Diffusion",
+    "FitResult",
     "Fixed",
+    "GlobalStart",
     "HiddenCommonCause",
     "Independent",
     "Linear",
@@ -43,8 +49,15 @@ __all__ = [
     "RankSVM",
     "RegularizedLaplacian",
     "XPGPModel",
+    "active",
+    "default_trainable",
     "ep",
+    "evaluate_queries",
+    "fit_hyperparameters",
+    "laplace",
+    "load",
     "load_letor",
+    "load_sample",
     "metrics",
     "nuts",
     "ordering",
@@ -53,7 +66,10 @@ __all__ = [
     "predict",
     "queries_to_arrays",
     "runtime",
+    "sample_meta_path",
     "sample_pairs",
+    "sample_path",
+    "save",
     "split_pairs",
     "validate_pairs",
 ]

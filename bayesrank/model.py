@@ -30,6 +30,7 @@ from .data.checks import (
 from .data.problem import PreferenceProblem
 from .diagnostics import warn_if_unconverged
 from .inference import ep
+from .inference.ep.fit import EP_ADVICE, MAX_ITER_LIMIT, check_settings
 from .inference.problem import fit_problem, why_not_finite
 from .kernels.xpgp import XPGP, ComponentPosterior, check_prior, component_posterior
 from .runtime import one_blas_thread, warn_if_float32
@@ -294,7 +295,7 @@ class XPGPModel:
                 )
         if not all(np.all(np.isfinite(np.asarray(a))) for a in (result.mean, result.cov)):
             raise ValueError(why_not_finite(prior, problem))
-        advice = ep.EP_ADVICE if inference == "ep" else "raise max_iter (Newton's iterations)"
+        advice = EP_ADVICE if inference == "ep" else "raise max_iter (Newton's iterations)"
         warn_if_unconverged(result.converged, f"{inference.upper()} fit", advice)
         return Posterior(prior, problem, result, learning, inference)
 
@@ -345,7 +346,7 @@ class XPGPModel:
         """``ValueError`` naming a setting or hyperparameter at fault; the engine's name."""
         check_prior(self.prior, n_features)
         inference = check_choice(self.inference, "inference", INFERENCE)
-        check_int(self.max_iter, "max_iter", low=1, high=ep.MAX_ITER_LIMIT)
+        check_int(self.max_iter, "max_iter", low=1, high=MAX_ITER_LIMIT)
         check_float(self.tol, "tol", low=0.0, low_open=True, allow_none=True)
-        ep.check_settings(self.schedule, self.precision, self.damping)
+        check_settings(self.schedule, self.precision, self.damping)
         return inference

@@ -83,7 +83,7 @@ def predict_new(
     Args:
         mean, cov: the EP posterior on the ``n`` training entities.
         site_precision, site_shift: ``S: (n, n)`` and ``eta: (n,)`` of the training pairs' EP
-            sites (:func:`bayesrank.inference.ep.site_precision`).
+            sites (:func:`bayesrank.inference.site_precision`).
         K_cross: ``(n, p)`` prior covariance between training and new entities.
         K_new: ``(p, p)`` prior covariance of the new entities.
     """

@@ -278,3 +278,24 @@ def test_site_builds_strict(tmp_path):
     assert "WARNING" not in output, output[-6000:]
     assert (tmp_path / "site" / "index.html").is_file()
     assert (tmp_path / "site" / "api" / "model" / "index.html").is_file()
+
+
+def test_the_readme_tour_imports_from_the_top_level():
+    """The README's Python imports from ``bayesrank`` and at most one subpackage (issue 33: it
+    imported from five module paths), and every name it imports is in ``bayesrank.__all__``."""
+    import ast
+
+    import bayesrank
+
+    modules, names = set(), []
+    for lang, _, code in code_blocks(ROOT / "README.md"):
+        if lang not in PYTHON:
+            continue
+        for node in ast.walk(ast.parse(code)):
+            if isinstance(node, ast.ImportFrom) and node.module.startswith("bayesrank"):
+                modules.add(node.module)
+                if node.module == "bayesrank":
+                    names += [alias.name for alias in node.names]
+    assert "bayesrank" in modules and len(modules - {"bayesrank"}) <= 1, modules
+    assert set(names) <= set(bayesrank.__all__), set(names) - set(bayesrank.__all__)
+    assert all(hasattr(bayesrank, name) for name in bayesrank.__all__)

@@ -20,6 +20,8 @@ from scipy import stats
 
 from bayesrank.diagnostics import ConvergenceWarning
 from bayesrank.inference import ep
+from bayesrank.inference.ep.fit import validate_problem
+from bayesrank.inference.ep.sites import site_natural_parameters
 
 pytestmark = pytest.mark.skipif(not jax.config.jax_enable_x64, reason="float64 references")
 
@@ -116,7 +118,7 @@ def test_against_naive_ep(seed, schedule):
     assert bool(post.converged)
     np.testing.assert_allclose(post.mean, mu_ref, atol=1e-7)
     np.testing.assert_allclose(post.cov, Sigma_ref, atol=1e-7)
-    prec, shift = ep.site_natural_parameters(post.sites)
+    prec, shift = site_natural_parameters(post.sites)
     assert prec.shape == (len(pairs), 2, 2) and shift.shape == (len(pairs), 2)
     np.testing.assert_allclose(prec[:, 0, 0], -prec[:, 0, 1])  # rank one along [1, -1]
 
@@ -303,17 +305,17 @@ def test_hard_cases_converge_without_nan(schedule, scale):
 def test_validate_problem():
     K, pairs = random_problem(0, n=3, m=2)
     with pytest.raises(ValueError, match="self"):
-        ep.validate_problem(K, [[1, 1]])
+        validate_problem(K, [[1, 1]])
     with pytest.raises(ValueError, match="range"):
-        ep.validate_problem(K, [[0, 3]])
+        validate_problem(K, [[0, 3]])
     bad = K.copy()
     bad[0, 2] += 1
     with pytest.raises(ValueError, match=r"K is not symmetric: K\[0, 2\]"):
-        ep.validate_problem(bad, pairs)
+        validate_problem(bad, pairs)
     bad = K.copy()
     bad[1, 1] = np.nan
     with pytest.raises(ValueError, match=r"K\[1, 1\] = nan is not finite"):
-        ep.validate_problem(bad, pairs)
+        validate_problem(bad, pairs)
     with pytest.raises(ValueError, match="schedule"):
         ep.fit(jnp.asarray(K), jnp.asarray(pairs), schedule="random")
     with pytest.raises(ValueError, match="damping"):

@@ -18,6 +18,7 @@ from quadrature import probit_tilted_moments
 from test_ep import naive_ep
 
 from bayesrank.inference import ep
+from bayesrank.inference.ep.fit import validate_problem
 
 pytestmark = pytest.mark.skipif(not jax.config.jax_enable_x64, reason="float64 references")
 
@@ -118,7 +119,7 @@ def test_vmap_with_padding_matches_a_loop():
 
 def test_validate_problem_names_a_bad_diagonal_entry():
     with pytest.raises(ValueError, match=r"K\[2\] = -1.0"):
-        ep.validate_problem(np.array([1.0, 2.0, -1.0]), [[0, 1]])
+        validate_problem(np.array([1.0, 2.0, -1.0]), [[0, 1]])
     with pytest.raises(ValueError, match=r"K\[0\] = nan"):
-        ep.validate_problem(np.array([np.nan, 2.0]), [[0, 1]])
-    ep.validate_problem(np.array([1.0, 0.0]), [[0, 1]])
+        validate_problem(np.array([np.nan, 2.0]), [[0, 1]])
+    validate_problem(np.array([1.0, 0.0]), [[0, 1]])

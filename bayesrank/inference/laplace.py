@@ -24,7 +24,7 @@ is ``K``'s explicit terms plus the one implicit term, the curvature ``W(xi_hat)`
 mode. No ``eigh`` and no ``m x m`` factorisation: O(m n) plus one ``n^3`` product, as EP's.
 
 Uninformative pairs (zero prior variance of ``d_s``,
-:func:`~bayesrank.inference.ep.informative_pairs`) contribute ``log Phi(0)`` and no curvature, as
+:func:`~bayesrank.inference.informative_pairs`) contribute ``log Phi(0)`` and no curvature, as
 in EP.
 """
 

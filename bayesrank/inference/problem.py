@@ -20,6 +20,7 @@ from ..data.checks import check_fits_dtype
 from ..data.problem import PreferenceProblem
 from ..kernels.xpgp import XPGP
 from . import ep, laplace
+from .ep.fit import check_settings, check_sites, loop_settings, pad_pairs, unpad_posterior
 
 __all__ = ["fit_problem", "why_not_finite"]
 
@@ -48,7 +49,7 @@ def why_not_finite(prior: XPGP, problem: PreferenceProblem) -> str:
 
 def fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings):
     """EP or Laplace on ``problem`` under ``prior``, padded to size buckets, one jitted call."""
-    ep.check_settings(settings["schedule"], settings["precision"], settings["damping"])
+    check_settings(settings["schedule"], settings["precision"], settings["damping"])
     n, m = problem.n, len(problem.pairs)
     N = bucket_size(n)
     dtype = jnp.result_type(float)
@@ -64,8 +65,8 @@ def fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings):
         X = np.zeros((N, problem.X.shape[1]), dtype)
         X[:n] = problem.X
     mask = np.arange(N) < n
-    sites = ep.check_sites(sites, m)
-    pairs, pair_mask, sites = ep.pad_pairs(problem.pairs, None, sites, dtype)
+    sites = check_sites(sites, m)
+    pairs, pair_mask, sites = pad_pairs(problem.pairs, None, sites, dtype)
     engine = settings["engine"]
     tol = settings["tol"]
     if engine == "laplace":
@@ -79,13 +80,13 @@ def fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings):
         pairs,
         pair_mask,
         sites,
-        *ep.loop_settings(settings["max_iter"], tol, settings["damping"], dtype),
+        *loop_settings(settings["max_iter"], tol, settings["damping"], dtype),
         engine=engine,
         schedule=settings["schedule"],
         precision=settings["precision"],
     )
     if engine == "ep":
-        return ep.unpad_posterior(result, n, m)
+        return unpad_posterior(result, n, m)
     result = jax.device_get(result)  # sliced on the host (an eager slice compiles per shape)
     sites = ep.Sites(result.sites.tau[:m], result.sites.nu[:m])  # unpadded, as EP's are
     return jax.device_put(

@@ -22,6 +22,8 @@ import jax.scipy.linalg as jsl
 from jax.flatten_util import ravel_pytree
 
 from ..inference import ep, laplace
+from ..inference.ep.evidence import pseudo_data_precision
+from ..inference.ep.sites import informative_pairs
 from ..parallel import PreparedBatch, covariances, map_queries
 from .config import Config, combine
 
@@ -116,7 +118,7 @@ def bucket_fisher(free, fixed, data: PreparedBatch, post: ep.EPPosterior, cfg: C
 
     Per query, in the Gaussian part of ``Z_EP`` with the sites fixed (pseudo-observations
     ``mu_tilde ~ N(0, K + S^-1)``): ``F_jk = 1/2 tr(W dK_j W dK_k)``, ``W = (K + S^-1)^-1``
-    (:func:`~bayesrank.inference.ep.pseudo_data_precision`), ``dK_j = dK / dtheta_j`` by forward
+    (:func:`~bayesrank.inference.pseudo_data_precision`), ``dK_j = dK / dtheta_j`` by forward
     mode. Costs ``p`` products of ``n x n`` matrices per query.
     """
     flat, unravel = ravel_pytree(free)
@@ -128,8 +130,8 @@ def bucket_fisher(free, fixed, data: PreparedBatch, post: ep.EPPosterior, cfg: C
     dK = jax.vmap(dK, in_axes=0, out_axes=-1)(jnp.eye(flat.size, dtype=flat.dtype))  # (B,n,n,p)
 
     def weight(K, cov, pairs, pair_mask, sites):
-        active = ep.informative_pairs(K, pairs, pair_mask)
-        return ep.pseudo_data_precision(cov, pairs, sites, active)
+        active = informative_pairs(K, pairs, pair_mask)
+        return pseudo_data_precision(cov, pairs, sites, active)
 
     W = jax.vmap(weight)(K, post.cov, data.pairs, data.pair_mask, post.sites)
     WdK = jnp.einsum("bxy,byzp->bxzp", W, dK)

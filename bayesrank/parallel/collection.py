@@ -23,6 +23,7 @@ from ..data.batch import bucket_size, pad_stack
 from ..data.checks import check_index_pairs, check_int
 from ..diagnostics import warn_if_unconverged
 from ..inference import ep
+from ..inference.ep.fit import EP_ADVICE, MAX_ITER_LIMIT, check_settings, unpad_posterior
 from ..kernels.xpgp import XPGP
 from ..metrics import LetorMetrics
 from ..metrics import letor_metrics as _letor_metrics_one
@@ -131,13 +132,13 @@ def fit_predict(
         plan,
     )
     if max_iter:
-        warn_if_unconverged(result.converged, "EP fit", ep.EP_ADVICE)
+        warn_if_unconverged(result.converged, "EP fit", EP_ADVICE)
     return result
 
 
 def _ep_options(max_iter, tol, schedule, accelerate) -> dict:
-    max_iter = check_int(max_iter, "max_iter", low=0, high=ep.MAX_ITER_LIMIT)
-    ep.check_settings(schedule, "full", 1.0, accelerate)
+    max_iter = check_int(max_iter, "max_iter", low=0, high=MAX_ITER_LIMIT)
+    check_settings(schedule, "full", 1.0, accelerate)
     tol = ep.default_tol(jnp.result_type(float)) if tol is None else tol
     return dict(max_iter=max_iter, tol=tol, schedule=schedule, accelerate=accelerate)
 
@@ -177,9 +178,9 @@ def fit_ep(
         for q, row in zip(g.queries, g.rows, strict=True):
             n, m, _, _ = plan.sizes[q]
             one = jax.tree_util.tree_map(lambda x, row=row: x[row], res)
-            posts[q] = ep.unpad_posterior(one, int(n), int(m))
+            posts[q] = unpad_posterior(one, int(n), int(m))
     if max_iter:
-        warn_if_unconverged(np.array([bool(p.converged) for p in posts]), "EP fit", ep.EP_ADVICE)
+        warn_if_unconverged(np.array([bool(p.converged) for p in posts]), "EP fit", EP_ADVICE)
     return posts
 
 

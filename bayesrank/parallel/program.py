@@ -21,6 +21,7 @@ import numpy as np
 
 from ..data.checks import check_int
 from ..inference import ep
+from ..inference.ep.sites import site_precision
 from ..kernels.xpgp import check_prior, mask_covariance
 from ..predict import predict_new, predict_pairs
 from ..runtime import one_blas_thread
@@ -75,7 +76,7 @@ def _one_query(prior, settings, row: _Block, *, options):
         return fit(K, row.pairs)
     K_touched = mask_covariance(K[row.entities[:, None], row.entities[None, :]], row.entity_mask)
     post = fit(K_touched, row.pairs)
-    S, eta = ep.site_precision(len(row.entities), row.pairs, post.sites, row.pair_mask)
+    S, eta = site_precision(len(row.entities), row.pairs, post.sites, row.pair_mask)
     mean, cov = predict_new(post.mean, post.cov, S, eta, K[row.entities], K)
     return QueryResult(
         *predict_pairs(mean, cov, row.test),

@@ -34,58 +34,31 @@ site precision (impossible in exact arithmetic for this log-concave likelihood) 
 (``n_clipped``), which keeps ``S`` positive semi-definite and the posterior valid.
 """
 
-from ...linalg import prior_root, psd_root
-from .evidence import log_evidence, pseudo_data_precision
+from .evidence import log_evidence
 from .factor import posterior_from_sites, posterior_moments, predict_new
-from .fit import (
-    EP_ADVICE,
-    MAX_ITER_LIMIT,
-    EPPosterior,
-    check_settings,
-    check_sites,
-    fit,
-    fit_core,
-    loop_settings,
-    pad_pairs,
-    unpad_posterior,
-    validate_problem,
-)
+from .fit import EPPosterior, fit, fit_core
 from .loop import convergence_tol, default_tol, init, iterate, step
-from .precision import MIXED_SWITCH
 from .run import run
-from .sites import Sites, informative_pairs, site_natural_parameters, site_precision
-from .state import MIN_DAMPING, EPState
+from .sites import Sites
+from .state import EPState
 
+# The algorithm and its types. The helpers (settings' checks, padding, the site algebra, the
+# constants) stay importable from their modules: ``from bayesrank.inference.ep.fit import
+# check_settings``.
 __all__ = [
-    "EP_ADVICE",
-    "MAX_ITER_LIMIT",
-    "MIN_DAMPING",
-    "MIXED_SWITCH",
     "EPPosterior",
     "EPState",
     "Sites",
-    "check_settings",
-    "check_sites",
     "convergence_tol",
     "default_tol",
     "fit",
     "fit_core",
-    "informative_pairs",
     "init",
     "iterate",
     "log_evidence",
-    "loop_settings",
-    "pad_pairs",
     "posterior_from_sites",
     "posterior_moments",
     "predict_new",
-    "prior_root",
-    "psd_root",
-    "pseudo_data_precision",
     "run",
-    "site_natural_parameters",
-    "site_precision",
     "step",
-    "unpad_posterior",
-    "validate_problem",
 ]

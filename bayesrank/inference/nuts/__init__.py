@@ -12,7 +12,7 @@ whose prior is isotropic, so one step size fits every direction and the chains m
 Two models:
 
 - :func:`whitened_model` (fixed hyperparameters): ``L`` is a PSD root of ``K`` from ``eigh`` with
-  negative round-off eigenvalues clipped to zero (:func:`bayesrank.inference.ep.psd_root`). It
+  negative round-off eigenvalues clipped to zero (:func:`bayesrank.linalg.psd_root`). It
   needs no jitter, so a singular ``K`` (OHSUMED holds duplicate documents) is fine: the ``z``
   directions in ``K``'s null space do not move ``xi_hat`` and are sampled from their prior.
 - :func:`xpgp_model` (fully Bayesian): a normal prior on each trainable hyperparameter's

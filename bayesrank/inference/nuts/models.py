@@ -26,7 +26,7 @@ def whitened_model(L, pairs, pair_mask=None):
     """NumPyro model at fixed hyperparameters: ``z ~ N(0, I)``, ``xi_hat = L z``, probit pairs.
 
     Args:
-        L: ``(n, n)`` with ``K = L L^T`` (e.g. ``ep.psd_root(K)``).
+        L: ``(n, n)`` with ``K = L L^T`` (e.g. ``psd_root(K)``).
         pairs: ``(m, 2)`` int, row ``(i, j)`` = *i preferred to j*.
         pair_mask: ``(m,)`` bool, False for padded pairs (zero log-likelihood), or None.
 

@@ -49,6 +49,7 @@ from bayesrank.data.graphs import load_hetrec_relations, ohsumed_keyword_graph  
 from bayesrank.data.letor import load_letor  # noqa: E402
 from bayesrank.data.pairs import pairs_from_grades  # noqa: E402
 from bayesrank.kernels import RBF, XPGP, Independent, RegularizedLaplacian  # noqa: E402
+from bayesrank.learning.initialize import median_distance  # noqa: E402
 from bayesrank.metrics import pairwise_auc, pairwise_error  # noqa: E402
 from bayesrank.predict import predict_pairs  # noqa: E402
 
@@ -58,8 +59,7 @@ COLLECTIONS = ("OHSUMED", "MQ2008", "MovieLens")
 
 
 def median_rho(X) -> float:
-    d = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))[np.triu_indices(len(X), 1)]
-    return 1.0 / float(np.median(d[d > 0]))
+    return 1.0 / median_distance(X)
 
 
 def covariance(model: str, q) -> np.ndarray:

@@ -51,6 +51,7 @@ from bayesrank.data.pairs import pairs_from_grades  # noqa: E402
 from bayesrank.data.problem import PreferenceProblem  # noqa: E402
 from bayesrank.kernels import RBF, XPGP, Independent  # noqa: E402
 from bayesrank.learning import fit_hyperparameters  # noqa: E402
+from bayesrank.learning.initialize import median_distance  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -76,12 +77,6 @@ def problems_for(queries, seed: int):
         problems.append(PreferenceProblem.create(known, X=q.X))
         qids.append(q.qid)
     return problems, qids
-
-
-def median_distance(X) -> float:
-    d = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))[np.triu_indices(len(X), 1)]
-    d = d[d > 0]
-    return float(np.median(d)) if d.size else 1.0
 
 
 def assess(fit, problems, shared: bool):

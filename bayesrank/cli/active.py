@@ -29,11 +29,11 @@ def _cmd_active(args: argparse.Namespace) -> int:
     from ..active import Session, ask
     from ..data.pairs import pairs_from_grades
     from ..kernels import RBF, XPGP, Independent
+    from ..learning.initialize import median_distance
 
     query = _sample_query(args.query)
     X = query.X
-    dist = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))[np.triu_indices(len(X), 1)]
-    rho = 1.0 / float(np.median(dist[dist > 0]))  # the median heuristic
+    rho = 1.0 / median_distance(X)  # the median heuristic
     K = np.asarray(XPGP(RBF(1.0, rho), (), entity=Independent(0.1)).covariance(X))
     if args.interactive:
         candidates = np.array(np.triu_indices(len(X), 1)).T

@@ -157,10 +157,9 @@ def load_fold(folder: Path) -> dict[str, list]:
 def median_rho(X) -> float:
     """The median heuristic: ``1 / median`` of the distances between distinct documents of
     ``X: (n, d)`` (1.0 when all documents coincide)."""
-    X = np.asarray(X, float)
-    d = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))[np.triu_indices(len(X), 1)]
-    d = d[d > 0]
-    return 1.0 / float(np.median(d)) if d.size else 1.0
+    from ..learning.initialize import median_distance
+
+    return 1.0 / median_distance(X)
 
 
 def rbf_entity_prior(X, entity: float = 0.1):

@@ -29,13 +29,18 @@ __all__ = [
     "COARSE_FROM",
     "auto_coarse",
     "initialize",
+    "median_distance",
     "restart_points",
     "starting_priors",
 ]
 
 
-def median_distance(X, mask) -> float:
-    X = np.asarray(X)[np.asarray(mask)]
+def median_distance(X, mask=None) -> float:
+    """The median heuristic's length: the median Euclidean distance between distinct rows of
+    ``X: (n, d)`` (``mask: (n,)`` the real ones; None: all), over at most 2,000 rows drawn with a
+    fixed seed; 1.0 where every row coincides. Its inverse is an RBF's ``rho``."""
+    X = np.asarray(X, float)
+    X = X if mask is None else X[np.asarray(mask)]
     rng = np.random.default_rng(0)
     X = X[rng.choice(len(X), size=min(len(X), 2000), replace=False)]
     # exact differences (duplicates at distance 0), by blocks of rows: an (n, n, d) array of

@@ -42,6 +42,7 @@ from ..data.graphs import permute_graph
 from ..data.problem import PreferenceProblem
 from ..kernels import RBF, XPGP, Diffusion, HiddenCommonCause, Independent, RegularizedLaplacian
 from ..learning import default_trainable, fit_hyperparameters
+from ..learning.initialize import median_distance
 from ..parallel import map_queries
 
 __all__ = ["SVMS", "fit_gp", "fit_svms", "gp_prior", "model_names"]
@@ -112,8 +113,9 @@ def _rbf(X1, X2, gamma):
 
 
 def _median_gamma(X) -> float:
-    d2 = ((X[:, None] - X[None]) ** 2).sum(-1)[np.triu_indices(len(X), 1)]
-    return 1.0 / max(float(np.median(d2[d2 > 0])), 1e-12)
+    """The RBF ``gamma = 1 / (2 ell^2)`` of scikit-learn's form at the median heuristic's
+    length ``ell`` (without the 2: the grid :data:`GAMMA_SCALES` spans it)."""
+    return 1.0 / median_distance(X) ** 2
 
 
 def _deformed(K, W, gamma_l):

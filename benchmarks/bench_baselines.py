@@ -56,6 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bayesrank.baselines import RankBoost, RankSVM  # noqa: E402
 from bayesrank.baselines._data import pairs_within_queries  # noqa: E402
 from bayesrank.data.letor import load_letor  # noqa: E402
+from bayesrank.data.userdata import queries_to_arrays  # noqa: E402
 
 
 def optional(name):
@@ -102,9 +103,7 @@ def main(argv=None):
         print(f"{path} not found (the LETOR data, see --data-dir): nothing to measure")
         return
     queries = load_letor(path)
-    X = np.concatenate([q.X for q in queries])
-    y = np.concatenate([q.grades for q in queries])
-    qid = np.concatenate([[q.qid] * q.n_docs for q in queries])
+    X, y, qid = queries_to_arrays(queries)
     groups = [q.n_docs for q in queries]
     pairs = pairs_within_queries(y, qid)
     print(f"{path}: {len(queries)} queries, {X.shape[0]} documents, {len(pairs)} pairs", flush=True)

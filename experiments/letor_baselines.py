@@ -55,6 +55,7 @@ from bayesrank.baselines import rankboost, ranksvm
 from bayesrank.baselines._data import pairs_within_queries
 from bayesrank.data.batch import pad_stack
 from bayesrank.data.letor import load_letor
+from bayesrank.data.userdata import queries_to_arrays
 from bayesrank.metrics import letor_metrics
 from bayesrank.runtime import enable_compilation_cache
 
@@ -108,10 +109,7 @@ BOOST_PREDICT = jax.jit(rankboost.predict)
 
 
 def stack(queries):
-    X = np.concatenate([q.X for q in queries])
-    y = np.concatenate([q.grades for q in queries])
-    qid = np.concatenate([[q.qid] * q.n_docs for q in queries])
-    return X, y, qid
+    return queries_to_arrays(queries, by_position=True)  # folds' files may reuse a qid
 
 
 _LETOR = jax.jit(jax.vmap(letor_metrics, in_axes=(0, 0, 0, None)), static_argnums=3)

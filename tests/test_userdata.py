@@ -205,6 +205,18 @@ def test_queries_to_arrays_on_the_bundled_sample():
         assert set(qid[a:b]) == {q.qid}
 
 
+def test_queries_to_arrays_by_position_takes_a_reused_qid_as_another_query():
+    """Folds' files may reuse a qid: by position, each query is its own group."""
+    queries = load_letor(sample_path())
+    twice = queries + queries[:1]
+    with pytest.raises(ValueError, match=rf"queries\[{len(queries)}\] has qid"):
+        queries_to_arrays(twice)
+    X, _, qid = queries_to_arrays(twice, by_position=True)
+    sizes = [q.n_docs for q in twice]
+    np.testing.assert_array_equal(qid, np.repeat(np.arange(len(twice)), sizes))
+    np.testing.assert_array_equal(X[-sizes[-1] :], queries[0].X)
+
+
 def test_a_ranksvm_fits_through_queries_to_arrays():
     queries = load_letor(sample_path())
     X, y, qid = queries_to_arrays(queries)

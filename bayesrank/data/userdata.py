@@ -353,7 +353,9 @@ def comparisons_pairs(
     return pairs, size
 
 
-def queries_to_arrays(queries: Iterable[Query]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def queries_to_arrays(
+    queries: Iterable[Query], *, by_position: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """LETOR queries stacked for a ranker's ``fit(X, y, qid)``, in the queries' order:
     ``RankSVM().fit(*queries_to_arrays(load_letor(path)))`` fits one model on all of them, with
     pairs only within each query.
@@ -362,10 +364,13 @@ def queries_to_arrays(queries: Iterable[Query]) -> tuple[np.ndarray, np.ndarray,
         queries: :class:`~bayesrank.data.letor.Query` objects (from
             :func:`~bayesrank.data.letor.load_letor`), with distinct ``qid``\\ s and one number
             of features.
+        by_position: identify each row's query by its position in ``queries`` (int64), not by
+            its ``qid``: queries from several files may reuse a qid.
 
     Returns:
         ``X: (N, d)`` float64, ``y: (N,)`` int64 grades, ``qid: (N,)`` NumPy str, each row's
-        :attr:`Query.qid`; ``N`` is the total number of documents, rows in query order.
+        :attr:`Query.qid` (``by_position``: int64 positions); ``N`` is the total number of
+        documents, rows in query order.
 
     Raises:
         ValueError: naming the query (position and qid): no query at all, an item that is no
@@ -385,7 +390,7 @@ def queries_to_arrays(queries: Iterable[Query]) -> tuple[np.ndarray, np.ndarray,
                 f"{queries[0].qid!r}) has {queries[0].n_features}: read the files with one "
                 "n_features (load_letor(path, n_features=...))"
             )
-        if q.qid in seen:
+        if q.qid in seen and not by_position:
             raise ValueError(
                 f"queries[{k}] has qid {q.qid!r}, as queries[{seen[q.qid]}]: stacked, a ranker "
                 "would take the two for one query"
@@ -393,5 +398,5 @@ def queries_to_arrays(queries: Iterable[Query]) -> tuple[np.ndarray, np.ndarray,
         seen[q.qid] = k
     X = np.concatenate([q.X for q in queries]).astype(np.float64, copy=False)
     y = np.concatenate([q.grades for q in queries]).astype(np.int64, copy=False)
-    qid = np.repeat(np.array([q.qid for q in queries], dtype=str), [q.n_docs for q in queries])
-    return X, y, qid
+    ids = np.arange(len(queries)) if by_position else np.array([q.qid for q in queries], dtype=str)
+    return X, y, np.repeat(ids, [q.n_docs for q in queries])

@@ -109,21 +109,13 @@ def _check(args) -> dict:
     }
 
 
-def stack(queries):
-    """``X: (N, d)``, grades ``y: (N,)`` and query ids ``qid: (N,)`` of ``queries``, stacked;
-    the ids are the queries' positions (two files may reuse a qid)."""
-    X = np.concatenate([q.X for q in queries])
-    y = np.concatenate([q.grades for q in queries])
-    qid = np.concatenate([np.full(q.n_docs, b) for b, q in enumerate(queries)])
-    return X, y, qid
-
-
 def fit_grid(method: str, train, opt: dict) -> dict:
     """``{value: (score function X -> (n,), fit info)}`` of ``method`` trained on ``train``
     at each value of its grid."""
     from ..baselines import RankBoost, RankSVM
+    from ..data.userdata import queries_to_arrays
 
-    X, y, qid = stack(train)
+    X, y, qid = queries_to_arrays(train, by_position=True)  # files may reuse a qid
     if method == "RankSVM":
         out = {}
         for C in opt["C"]:

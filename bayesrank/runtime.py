@@ -48,6 +48,7 @@ __all__ = [
     "enable_compilation_cache",
     "is_traced",
     "one_blas_thread",
+    "pin_to_one_cpu",
     "warn_if_float32",
 ]
 
@@ -169,3 +170,28 @@ def warn_if_float32(what: str) -> None:
         Float32Warning,
         stacklevel=3,
     )
+
+
+def pin_to_one_cpu(argv=None) -> int | None:
+    """Pin this process to one CPU (chosen by process id, so concurrent runs spread out), unless
+    ``--all-cpus`` is in ``argv`` (default ``sys.argv``); returns the CPU (None: not pinned).
+
+    A workaround for a jaxlib 0.10 CPU deadlock: batched LAPACK custom calls (the vmapped
+    Cholesky factorisations and triangular solves of a multi-query fit) split their batch over
+    XLA's intra-op thread pool and block until the pieces finish; when as many such calls run
+    concurrently as the pool has threads, every thread waits on work queued behind it and the
+    process hangs at 0% CPU. The pool is sized from the process's CPU affinity when JAX's CPU
+    backend starts (its first computation, not ``import jax``), and a one-thread pool runs the
+    batch inline. Call it before the first computation. ``--xla_cpu_multi_thread_eigen=false``
+    does not help. bayesrank keeps its own batched calls in one chain; the long experiments and
+    benchmarks pin themselves as a belt-and-braces default.
+    """
+    import sys
+
+    argv = sys.argv if argv is None else argv
+    if "--all-cpus" in argv or not hasattr(os, "sched_setaffinity"):
+        return None
+    cpus = sorted(os.sched_getaffinity(0))
+    cpu = cpus[os.getpid() % len(cpus)]
+    os.sched_setaffinity(0, {cpu})
+    return cpu

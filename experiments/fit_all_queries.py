@@ -23,23 +23,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 
-# jaxlib 0.10 CPU: see docs/development/implementation.md (batched LAPACK calls and XLA's thread
-# pool). bayesrank keeps its own batched calls in one chain; pinning is kept here as a
-# belt-and-braces default.
-if "--all-cpus" not in sys.argv and hasattr(os, "sched_setaffinity"):
-    _cpus = sorted(os.sched_getaffinity(0))
-    os.sched_setaffinity(0, {_cpus[os.getpid() % len(_cpus)]})
-
 import jax
 
 jax.config.update("jax_enable_x64", True)
-from bayesrank.runtime import enable_compilation_cache  # noqa: E402
+from bayesrank.runtime import enable_compilation_cache, pin_to_one_cpu  # noqa: E402
+
+pin_to_one_cpu()  # before the first computation (runtime.pin_to_one_cpu; --all-cpus: not)
 
 enable_compilation_cache()  # compiled programs kept on disk between runs
 

@@ -35,27 +35,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import sys
 import time
 from pathlib import Path
-
-# Workaround for a jaxlib 0.10.x CPU deadlock: batched LAPACK custom calls (the vmapped cholesky /
-# triangular solves of a multi-query fit) split their batch over XLA's intra-op thread pool
-# (jax::ParallelBatchMap) and block until the pieces finish; when as many such calls run
-# concurrently as the pool has threads (2 here), every pool thread waits on work queued behind it
-# and the fit hangs at 0% CPU. The pool is sized from the process's CPU affinity, and a
-# one-thread pool runs the batch inline, so the script pins itself to one CPU (chosen by process
-# id, so that concurrent runs spread out) before JAX starts (pass --all-cpus to skip this).
-# --xla_cpu_multi_thread_eigen=false does not help.
-if "--all-cpus" not in sys.argv and hasattr(os, "sched_setaffinity"):
-    _cpus = sorted(os.sched_getaffinity(0))
-    os.sched_setaffinity(0, {_cpus[os.getpid() % len(_cpus)]})  # spread concurrent runs
 
 import jax
 
 jax.config.update("jax_enable_x64", True)
-from bayesrank.runtime import enable_compilation_cache  # noqa: E402
+from bayesrank.runtime import enable_compilation_cache, pin_to_one_cpu  # noqa: E402
+
+pin_to_one_cpu()  # before the first computation (runtime.pin_to_one_cpu; --all-cpus: not)
 
 enable_compilation_cache()  # compiled programs kept on disk between runs
 

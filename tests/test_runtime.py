@@ -3,6 +3,10 @@
 Reference: ``threadpoolctl.threadpool_info()``, which reads each loaded BLAS library's own count.
 """
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from bayesrank.runtime import one_blas_thread
@@ -57,3 +61,24 @@ def test_no_device_constant_is_built_at_import():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert float(out.stdout.strip()) < 1e-13
+
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity is Linux's")
+def test_pin_to_one_cpu_in_a_child_process():
+    """``runtime.pin_to_one_cpu``: one CPU unless ``--all-cpus`` (in child processes: the
+    affinity is process-wide)."""
+    code = (
+        "import os, sys\n"
+        "from bayesrank.runtime import pin_to_one_cpu\n"
+        "cpu = pin_to_one_cpu(sys.argv[1:])\n"
+        "print(cpu, len(os.sched_getaffinity(0)))\n"
+    )
+
+    def run(*args):
+        out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+        return out.stdout.split()
+
+    cpu, count = run()
+    assert int(count) == 1 and int(cpu) in os.sched_getaffinity(0)
+    assert run("--all-cpus") == ["None", str(len(os.sched_getaffinity(0)))]

@@ -2,7 +2,7 @@
 
 EP, Newton (Laplace), NUTS, hyperparameter learning and RankSVM each return a ``converged`` flag
 (or diagnostics); where a façade returns a result whose flag is False it also warns, with a
-:class:`ConvergenceWarning` (or a subclass) naming the cap, how many results hit it and what
+``ConvergenceWarning`` (or a subclass) naming the cap, how many results hit it and what
 to raise. Compiled code cannot warn: the pure cores return the flag only, and the façades, which
 hand results back to the host anyway, read it there. Layer 0: NumPy only.
 """

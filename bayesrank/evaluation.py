@@ -1,7 +1,7 @@
 """Evaluate rankings of many queries the LETOR way: MAP, NDCG@k and P@k, per query and mean.
 
-A host-side wrapper over :func:`bayesrank.parallel.letor_metrics`: the queries padded to
-bucketed shapes, :func:`bayesrank.metrics.letor_metrics` mapped over them in one compiled call
+A host-side wrapper over ``bayesrank.parallel.letor_metrics``: the queries padded to
+bucketed shapes, ``bayesrank.metrics.letor_metrics`` mapped over them in one compiled call
 (compiled once per bucket of sizes, not once per call). The mean over
 queries counts every query, including those without relevant documents (which score 0), as the
 official LETOR scripts do.
@@ -38,7 +38,7 @@ def evaluate_queries(
         queries: ``Q`` queries (their ``grades`` are the labels).
         scores: ``Q`` arrays, ``scores[q]: (n_q,)``, higher = ranked earlier.
         max_k: the largest cut-off; it may exceed every query's length: past the longest
-            query, with the official scripts' conventions (:func:`bayesrank.metrics.ndcg_at`),
+            query, with the official scripts' conventions (``bayesrank.metrics.ndcg_at``),
             NDCG@k = 0 (no document at the positions past a query's end) and P@k = (relevant
             documents) / k, so those values follow from the longest's without arrays of
             ``max_k`` columns.
@@ -50,7 +50,7 @@ def evaluate_queries(
     Raises:
         ValueError: for mismatched lengths, or naming the query and the index (within it) of a
             label whose NDCG gain ``2**label - 1`` is not finite in float64
-            (:func:`bayesrank.metrics.check_gain_labels`).
+            (``bayesrank.metrics.check_gain_labels``).
     """
     if len(queries) != len(scores):
         raise ValueError(f"{len(queries)} queries but {len(scores)} score arrays")

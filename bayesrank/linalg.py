@@ -3,14 +3,14 @@
 What EP, NUTS and prediction need from a prior covariance ``K`` and a posterior factor, kept apart
 from the algorithms that use them:
 
-- :func:`psd_root`: ``M`` with ``A = M M^T`` by ``eigh`` (negative round-off eigenvalues
+- ``psd_root``: ``M`` with ``A = M M^T`` by ``eigh`` (negative round-off eigenvalues
   clipped, so a singular ``A`` is fine);
-- :func:`prior_root`: the Cholesky factor of ``K`` where it exists, else :func:`psd_root`;
+- ``prior_root``: the Cholesky factor of ``K`` where it exists, else ``psd_root``;
   a diagonal ``K`` given as ``(n,)`` has the root ``sqrt(K)``;
-- :func:`tril_inverse_t`: ``L^-T`` of a lower-triangular ``L`` by blocks, in one batched LAPACK
+- ``tril_inverse_t``: ``L^-T`` of a lower-triangular ``L`` by blocks, in one batched LAPACK
   call;
-- :func:`gram`: ``U U^T``, by blocks for an upper-triangular ``U``; :func:`times_upper` and
-  :func:`upper_times`: products with an upper-triangular matrix that skip its zero block.
+- ``gram``: ``U U^T``, by blocks for an upper-triangular ``U``; ``times_upper`` and
+  ``upper_times``: products with an upper-triangular matrix that skip its zero block.
 
 All are pure and jit-, vmap- and grad-compatible (``psd_root`` is not meant to be differentiated:
 ``eigh``'s gradient is undefined at repeated eigenvalues).
@@ -45,7 +45,7 @@ def psd_root(A: jax.Array) -> jax.Array:
 
 
 def prior_root(K: jax.Array) -> jax.Array:
-    """``M: (n, n)`` with ``K = M M^T``: the Cholesky factor, or :func:`psd_root` where it fails.
+    """``M: (n, n)`` with ``K = M M^T``: the Cholesky factor, or ``psd_root`` where it fails.
 
     A diagonal ``K`` given as its diagonal ``(n,)`` has the root ``sqrt(K): (n,)`` (a diagonal
     matrix, kept as a vector; negative entries are clipped to 0).
@@ -121,7 +121,7 @@ def upper_times(T, X, min_size: int = 128) -> jax.Array:
 
 
 def blocked_size(n: int, leaf: int = 64) -> int:
-    """The size ``2^k b >= n`` (``b`` about ``leaf``) that :func:`tril_inverse_t` works at."""
+    """The size ``2^k b >= n`` (``b`` about ``leaf``) that ``tril_inverse_t`` works at."""
     if n <= 2 * leaf:
         return n
     n_blocks = 2 ** math.ceil(math.log2(n / leaf))

@@ -6,8 +6,8 @@
     posterior.rank()                              # entity indices, best first
 
 ``XPGPModel.fit`` never changes the model: with ``learn_hyperparameters`` the fitted prior, the
-learning trace and its convergence flag come back on the :class:`Posterior`. Each fit pads the
-problem to size buckets (:func:`bayesrank.data.batch.bucket_size`; padded entities are decoupled
+learning trace and its convergence flag come back on the ``Posterior``. Each fit pads the
+problem to size buckets (``bayesrank.data.batch.bucket_size``; padded entities are decoupled
 and touched by no pair, so the real entities' posterior is unchanged) and runs one module-level
 jitted program, which a new split of the same query, or a query of similar size, reuses.
 """
@@ -44,14 +44,14 @@ class Posterior:
 
     Attributes:
         prior: the prior it was computed under (the fitted one, after hyperparameter learning).
-        problem: the :class:`~bayesrank.data.problem.PreferenceProblem`.
-        result: the engine's posterior: :class:`~bayesrank.inference.ep.EPPosterior`,
-            :class:`~bayesrank.inference.laplace.LaplacePosterior` or
-            :class:`~bayesrank.inference.nuts.NUTSPosterior` (``mean: (n,)``, ``cov: (n, n)``,
+        problem: the ``PreferenceProblem``.
+        result: the engine's posterior: ``EPPosterior``,
+            ``LaplacePosterior`` or
+            ``NUTSPosterior`` (``mean: (n,)``, ``cov: (n, n)``,
             diagnostics). Prediction goes through its face
-            (:mod:`bayesrank.inference.posterior`): Eq. 13-14 for the Gaussian engines, the
+            (``bayesrank.inference.posterior``): Eq. 13-14 for the Gaussian engines, the
             Monte Carlo average over draws for NUTS.
-        learning: the :class:`~bayesrank.learning.FitResult` of hyperparameter learning (its
+        learning: the ``FitResult`` of hyperparameter learning (its
             ``trace`` and ``converged`` flag), or ``None`` when the prior was kept as given.
         inference: ``"ep"``, ``"laplace"`` or ``"nuts"``.
     """
@@ -167,15 +167,15 @@ class XPGPModel:
     """XPGP prior + an inference engine, optionally with hyperparameter learning.
 
     Args:
-        prior: the :class:`~bayesrank.kernels.xpgp.XPGP` prior (never modified).
+        prior: the ``XPGP`` prior (never modified).
         inference: ``"ep"`` (EP with 2-D sites, default), ``"laplace"`` (the Laplace
-            approximation, :mod:`bayesrank.inference.laplace`) or ``"nuts"`` (NumPyro's NUTS at
+            approximation, ``bayesrank.inference.laplace``) or ``"nuts"`` (NumPyro's NUTS at
             the prior's hyperparameters: ``fit`` then needs a ``key``).
         schedule, max_iter, tol, damping, precision: EP settings (see
-            :func:`bayesrank.inference.ep.fit`; ``precision="mixed"`` is faster on a CPU from a
+            ``bayesrank.inference.ep.fit``; ``precision="mixed"`` is faster on a CPU from a
             cold start); ``max_iter`` and ``tol`` are Newton's for Laplace.
         nuts_options: the sampler's settings for ``"nuts"``
-            (:class:`~bayesrank.inference.nuts.NUTSSettings`).
+            (``NUTSSettings``).
     """
 
     def __init__(
@@ -228,7 +228,7 @@ class XPGPModel:
         heuristic, and ``result.hyper`` holds the hyperparameters' draws), or ``False`` (keep
         the prior as given); with ``inference="laplace"`` the learning uses the Laplace
         evidence too (with ``"nuts"``, EP's). ``learning_options`` go to
-        :func:`bayesrank.learning.fit_hyperparameters`. The fitted prior is the posterior's
+        ``bayesrank.learning.fit_hyperparameters``. The fitted prior is the posterior's
         ``prior`` and the learning result its ``learning``; ``self.prior`` stays as it was.
         """
         warn_if_float32("XPGPModel.fit")
@@ -301,7 +301,7 @@ class XPGPModel:
 
     def _marginalise(self, problem: PreferenceProblem, key, options: dict) -> Posterior:
         """``learn_hyperparameters="nuts"``: NUTS on the hyperparameters and the preference
-        degrees together (:func:`bayesrank.inference.nuts.sample_hyperparameters`), the
+        degrees together (``bayesrank.inference.nuts.sample_hyperparameters``), the
         hyperprior a normal of sd ``hyperprior_scale`` (default 2, as the evidence fit's) on
         each free unconstrained value, centred on the median heuristic's start."""
         from .inference import nuts  # NumPyro loads only when sampling is asked for

@@ -25,7 +25,7 @@ increasing index order.
 Shapes are always checked. Values are checked where the arrays are concrete (a traced array has
 none, e.g. under the caller's own ``jit``): every entry of ``F`` that counts (off the diagonal,
 between real entities) must be finite, the mask boolean, and the ``order`` given to
-:func:`agreement` a permutation of ``0..n-1``; each failure is a ``ValueError`` naming the index
+``agreement`` a permutation of ``0..n-1``; each failure is a ``ValueError`` naming the index
 and value (``F[0, 1] = nan is not finite``).
 """
 
@@ -69,7 +69,7 @@ def _prepare(F, mask) -> tuple[jax.Array, jax.Array]:
 
 def _check_values(F, mask) -> None:
     """Where concrete: the entries of ``F`` that count finite, the mask boolean (shapes are
-    checked again, statically, by :func:`_prepare`)."""
+    checked again, statically, by ``_prepare``)."""
     _prepare_shapes(F, mask)
     if is_traced(F, mask):
         return
@@ -105,14 +105,14 @@ def _net_preference(F: jax.Array) -> jax.Array:
 
 @jax.jit
 def _net_preference_jit(F, mask=None) -> jax.Array:
-    """The compiled body of :func:`net_preference` (no value checks)."""
+    """The compiled body of ``net_preference`` (no value checks)."""
     F, _ = _prepare(F, mask)
     return _net_preference(F)
 
 
 @jax.jit
 def _greedy_order_jit(F, mask=None) -> jax.Array:
-    """The compiled body of :func:`greedy_order` (no value checks)."""
+    """The compiled body of ``greedy_order`` (no value checks)."""
     F, mask = _prepare(F, mask)
     n = F.shape[0]
 
@@ -135,13 +135,13 @@ def _ranks_from_order(order: jax.Array) -> jax.Array:
 
 @jax.jit
 def _greedy_ranks_jit(F, mask=None) -> jax.Array:
-    """The compiled body of :func:`greedy_ranks` (no value checks)."""
+    """The compiled body of ``greedy_ranks`` (no value checks)."""
     return _ranks_from_order(_greedy_order_jit(F, mask))
 
 
 @jax.jit
 def _agreement_jit(F, order, mask=None) -> jax.Array:
-    """The compiled body of :func:`agreement` (no value checks)."""
+    """The compiled body of ``agreement`` (no value checks)."""
     F, _ = _prepare(F, mask)
     order = jnp.asarray(order)
     if order.shape != (F.shape[0],):
@@ -151,7 +151,7 @@ def _agreement_jit(F, order, mask=None) -> jax.Array:
 
 
 def order_from_probabilities(P, mask=None) -> jax.Array:
-    """Total order from pairwise win probabilities; exactly :func:`greedy_order` applied to ``P``.
+    """Total order from pairwise win probabilities; exactly ``greedy_order`` applied to ``P``.
 
     With ``P[i, j] = P(i > j)`` as the preference function, ``pi(x) = sum_x' P(x > x') -
     P(x' > x)``; when ``P[i, j] + P[j, i] = 1`` this is ``2 * (expected wins of x) - (n - 1)``.
@@ -204,24 +204,24 @@ def greedy_order(F, mask=None) -> jax.Array:
         ``order: (n,)`` int32 entity indices, ``order[0]`` the most preferred.
 
     Raises:
-        ValueError: as :func:`net_preference`.
+        ValueError: as ``net_preference``.
     """
     _check_values(F, mask)
     return _greedy_order_jit(F, mask)
 
 
 def greedy_ranks(F, mask=None) -> jax.Array:
-    """1-based rank of every entity in :func:`greedy_order` (``ranks[order[k]] = k + 1``).
+    """1-based rank of every entity in ``greedy_order`` (``ranks[order[k]] = k + 1``).
 
     Args:
-        F: ``(n, n)`` preference scores, as in :func:`greedy_order`.
+        F: ``(n, n)`` preference scores, as in ``greedy_order``.
         mask: optional ``(n,)`` bool, ``False`` for padded entities (ranked after the real ones).
 
     Returns:
         ``ranks: (n,)`` int32, ``1`` for the most preferred entity.
 
     Raises:
-        ValueError: as :func:`net_preference`.
+        ValueError: as ``net_preference``.
     """
     _check_values(F, mask)
     return _greedy_ranks_jit(F, mask)
@@ -233,14 +233,14 @@ def agreement(F, order, mask=None) -> jax.Array:
     Args:
         F: ``(n, n)`` preference scores; the diagonal is ignored.
         order: ``(n,)`` permutation of ``0..n-1``, most preferred first (as from
-            :func:`greedy_order`).
+            ``greedy_order``).
         mask: optional ``(n,)`` bool; pairs involving a padded entity count zero.
 
     Returns:
         Scalar float, the total preference the order agrees with.
 
     Raises:
-        ValueError: as :func:`net_preference`, or for an ``order`` that is not a permutation of
+        ValueError: as ``net_preference``, or for an ``order`` that is not a permutation of
             ``0..n-1`` (naming the first index out of range or repeated).
     """
     _check_values(F, mask)

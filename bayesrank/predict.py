@@ -83,7 +83,7 @@ def predict_new(
     Args:
         mean, cov: the EP posterior on the ``n`` training entities.
         site_precision, site_shift: ``S: (n, n)`` and ``eta: (n,)`` of the training pairs' EP
-            sites (:func:`bayesrank.inference.site_precision`).
+            sites (``bayesrank.inference.site_precision``).
         K_cross: ``(n, p)`` prior covariance between training and new entities.
         K_new: ``(p, p)`` prior covariance of the new entities.
     """
@@ -102,7 +102,7 @@ def draw_pair_predictions(draws: jax.Array, pairs: jax.Array) -> PairPrediction:
 
     ``d_t = xi_i^(t) - xi_j^(t)`` for each row ``(i, j)`` of ``pairs: (p, 2)``; outputs ``(p,)``.
     Under a Gaussian posterior ``E[Phi(d)] = Phi(delta_mu / sqrt(1 + delta_var))`` (Eq. 13-14):
-    the same quantity as :func:`predict_pairs`.
+    the same quantity as ``predict_pairs``.
     """
     pairs = jnp.asarray(pairs)
     d = draws[:, pairs[:, 0]] - draws[:, pairs[:, 1]]

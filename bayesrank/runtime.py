@@ -5,13 +5,13 @@ pool; jaxlib's LAPACK calls (the Cholesky factorisations and triangular solves o
 sweep) go to the BLAS that scipy ships (OpenBLAS), with a thread pool of its own. With both
 pools on the same cores, a chain of products and factorisations ran slower than its parts: on 2
 cores an EP fit at ``n = 1000`` took 0.85 s with one BLAS thread against 1.03 s with two, an
-evidence-maximisation fit 4.2 s against 5.1 s. :func:`one_blas_thread` limits the BLAS libraries
+evidence-maximisation fit 4.2 s against 5.1 s. ``one_blas_thread`` limits the BLAS libraries
 the process has loaded to one thread for a ``with`` block (or a decorated call), through
 ``threadpoolctl``, and restores them afterwards. It does nothing where ``threadpoolctl`` is
 missing or ``BAYESRANK_BLAS_THREADS=keep``. The limit is process-wide.
 
 **The persistent compilation cache.** Every public façade runs module-level jitted programs at
-bucketed shapes, so a process compiles each program once; :func:`enable_compilation_cache`
+bucketed shapes, so a process compiles each program once; ``enable_compilation_cache``
 keeps the compiled programs on disk (JAX's own cache), so that a second process does not compile
 them again. The command line, the experiments and the benchmarks turn it on; a library user
 calls it once, before the first fit::
@@ -23,12 +23,12 @@ calls it once, before the first fit::
 (about 800 for an EP fit); a process that compiles tens of thousands of programs can reach the
 system's limit (``vm.max_map_count``) and die in LLVM with "Cannot allocate memory". Bucketed
 shapes bound the number of programs; a loop over thousands of differently-shaped problems that
-still needs more can call :func:`clear_compiled` between batches.
+still needs more can call ``clear_compiled`` between batches.
 
 **float64.** The library does not flip JAX's global x64 flag behind a user's back (the command
 line and the experiments turn it on for their own process). With x64 off, JAX silently turns a
 user's float64 arrays into float32; the first façade that runs then says so, once per process
-(:func:`warn_if_float32`, a :class:`Float32Warning` naming the one line that turns x64 on).
+(``warn_if_float32``, a ``Float32Warning`` naming the one line that turns x64 on).
 float32 works (with jitter) and is faster on accelerators; the GP numerics are checked in
 float64.
 """
@@ -100,7 +100,7 @@ def default_cache_dir() -> Path | None:
 
 
 def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path | None:
-    """Keep compiled programs on disk in ``path`` (default :func:`default_cache_dir`).
+    """Keep compiled programs on disk in ``path`` (default ``default_cache_dir``).
 
     Sets JAX's ``jax_compilation_cache_dir`` and caches every program however short its compile
     time (JAX's default skips those under a second, which on a small fit is most of them).

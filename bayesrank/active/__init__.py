@@ -1,10 +1,10 @@
 """Active preference exploration (paper Sec. 5): choose the pair the model is least sure of.
 
-:mod:`.criteria` scores candidate pairs (the paper's variance ratio, BALD's mutual information,
-random); :mod:`.loop` runs the greedy loop, one compiled ``lax.scan`` of selections and EP (or
-Laplace) updates warm-started from the previous sites; :mod:`.collection` runs it on host arrays,
+``criteria`` scores candidate pairs (the paper's variance ratio, BALD's mutual information,
+random); ``loop`` runs the greedy loop, one compiled ``lax.scan`` of selections and EP (or
+Laplace) updates warm-started from the previous sites; ``collection`` runs it on host arrays,
 for one query or a whole collection with its random repetitions in one compiled call;
-:mod:`.session` lets a person (or any callable) answer, one pair at a time, with skip, undo and an
+``session`` lets a person (or any callable) answer, one pair at a time, with skip, undo and an
 answer file to resume from (``bayesrank active --interactive``).
 """
 

@@ -1,11 +1,11 @@
-"""The exploration loop on host arrays: one query (:func:`explore`) or a whole collection of
-queries with its random repetitions in one compiled call (:func:`explore_queries`).
+"""The exploration loop on host arrays: one query (``explore``) or a whole collection of
+queries with its random repetitions in one compiled call (``explore_queries``).
 
-Both pad each query to bucketed shapes (:func:`~bayesrank.data.batch.bucket_size`): padded
+Both pad each query to bucketed shapes (``bucket_size``): padded
 entities get a decoupled unit prior, padded candidates are unavailable and padded test pairs are
 masked out, so a padded query asks exactly what it asks alone, and queries of similar size share
 one compiled program. The rows (query, repetition) then go through
-:func:`~bayesrank.parallel.map_queries`: ``lax.map`` on a CPU, ``vmap`` on an accelerator.
+``map_queries``: ``lax.map`` on a CPU, ``vmap`` on an accelerator.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def _explore_rows(data, rows, keys, max_iter, tol, *, k, criterion, batch, engin
 
 def _run(queries, keys, k, criterion, batch, engine, max_iter, tol, method):
     """The loops of ``queries`` (checked host tuples ``(K, candidates, outcome, test)``), query
-    ``q`` once per key of ``keys[q]: (R, 2)``; returns one :class:`Exploration` per query with
+    ``q`` once per key of ``keys[q]: (R, 2)``; returns one ``Exploration`` per query with
     a leading repetition axis, unpadded. Queries run in groups of similar size (``n`` within
     a quarter octave), one compiled call each."""
     for q, (_, cand, _, _) in enumerate(queries):
@@ -184,24 +184,24 @@ def explore(
         outcome: ``(c,)`` bool, the oracle's answer to each: True if ``candidates[s, 0]`` wins.
         k: how many pairs to ask.
         criterion: ``"variance_ratio"`` (the paper's), ``"mutual_information"`` or ``"random"``
-            (:mod:`bayesrank.active.criteria`).
+            (``bayesrank.active.criteria``).
         key: a JAX PRNG key (``"random"`` needs it; default ``PRNGKey(0)``).
         batch: pairs chosen per round (``k`` a multiple of it). Within a round each pick is
             answered by a **fantasy**, the more probable side under the current posterior (the
             "believer" approximation), and the posterior updated before the next pick; the real
             answers then replace the fantasies. ``batch = 1``: the paper's one-at-a-time rule.
         engine: the posterior update after each answer, warm-started from the previous sites:
-            ``"ep"`` (:mod:`bayesrank.inference.ep`) or ``"laplace"``
-            (:mod:`bayesrank.inference.laplace`).
+            ``"ep"`` (``bayesrank.inference.ep``) or ``"laplace"``
+            (``bayesrank.inference.laplace``).
         repeats: run the loop this many times, with keys ``jax.random.split(key, repeats)``, in
             one compiled call (``"random"`` repetitions); every field then has a leading axis.
         test: ``(p, 2)`` held-out pairs, winner first: the result's ``curve`` is the pairwise
             error on them after each round.
         max_iter, tol: each update's (EP sweeps or Newton steps; default tolerance the engine's).
-        method: how repetitions are mapped (:func:`~bayesrank.parallel.query_map_method`).
+        method: how repetitions are mapped (``query_map_method``).
 
     Returns:
-        :class:`~bayesrank.active.loop.Exploration`. No candidate is asked twice.
+        ``Exploration``. No candidate is asked twice.
     """
     warn_if_float32("active.explore")
     query = _check_query(K, candidates, outcome, test, "")
@@ -231,17 +231,17 @@ def explore_queries(
     tol: float | None = None,
     method: str | None = None,
 ) -> list[Exploration]:
-    """:func:`explore` on every query of a collection, with its repetitions, in one compiled
+    """``explore`` on every query of a collection, with its repetitions, in one compiled
     call: ``Ks[q]: (n_q, n_q)``, ``candidates[q]: (c_q, 2)``, ``outcomes[q]: (c_q,)`` and
-    ``tests[q]: (p_q, 2)`` (or ``tests`` None) per query, the options as :func:`explore`'s.
+    ``tests[q]: (p_q, 2)`` (or ``tests`` None) per query, the options as ``explore``'s.
 
     Query ``q`` runs with the key ``jax.random.fold_in(key, q)`` (split ``repeats`` times), so
     ``explore_queries(...)[q]`` equals ``explore(Ks[q], ..., key=jax.random.fold_in(key, q))``
     exactly. Queries of similar size are padded to one shape and run in one compiled call
-    (:data:`GROUPS_PER_OCTAVE`); a collection of very different sizes makes a few calls.
+    (``GROUPS_PER_OCTAVE``); a collection of very different sizes makes a few calls.
 
     Returns:
-        one :class:`~bayesrank.active.loop.Exploration` per query.
+        one ``Exploration`` per query.
     """
     warn_if_float32("active.explore_queries")
     if not len(Ks) or not (len(Ks) == len(candidates) == len(outcomes)):

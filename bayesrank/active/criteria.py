@@ -81,7 +81,7 @@ def mutual_information(delta_mean, delta_var, n_hermite: int = 64, n_legendre: i
 
 
 def score(criterion: str, delta_mean, delta_var, key=None):
-    """The score of each candidate under ``criterion`` (one of :data:`CRITERIA`); ``key``: a
+    """The score of each candidate under ``criterion`` (one of ``CRITERIA``); ``key``: a
     JAX PRNG key, needed by ``"random"``."""
     if criterion == "variance_ratio":
         return variance_ratio(delta_mean, delta_var)

@@ -2,10 +2,10 @@
 answer, update the posterior (EP or Laplace, warm-started from the previous sites), repeat ``k``
 times.
 
-One query's loop is one compiled ``lax.scan`` over the selections (:func:`explore_core`, pure:
-it can be ``vmap``-ped over repetitions or mapped over queries); :mod:`.collection` holds the
+One query's loop is one compiled ``lax.scan`` over the selections (``explore_core``, pure:
+it can be ``vmap``-ped over repetitions or mapped over queries); ``collection`` holds the
 façades on host arrays. The answers come from ``outcome``, the oracle's answer to every
-candidate (held-out labels in an experiment); a person answers through :mod:`.session`.
+candidate (held-out labels in an experiment); a person answers through ``session``.
 """
 
 from __future__ import annotations
@@ -96,9 +96,9 @@ def explore_core(
     test=None,
     test_mask=None,
 ):
-    """:func:`~bayesrank.active.explore` as a pure function: ``K: (n, n)``, ``candidates: (c,
+    """``explore`` as a pure function: ``K: (n, n)``, ``candidates: (c,
     2)``, ``outcome: (c,)`` bool (True: the first of the pair wins); ``k``, ``batch`` and
-    ``engine`` (a key of :data:`ENGINES`) static. ``available: (c,)`` bool, the candidates that
+    ``engine`` (a key of ``ENGINES``) static. ``available: (c,)`` bool, the candidates that
     may be asked (default all: padded candidates are unavailable); ``test: (p, 2)`` held-out
     pairs, winner first, or None, and ``test_mask: (p,)`` the real ones among them."""
     K = jnp.asarray(K)

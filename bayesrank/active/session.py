@@ -5,8 +5,8 @@ later session resumes from.
 The answer file holds one JSON object a line: ``{"i": 3, "j": 17, "answer": "first"}``
 (``"first"``: ``i`` is preferred, ``"second"``: ``j`` is, ``"skip"``: not answered and not to
 be asked again); the session replays it on start. The posterior after each answer is EP's
-(:func:`bayesrank.inference.ep.fit`, warm-started from the previous sites), proposals follow
-the same criteria and tie rule as the compiled loop (:func:`bayesrank.active.next_pair`).
+(``bayesrank.inference.ep.fit``, warm-started from the previous sites), proposals follow
+the same criteria and tie rule as the compiled loop (``bayesrank.active.next_pair``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ ANSWERS = ("first", "second", "skip")
 
 class Session:
     """One exploration: ``K: (n, n)`` prior covariance, ``candidates: (c, 2)`` pairs that may be
-    asked, ``criterion`` (:data:`~bayesrank.active.CRITERIA`); ``answers``: a path (JSON lines,
+    asked, ``criterion`` (``CRITERIA``); ``answers``: a path (JSON lines,
     replayed if it exists, appended to after every change) or None."""
 
     def __init__(
@@ -89,7 +89,7 @@ class Session:
         return int(next_pair(self.mean, self.cov, self.candidates, asked, self.criterion, key))
 
     def answer(self, index: int, answer: str) -> None:
-        """Record ``answer`` (one of :data:`ANSWERS`) to candidate ``index`` and update."""
+        """Record ``answer`` (one of ``ANSWERS``) to candidate ``index`` and update."""
         answer = check_choice(answer, "answer", ANSWERS)
         if not 0 <= int(index) < len(self.candidates):
             raise ValueError(f"index {index} is not a candidate (0..{len(self.candidates) - 1})")
@@ -153,7 +153,7 @@ class Session:
 
 def ask(K, candidates, oracle: Callable[[int, int], bool | None], k: int, **options) -> Session:
     """Ask ``oracle(i, j)`` (True: ``i`` preferred, False: ``j``, None: skip) about ``k`` pairs,
-    one at a time, proposed by a :class:`Session` (``options``: its keywords)."""
+    one at a time, proposed by a ``Session`` (``options``: its keywords)."""
     session = Session(K, candidates, **options)
     answered = len(session.pairs)
     while answered < k and (s := session.propose()) is not None:

@@ -3,7 +3,7 @@ host-side (NumPy) padding that gives the estimators' compiled cores bucketed sha
 
 Padding convention (what makes a padded problem give the unpadded answer): padded documents are
 zero rows touched by no pair; padded pairs are ``(0, 0)`` with weight 0. Sizes come from
-:func:`bayesrank.data.batch.bucket_size`, so a new subset of similar size reuses the program.
+``bayesrank.data.batch.bucket_size``, so a new subset of similar size reuses the program.
 """
 
 from __future__ import annotations

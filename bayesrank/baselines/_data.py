@@ -1,5 +1,5 @@
 """Within-query pairs for the baseline estimators' ``fit(X, y, qid)``; their checks are
-:mod:`bayesrank.data.checks` (``check_X`` is ``check_features``), plus :func:`query_codes`, which
+``bayesrank.data.checks`` (``check_X`` is ``check_features``), plus ``query_codes``, which
 turns query ids of any hashable kind (ints, strings, a mix of both) into integer codes."""
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def query_codes(qid, n: int | None = None, name: str = "qid") -> np.ndarray:
 
 def check_ranking_data(X, y, qid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``fit(X, y, qid)`` inputs: ``X: (n, d)`` float64 with ``n >= 1``, ``y: (n,)`` float64 and
-    ``qid`` as ``(n,)`` int64 codes (:func:`query_codes`). ``ValueError`` names the argument at
+    ``qid`` as ``(n,)`` int64 codes (``query_codes``). ``ValueError`` names the argument at
     fault."""
     X = check_X(X)
     if X.shape[0] == 0:
@@ -82,7 +82,7 @@ def pairs_within_queries(y: np.ndarray, qid: np.ndarray) -> np.ndarray:
     Queries need not be contiguous; a query with one document (or one grade) gives no pairs.
 
     Args:
-        y: ``(n,)`` grades; qid: ``(n,)`` query ids of any hashable kind (:func:`query_codes`).
+        y: ``(n,)`` grades; qid: ``(n,)`` query ids of any hashable kind (``query_codes``).
 
     Returns:
         ``(m, 2)`` int64, winner first, grouped by query in order of first appearance.

@@ -1,5 +1,5 @@
-"""The scikit-learn face shared by :class:`~bayesrank.baselines.RankSVM` and
-:class:`~bayesrank.baselines.RankBoost`: parameters, ``repr``, ``score`` and option checks.
+"""The scikit-learn face shared by ``RankSVM`` and
+``RankBoost``: parameters, ``repr``, ``score`` and option checks.
 
 **scikit-learn** is not a dependency: the estimators are duck-typed (``get_params``,
 ``set_params``, ``fit`` returning ``self``, learned attributes ending in ``_``), and the two hooks
@@ -16,7 +16,7 @@ scikit-learn asks for import it only when scikit-learn itself calls them:
       search.fit(X, y, qid=qid, groups=qid)   # groups: to GroupKFold; qid: to fit and score
 
   Without metadata routing scikit-learn passes ``qid`` to ``fit`` only, and ``score(X, y)``
-  then counts the whole test fold as one query (see :meth:`Ranker.score`): use routing.
+  then counts the whole test fold as one query (see ``Ranker.score``): use routing.
 
 ``qid=None`` in ``fit`` and ``score`` means *one query* (every pair of documents with different
 grades is a pair), which is how scikit-learn's checks, which know nothing of queries, call them.
@@ -40,7 +40,7 @@ __all__ = ["Ranker", "check_documents", "check_inputs", "check_int", "pairwise_a
 def check_int(name: str, value, *, low: int, none_ok: bool = False):
     """An integer ``>= low`` (bools are not integers here); ``ValueError`` naming the option.
 
-    (The estimators' constructor options use :mod:`bayesrank.data.checks.options`; this one
+    (The estimators' constructor options use ``bayesrank.data.checks.options``; this one
     keeps the published message of ``predict``'s ``n_rounds``.)
     """
     if value is None and none_ok:
@@ -59,7 +59,7 @@ def pairwise_accuracy(scores, y, qid) -> float:
 
     Args:
         scores: ``(n,)``; y: ``(n,)`` grades; qid: ``(n,)`` query ids of any hashable kind
-            (:func:`~bayesrank.baselines._data.query_codes`).
+            (``query_codes``).
     """
     codes = query_codes(qid, len(y))
     pairs = pairs_within_queries(y, codes)
@@ -74,7 +74,7 @@ def pairwise_accuracy(scores, y, qid) -> float:
 
 def _dense(a, name: str) -> np.ndarray:
     """``a`` as a NumPy array, refusing in scikit-learn's words what the data checks
-    (:mod:`bayesrank.data.checks`) would only call "not a real numeric array": a scipy sparse
+    (``bayesrank.data.checks``) would only call "not a real numeric array": a scipy sparse
     matrix, complex numbers. (Object arrays stay refused there: strings are never parsed.)"""
     if type(a).__module__.startswith("scipy.sparse"):
         raise ValueError(
@@ -87,7 +87,7 @@ def _dense(a, name: str) -> np.ndarray:
 
 
 def check_documents(X, n_features: int | None = None, owner: str = "the ranker") -> np.ndarray:
-    """Documents ``X: (n, d)`` as float64 (:func:`~._data.check_X`), with the messages
+    """Documents ``X: (n, d)`` as float64 (``check_X``), with the messages
     scikit-learn's conventions ask for where they differ: a 1-D ``X`` says how to reshape it, a
     wrong number of features names what ``owner`` was fitted on, a NaN or inf says "NaN and inf".
 
@@ -115,7 +115,7 @@ def check_documents(X, n_features: int | None = None, owner: str = "the ranker")
 def check_inputs(
     X, y, qid=None, owner: str = "the ranker"
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``fit(X, y, qid)``'s inputs checked (:func:`~._data.check_ranking_data`).
+    """``fit(X, y, qid)``'s inputs checked (``check_ranking_data``).
 
     Args:
         X: ``(n, d)`` documents; y: ``(n,)`` grades (None is an error naming ``owner``);
@@ -151,7 +151,7 @@ class Ranker(abc.ABC):
 
     A subclass's ``__init__`` stores its keyword hyperparameters under their own names and does
     nothing else; ``get_params`` reads the names from its signature. Subclasses define
-    :meth:`fit` (returning ``self``) and :meth:`predict`, and are final.
+    ``fit`` (returning ``self``) and ``predict``, and are final.
     """
 
     @classmethod
@@ -196,8 +196,8 @@ class Ranker(abc.ABC):
     def predict(self, X) -> np.ndarray: ...
 
     def score(self, X, y, qid=None) -> float:
-        """Pairwise accuracy of :meth:`predict` on ``X: (n, d)`` with grades ``y: (n,)`` and
-        query ids ``qid: (n,)`` (see :func:`pairwise_accuracy`: per-query fraction of
+        """Pairwise accuracy of ``predict`` on ``X: (n, d)`` with grades ``y: (n,)`` and
+        query ids ``qid: (n,)`` (see ``pairwise_accuracy``: per-query fraction of
         within-query pairs ordered correctly, ties 1/2, averaged over queries); higher is better.
         ``qid=None``: all rows are one query. ``nan`` when no query has two different grades."""
         X, y, qid = check_inputs(X, y, qid, type(self).__name__)

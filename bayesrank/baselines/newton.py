@@ -6,14 +6,14 @@ Both RankSVMs minimise, over a vector ``x`` (``w: (d,)`` or ``beta: (n,)``)::
     J_h(x) = R(x) + C sum_p mask_p l_h(r_p(x)),     r_p = 1 - (s_i - s_j)   for pair p = (i, j)
 
 with scores ``s`` linear in ``x``, a quadratic regulariser ``R`` and the loss ``l`` of
-:func:`loss_terms`: the squared hinge ``max(0, r)^2``, or the hinge made Newton-friendly by
+``loss_terms``: the squared hinge ``max(0, r)^2``, or the hinge made Newton-friendly by
 Chapelle's (2007) Huber smoothing of width ``h``. A problem reaches the solver as a
-*parameterisation* ``parts(operands, h) -> Parts`` (see :class:`Parts`), where ``operands`` is the
+*parameterisation* ``parts(operands, h) -> Parts`` (see ``Parts``), where ``operands`` is the
 pytree of differentiable inputs (features or Gram matrix, ``C``, pair weights) and ``h`` the
 Huber width (None: the plain hinge, for reporting the objective).
 
-:func:`minimize` runs, for each width of :func:`huber_widths` (a single stage for the squared
-hinge), :func:`damped_newton` from the previous stage's solution on *stopped* operands, stopping
+``minimize`` runs, for each width of ``huber_widths`` (a single stage for the squared
+hinge), ``damped_newton`` from the previous stage's solution on *stopped* operands, stopping
 when ``||F(x)|| <= tol * ||F(0)||`` (``F`` the stage's residual; the norm is overflow- and
 underflow-safe, so the rule is invariant to the scale of the problem). Then one Newton step on
 the *live* operands at the stopped solution carries the derivative by the implicit function
@@ -22,8 +22,8 @@ through the loop. Everything is a pure function (no ``jit`` here), so it runs un
 ``jit``, ``vmap`` and ``grad``; the Huber widths are a fixed-length traced array, so
 ``smoothing`` is not static.
 
-Nothing fails silently: :class:`SolverInfo` says why the solver stopped (``status``), a step or
-residual that is not finite (overflow) is reported as :data:`NONFINITE` and the last finite
+Nothing fails silently: ``SolverInfo`` says why the solver stopped (``status``), a step or
+residual that is not finite (overflow) is reported as ``NONFINITE`` and the last finite
 iterate is returned, never NaN.
 """
 
@@ -75,7 +75,7 @@ class SolverInfo(NamedTuple):
         n_iter: Newton iterations, summed over the continuation stages of the hinge.
         converged: whether the last stage met its tolerance within ``max_iter``
             (``status == CONVERGED``).
-        status: int32, why the last stage stopped (:data:`STATUS` maps codes to words).
+        status: int32, why the last stage stopped (``STATUS`` maps codes to words).
     """
 
     objective: jax.Array
@@ -149,7 +149,7 @@ def safe_norm(x):
 
 
 def explain(status: int, grad_norm: float, max_iter: int, dtype) -> str:
-    """Why a solve with :class:`SolverInfo` ``status`` and ``grad_norm`` stopped, in words."""
+    """Why a solve with ``SolverInfo`` ``status`` and ``grad_norm`` stopped, in words."""
     name = jnp.dtype(dtype).name
     return {
         CONVERGED: "it converged",
@@ -180,7 +180,7 @@ def damped_newton(x0, parts: Parts, threshold, max_iter: int) -> _State:
     finite (the iterate is then left where it was).
 
     Returns:
-        ``(x, value, grad_norm, it, status)`` with ``status`` one of the :data:`STATUS` codes.
+        ``(x, value, grad_norm, it, status)`` with ``status`` one of the ``STATUS`` codes.
     """
     dtype = x0.dtype
     eps = jnp.finfo(dtype).eps

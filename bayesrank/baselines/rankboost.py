@@ -14,17 +14,17 @@ with ``eps+ = sum_p D_t(p) [h(x_w) - h(x_l) = 1]``, ``eps- = ... [= -1]``, ``eps
 and ``Z_t = eps0 + 2 sqrt(eps+ eps-)`` (we divide by the sum of the updated weights, equal to
 ``Z_t`` in exact arithmetic). The weak rankers are RankLib's: ``h(x) = [x_k > theta]`` for a
 single feature ``k`` and a candidate threshold ``theta`` from ``thresholds[k]`` (see
-:func:`candidate_thresholds`), and by default also the complements ``[x_k <= theta]``. Without
+``candidate_thresholds``), and by default also the complements ``[x_k <= theta]``. Without
 them the class is not closed under negation: the argmin of ``eps- - eps+`` only finds positive
 edges, and boosting stalls (``alpha = 0``) once none is left; with them the rule picks the largest
-``|r|``, as Freund et al. do. Ties (edges within :data:`TIE` ``= 1e-12`` of the best: equal up to
+``|r|``, as Freund et al. do. Ties (edges within ``TIE`` ``= 1e-12`` of the best: equal up to
 rounding, as when two features split the documents alike) go to the first candidate in the order
 ``[x > theta]`` before complements, then feature, then threshold. ``alpha_t`` uses
 ``(eps+ + s) / (eps- + s)`` with ``s = smoothing`` (default ``1e-12``): a weak ranker without
 errors gets a large finite weight.
 
 RankBoost minimises the exponential ranking loss ``sum_p D_1(p) exp(-(f(x_w) - f(x_l))) =
-prod_t Z_t``; :class:`RankBoostInfo` records it per round.
+prod_t Z_t``; ``RankBoostInfo`` records it per round.
 
 The edge of every candidate is computed from the per-document potential
 ``pi_i = sum_{p: w_p = i} D(p) - sum_{p: l_p = i} D(p)`` as ``r(k, theta) = sum_{i: x_ik > theta}
@@ -32,13 +32,13 @@ pi_i``: a suffix sum over the documents sorted once per feature, ``O(d n)`` per 
 
 Everything is a pure function of arrays (never jitted here; static under ``jit``: ``n_rounds``
 and ``complements``), ``vmap``-able over padded queries (masked pairs get no weight; padded
-documents touched by no pair change no edge); :func:`predict` with ``temperature > 0`` replaces
+documents touched by no pair change no edge); ``predict`` with ``temperature > 0`` replaces
 the step by a sigmoid ``sigma((x_k - theta) / temperature)`` so scores are differentiable in ``X``.
 
 It shares no numerics with the RankSVM's Newton solver (boosting is a ``lax.scan`` of greedy
 rounds, nothing is minimised by Newton steps): only the estimator face
-(:mod:`~bayesrank.baselines._estimator`) and the padding (:mod:`~bayesrank.baselines._arrays`).
-The estimator :class:`RankBoost` pads documents and pairs to bucketed sizes, and the candidate
+(``_estimator``) and the padding (``_arrays``).
+The estimator ``RankBoost`` pads documents and pairs to bucketed sizes, and the candidate
 thresholds to ``n_thresholds`` columns by repeating each feature's last candidate (a repeat never
 wins the first-candidate tie rule over its original, so the rounds are unchanged).
 """
@@ -179,7 +179,7 @@ def fit(
     Args:
         X: ``(n, d)`` documents (one query, or a whole collection stacked).
         pairs: ``(m, 2)`` int indices into ``X``, winner first.
-        thresholds: ``(d, K)`` candidates per feature (:func:`candidate_thresholds`; ``+inf``
+        thresholds: ``(d, K)`` candidates per feature (``candidate_thresholds``; ``+inf``
             pads).
         n_rounds: ``T`` (static).
         pair_mask: ``(m,)`` bool, False for padded pairs; None = all.
@@ -257,7 +257,7 @@ def predict(model: RankBoostModel, X, temperature: float | None = None, n_rounds
     """Scores ``(n,)`` of documents ``X: (n, d)``.
 
     Args:
-        model: a :class:`RankBoostModel` (``T`` rounds).
+        model: a ``RankBoostModel`` (``T`` rounds).
         temperature: None or 0 = the hard step ``[x_k > theta]``; ``> 0`` = the sigmoid
             ``sigma((x_k - theta) / temperature)``, smooth in ``X`` (tends to the step as the
             temperature goes to 0, except exactly at ``x_k = theta``).
@@ -302,17 +302,17 @@ class RankBoost(Ranker):
         n_rounds: ``T``, boosting rounds (an integer >= 1).
         n_thresholds: candidate thresholds per feature (>= 1; None = all distinct values).
         threshold_method: ``"uniform"`` (RankLib) or ``"quantile"``.
-        temperature: None or 0 = hard weak rankers in :meth:`predict`; ``> 0`` = sigmoid (smooth).
+        temperature: None or 0 = hard weak rankers in ``predict``; ``> 0`` = sigmoid (smooth).
         smoothing: ``s > 0`` in ``alpha`` (0 would give an error-free weak ranker infinite weight),
             a normal number of the working dtype (float64 under ``jax_enable_x64``, else float32).
-        complements: also use the complement weak rankers ``[x_k <= theta]`` (see :func:`fit`).
+        complements: also use the complement weak rankers ``[x_k <= theta]`` (see ``fit``).
 
-    Learned attributes: ``model_`` (:class:`RankBoostModel`), ``info_``
-    (:class:`RankBoostInfo`), ``features_``, ``thresholds_``, ``alphas_`` (each ``(T,)``),
+    Learned attributes: ``model_`` (``RankBoostModel``), ``info_``
+    (``RankBoostInfo``), ``features_``, ``thresholds_``, ``alphas_`` (each ``(T,)``),
     ``signs_``, ``candidates_: (d, K)``, ``pairs_: (m, 2)``, ``n_features_in_``.
 
-    :meth:`score` is the pairwise accuracy (see
-    :func:`~bayesrank.baselines._estimator.pairwise_accuracy`).
+    ``score`` is the pairwise accuracy (see
+    ``pairwise_accuracy``).
     """
 
     def __init__(

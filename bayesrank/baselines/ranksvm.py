@@ -22,21 +22,21 @@ and Chapelle's Newton step ``delta = -(I + L K)^{-1} (beta + g)``, where ``g = d
 ``beta = -g``, i.e. ``beta = sum_p alpha_p (e_i - e_j)`` with dual variables ``alpha_p =
 C l'(r_p)``. With ``K = X X'`` it gives the linear solution (``w = X' beta``).
 
-Both are two small parameterisations (:func:`_linear_parts`, :func:`_kernel_parts`) of the one
-solver in :mod:`bayesrank.baselines.newton`: damped Newton with Armijo backtracking, the Huber
+Both are two small parameterisations (``_linear_parts``, ``_kernel_parts``) of the one
+solver in ``bayesrank.baselines.newton``: damped Newton with Armijo backtracking, the Huber
 continuation, and implicit differentiation (gradients in ``X`` / ``K``, ``C`` and the pair
 weights). The residual whose norm stops the solve is ``grad J(w)`` (linear) or ``beta + g``
-(kernel), relative to its value at 0. :func:`fit_linear` and :func:`fit_kernel` are pure (never
+(kernel), relative to its value at 0. ``fit_linear`` and ``fit_kernel`` are pure (never
 jitted here: ``jit``, ``vmap`` and ``grad`` them freely; padded pairs get ``pair_mask = False``).
 
-The estimator :class:`RankSVM` builds the within-query pairs from ``fit(X, y, qid)``, pads
-documents and pairs to bucketed sizes (:mod:`bayesrank.baselines._arrays`) and calls
+The estimator ``RankSVM`` builds the within-query pairs from ``fit(X, y, qid)``, pads
+documents and pairs to bucketed sizes (``bayesrank.baselines._arrays``) and calls
 module-level jitted cores whose static arguments are ``loss`` and ``max_iter`` only, so a refit
 on data of similar size compiles nothing.
 
 The estimator also rescales the features by a power of two (exact) and maps the solution back,
 so that features at any scale float64 holds give the problem's own answer, or ``converged_ =
-False`` with a warning where that answer is out of reach (see :class:`RankSVM`).
+False`` with a warning where that answer is out of reach (see ``RankSVM``).
 
 Length: about 600 lines, because the two parameterisations, their public cores and the
 estimator that calls them (with that rescaling, the one place that knows both the objective and
@@ -82,7 +82,7 @@ KERNELS = ("linear", "rbf")
 
 
 class LinearSolution(NamedTuple):
-    """``w: (d,)`` and :class:`~bayesrank.baselines.newton.SolverInfo`."""
+    """``w: (d,)`` and ``SolverInfo``."""
 
     w: jax.Array
     info: SolverInfo
@@ -129,7 +129,7 @@ def _linear_parts(operands, h, *, loss):
     """``x = w: (d,)``; ``F = grad J = lam w - C A' (mask l')``, ``M = lam I + C A' diag(mask l'')
     A`` (Cholesky), with ``A: (m, d)`` the rows ``x_i - x_j``.
 
-    ``operands = (X, pairs, C, mask)`` (``lam = 1``: :func:`fit_linear`) or ``(X, pairs, C, mask,
+    ``operands = (X, pairs, C, mask)`` (``lam = 1``: ``fit_linear``) or ``(X, pairs, C, mask,
     lam)``: the estimator's rescaled problem, whose regulariser weight may be tiny or 0.
     """
     X, pairs, C, mask, *reg = operands
@@ -262,14 +262,14 @@ def fit_linear(
         C: scalar > 0, the weight of the summed pair losses (differentiable).
         pair_mask: ``(m,)`` bool (padding) or nonnegative weights; None = all pairs.
         loss: ``"squared_hinge"`` (default) or ``"hinge"`` (Huber continuation to ``smoothing``).
-        tol: relative tolerance, ``||grad J|| <= tol ||grad J(0)||`` (default :func:`default_tol`
+        tol: relative tolerance, ``||grad J|| <= tol ||grad J(0)||`` (default ``default_tol``
             of ``X``'s dtype; may be traced).
         max_iter: Newton iterations per stage (static under ``jit``).
         smoothing: final Huber width for the hinge (may be traced); ignored for the squared hinge.
         w0: ``(d,)`` warm start (default zeros).
 
     Returns:
-        :class:`LinearSolution` ``(w: (d,), info)``; scores of new entities are ``X_new @ w``.
+        ``LinearSolution`` ``(w: (d,), info)``; scores of new entities are ``X_new @ w``.
     """
     settings = (loss, tol, max_iter, smoothing)
     X = check_columns(as_float(X))
@@ -280,7 +280,7 @@ def fit_linear(
 
 
 def _fit_linear_regularised(X, pairs, C, pair_mask, lam, **settings) -> LinearSolution:
-    """:func:`fit_linear` for ``1/2 lam ||w||^2 + C sum_p mask_p l(...)``: the estimator's problem
+    """``fit_linear`` for ``1/2 lam ||w||^2 + C sum_p mask_p l(...)``: the estimator's problem
     on rescaled features, where ``lam`` (traced) may be 0 (the hard-margin limit)."""
     operands = _operands(X, pairs, C, pair_mask)
     operands = (*operands, jnp.asarray(lam, operands[0].dtype))
@@ -303,14 +303,14 @@ def fit_kernel(
     """Kernel RankSVM on entities by Chapelle's primal Newton method (``O(n^3)`` per step).
 
     Args:
-        K: ``(n, n)`` PSD Gram matrix of the entities (e.g. :func:`rbf_kernel`; differentiable).
+        K: ``(n, n)`` PSD Gram matrix of the entities (e.g. ``rbf_kernel``; differentiable).
             Rows and columns of zeros are padding: entities touched by no pair keep ``beta = 0``.
-        pairs, C, pair_mask, loss, tol, max_iter, smoothing: as in :func:`fit_linear` (the
+        pairs, C, pair_mask, loss, tol, max_iter, smoothing: as in ``fit_linear`` (the
             residual is ``beta + dLoss/df``).
         beta0: ``(n,)`` warm start (default zeros).
 
     Returns:
-        :class:`KernelSolution` ``(beta: (n,), info)``: training scores ``K @ beta``.
+        ``KernelSolution`` ``(beta: (n,), info)``: training scores ``K @ beta``.
     """
     settings = (loss, tol, max_iter, smoothing)
     _check_settings(C, *settings, as_float(K).dtype)
@@ -322,7 +322,7 @@ def fit_kernel(
 def rbf_kernel(X1, X2, gamma):
     """``exp(-gamma ||x - x'||^2)``: ``X1: (n1, d)``, ``X2: (n2, d)`` -> ``(n1, n2)``.
 
-    (scikit-learn's parametrisation; bayesrank's :class:`~bayesrank.kernels.RBF` with ``kappa = 1``
+    (scikit-learn's parametrisation; bayesrank's ``RBF`` with ``kappa = 1``
     and ``rho = sqrt(2 gamma)`` is the same kernel.)
 
     The distances are computed on the features divided by a power of two ``2^e`` near their
@@ -428,13 +428,13 @@ class RankSVM(Ranker):
         gamma: RBF width ``exp(-gamma ||x - x'||^2)`` (> 0); None = ``1 / n_features``.
         loss: ``"squared_hinge"`` (default) or ``"hinge"``.
         tol: relative tolerance in ``(0, 1)``; None = the default of the float dtype (float64
-            under ``jax_enable_x64``, else float32; see :func:`default_tol`).
+            under ``jax_enable_x64``, else float32; see ``default_tol``).
         max_iter: Newton iterations per stage (an integer >= 1).
-        smoothing: the hinge's final Huber width, in ``(0, 1]`` (see :func:`fit_linear`).
+        smoothing: the hinge's final Huber width, in ``(0, 1]`` (see ``fit_linear``).
 
     The features are divided by a power of two near ``max |X|`` before the solve (exact), and
     the solution is mapped back: ``coef_`` and the scores are those of the problem on ``X`` as
-    given (the objective of :func:`fit_linear` with ``X``), at any feature scale the float64
+    given (the objective of ``fit_linear`` with ``X``), at any feature scale the float64
     range holds (``1e200`` or ``1e-200`` included). On ``Z = X / s`` the linear problem is
     ``1/2 ||v||^2 + C s^2 sum_p l(1 - v . dz_p)`` with ``w = v / s``; where ``C s^2`` would be too
     large it is solved as ``1/2 (1 / (C s^2)) ||v||^2 + sum_p l(...)``, and where it underflows
@@ -444,15 +444,15 @@ class RankSVM(Ranker):
     and ``gamma_`` (rbf), ``pairs_: (m, 2)`` training pairs, ``n_features_in_``, ``objective_``
     (of the problem on ``X`` as given; for the hinge the unsmoothed one), ``n_iter_``,
     ``converged_``. ``converged_`` is False, with a ``ConvergenceWarning``
-    (:mod:`bayesrank.diagnostics`, a ``RuntimeWarning``) naming the cause, when the solver
+    (``bayesrank.diagnostics``, a ``RuntimeWarning``) naming the cause, when the solver
     stopped short of ``tol``, its Newton system was not finite (singular or overflowed), the
     regulariser ``1/2 ||w||^2`` is below the dtype's range at this feature scale (``C max|x|^2``
     overflows: ``coef_`` then minimises the loss alone, the hard-margin limit), or the fitted
     scores tie (or differ by less than the smallest normal float64) on every training pair
     although the solution is not zero (features too small for the scores to be representable).
 
-    :meth:`score` is the pairwise accuracy (see
-    :func:`~bayesrank.baselines._estimator.pairwise_accuracy`).
+    ``score`` is the pairwise accuracy (see
+    ``pairwise_accuracy``).
     """
 
     def __init__(

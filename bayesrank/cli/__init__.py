@@ -5,7 +5,7 @@ Subcommands (``bayesrank COMMAND --help`` for each one's options):
 - ``experiment relational|active|baselines|ep-vs-nuts|inference``: the project's studies, on the
   bundled sample by default, with ``--data-dir``, ``--out``, ``--device``;
 - ``fit DATA --out MODEL`` and ``predict MODEL --scores FILE --pairs FILE``: a model of every
-  query of a collection, saved (:mod:`bayesrank.io`), and its scores and pair probabilities
+  query of a collection, saved (``bayesrank.io``), and its scores and pair probabilities
   with their uncertainty;
 - ``evaluate DATA SCORES``: MAP, NDCG@k, P@k of a LETOR prediction file (LETOR 3.0 conventions);
 - ``data summary [PATH ...]``: queries, documents, labels and pairs of LETOR files;

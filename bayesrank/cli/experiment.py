@@ -1,9 +1,9 @@
 """``bayesrank experiment NAME``: the project's studies as commands, on the bundled sample by
 default (a few minutes on a laptop CPU) or on a collection in ``--data-dir``.
 
-- ``relational``: the relational study of :mod:`bayesrank.study` (Kersting & Xu 2009, Sec. 6)
+- ``relational``: the relational study of ``bayesrank.study`` (Kersting & Xu 2009, Sec. 6)
   with the controls (PGP+I, placebo graphs) and the ranking SVMs;
-- ``active``, ``baselines``, ``ep-vs-nuts``, ``inference``: :mod:`bayesrank.experiments`.
+- ``active``, ``baselines``, ``ep-vs-nuts``, ``inference``: ``bayesrank.experiments``.
 
 Each prints its summary table, shows progress on stderr and writes ``results.json``, a table
 and (with matplotlib) a figure to ``--out``.

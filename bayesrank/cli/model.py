@@ -2,7 +2,7 @@
 to a folder, and its predictions as a LETOR prediction file and pair probabilities.
 
 ``fit DATA --out MODEL``: DATA is a LETOR file (the bundled sample by default; pairs from the
-relevance grades) or a folder in the study format (:mod:`bayesrank.data.study`: attributes,
+relevance grades) or a folder in the study format (``bayesrank.data.study``: attributes,
 grades or comparisons, relation graphs per query). The prior: an RBF kernel on the attributes,
 a regularized Laplacian per relation (``--relations``, study folders), and an independent
 per-entity effect (``--no-entity`` drops it); its hyperparameters are learned by maximising the
@@ -11,7 +11,7 @@ laplace``), one ``theta`` shared by the queries; then each query's posterior by 
 (``--inference ep|laplace|nuts``).
 
 MODEL is a folder: ``collection.json`` (the format below) and one model file per query
-(:mod:`bayesrank.io`, ``query-<k>.npz``).
+(``bayesrank.io``, ``query-<k>.npz``).
 
 ``collection.json``: ``{"format": "bayesrank-collection", "format_version": 1, "data": DATA,
 "kind": "letor" | "study", "lines": number of data lines of a LETOR file (or null),

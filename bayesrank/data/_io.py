@@ -21,7 +21,7 @@ class MissingFileError(FileNotFoundError, ValueError):
 
 
 def as_path(path, name: str = "path") -> Path:
-    """``path`` as a :class:`~pathlib.Path`; ``ValueError`` for what is not a path (``None``,
+    """``path`` as a ``Path``; ``ValueError`` for what is not a path (``None``,
     a number, bytes)."""
     if not isinstance(path, str | os.PathLike):
         raise ValueError(f"{name} must be a str or os.PathLike, got {type(path).__name__}")

@@ -79,7 +79,7 @@ def pad_stack(
 
 
 class ProblemBatch(NamedTuple):
-    """Many :class:`~bayesrank.data.problem.PreferenceProblem` padded to common shapes.
+    """Many ``PreferenceProblem`` padded to common shapes.
 
     ``X: (B, n, d)`` (or ``None``), ``relations``: one ``(B, n, n)`` array per relation type
     (padded entities isolated), ``pairs: (B, m, 2)`` (padded pairs are ``(0, 1)``: valid, distinct

@@ -31,9 +31,9 @@ The grammar, exactly (the reader accepts this and nothing else):
   ``inf``/``nan``, no hexadecimal, ASCII only), parsed to the nearest float64 (as ``float()``
   does). An id may appear once per line. A line may have no features (all zero).
 * The ``.query`` file of LightGBM: one positive group size per line, ASCII digits; blank lines
-  are skipped. A prediction file (:func:`read_scores`): one decimal number per line.
+  are skipped. A prediction file (``read_scores``): one decimal number per line.
 
-The reader is host-side NumPy: it turns text into :class:`Query` objects, which the rest of
+The reader is host-side NumPy: it turns text into ``Query`` objects, which the rest of
 the library converts to JAX arrays. Bad input raises ``ValueError`` naming the file, the 1-based
 line and the token at fault; a path that does not exist raises ``FileNotFoundError``.
 
@@ -377,7 +377,7 @@ def _parse_features_fast(
 
 
 def _parse_fast(lines: list[str], need_qid: bool, cap: int) -> _Parsed | None:
-    """Vectorised parse of well-formed files; None to leave the file to :func:`_parse_slow`."""
+    """Vectorised parse of well-formed files; None to leave the file to ``_parse_slow``."""
     labels, qid_tokens, feats, comments = [], [], [], []
     for line in lines:
         body, _, comment = line.partition("#")
@@ -462,12 +462,12 @@ def load_letor(
     n_features: int | None = None,
     query_file: str | os.PathLike | None = None,
 ) -> list[Query]:
-    """Read a LETOR / SVMlight ranking file into one :class:`Query` per query, in file order.
+    """Read a LETOR / SVMlight ranking file into one ``Query`` per query, in file order.
 
     Args:
         path: the data file, plain or gzipped (see the module docstring for the grammar).
         n_features: the number of features ``d``. Feature ids above it are an error. By default
-            ``d`` is the largest id in the file (at most :data:`MAX_FEATURE_ID`, 0 when no line
+            ``d`` is the largest id in the file (at most ``MAX_FEATURE_ID``, 0 when no line
             has a feature); pass it to give the folds of a dataset one width.
         query_file: LightGBM-style group sizes. By default ``<path without .gz>.query`` is used
             when it exists and the lines carry no ``qid:``.

@@ -1,13 +1,13 @@
 """HetRec 2011 MovieLens-2k: movie attributes and the 38 users' ratings (the relations between
-movies are in :mod:`bayesrank.data.graphs.hetrec`).
+movies are in ``bayesrank.data.graphs.hetrec``).
 
-- :func:`movie_attributes`: 27 attributes per movie, the same for every user: the 20 genre
+- ``movie_attributes``: 27 attributes per movie, the same for every user: the 20 genre
   indicators, the year, and six Rotten Tomatoes figures (critics' rating and score, top critics'
   rating, audience rating and score, log number of audience ratings; a missing value, written
   ``0`` or ``\\N``, is the column's median);
-- :func:`user_ratings`: ``{userID: {movieID: rating}}`` of the users in
+- ``user_ratings``: ``{userID: {movieID: rating}}`` of the users in
   ``ratings_subset_38users`` (its train and test files together);
-- :func:`scale01`: each column to ``[0, 1]`` (within one user's movies, as the experiments do).
+- ``scale01``: each column to ``[0, 1]`` (within one user's movies, as the experiments do).
 
 ``data_dir`` holds the folder ``hetrec2011-movielens-2k`` (files gzipped, tab-separated, a
 header line, Latin-1).

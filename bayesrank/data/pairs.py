@@ -2,8 +2,8 @@
 
 A set of preference pairs is an ``(m, 2)`` integer array; row ``(i, j)`` means entity ``i`` is
 preferred to entity ``j`` (winner first). Duplicate rows and contradicting rows (both ``(i, j)``
-and ``(j, i)``) are legitimate noisy observations: they are kept, and :func:`validate_pairs`
-(:func:`bayesrank.data.checks.check_pairs` under its public name) counts them.
+and ``(j, i)``) are legitimate noisy observations: they are kept, and ``validate_pairs``
+(``bayesrank.data.checks.check_pairs`` under its public name) counts them.
 
 These are host-side NumPy functions (the number of pairs is data-dependent); randomness comes from
 an explicit ``jax.random`` key, so results are deterministic given the key. Bad input raises
@@ -93,5 +93,5 @@ def sample_pairs(key, pairs, size: int) -> np.ndarray:
     return arr[chosen]
 
 
-#: ``validate_pairs(pairs, n) -> PairSummary``: the public name of :func:`~.checks.check_pairs`.
+#: ``validate_pairs(pairs, n) -> PairSummary``: the public name of ``check_pairs``.
 validate_pairs = check_pairs

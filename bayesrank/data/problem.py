@@ -15,8 +15,8 @@ __all__ = ["PreferenceProblem"]
 
 @dataclass(frozen=True, eq=False)
 class PreferenceProblem:
-    """Validated host-side inputs of one query (use :meth:`create`, or :meth:`from_ratings` /
-    :meth:`from_comparisons` for ratings or comparisons in arrays or CSV files; :mod:`.checks`
+    """Validated host-side inputs of one query (use ``create``, or ``from_ratings`` /
+    ``from_comparisons`` for ratings or comparisons in arrays or CSV files; ``checks``
     does the checking). A problem may have no pairs yet (the start of active learning).
 
     Attributes:
@@ -79,7 +79,7 @@ class PreferenceProblem:
         cls, ratings, X=None, relations: Sequence = (), *, ties="skip", entities=None, header=None
     ) -> PreferenceProblem:
         """A problem whose pairs are implied by ratings: every two rated entities with different
-        ratings give a pair, the higher rated first (as :func:`~.pairs.pairs_from_grades`).
+        ratings give a pair, the higher rated first (as ``pairs_from_grades``).
 
         Args:
             ratings: ``(n,)`` numbers, ``NaN`` for an unrated entity (in no pair, but still a
@@ -93,7 +93,7 @@ class PreferenceProblem:
 
         ``n`` is ``len(ratings)`` for an array; for a file, from ``entities``, ``X`` or the
         relations, else the largest index + 1. File format, ids and messages (the file and
-        1-based line at fault): :mod:`bayesrank.data.userdata`.
+        1-based line at fault): ``bayesrank.data.userdata``.
         """
         relations = tuple(relations) if isinstance(relations, Iterator) else relations
         pairs, n = userdata.ratings_pairs(
@@ -112,13 +112,13 @@ class PreferenceProblem:
                 of lines ``winner,loser`` (optional header line).
             X: ``(n, d)`` attributes or None; relations: ``(n, n)`` adjacencies.
             entities: ids naming the rows (row ``i`` is ``entities[i]``; for a file without
-                ``X``, :func:`~.userdata.entity_ids` numbers them in file order); None: indices.
+                ``X``, ``entity_ids`` numbers them in file order); None: indices.
             header: whether a file's first line is a header (None: when neither field is an
                 entity).
 
         ``n`` comes from ``entities``, ``X`` or the relations, else the largest index + 1.
         Malformed lines, unknown entities and self-comparisons raise ``ValueError`` naming the
-        file and 1-based line (:mod:`bayesrank.data.userdata`).
+        file and 1-based line (``bayesrank.data.userdata``).
         """
         relations = tuple(relations) if isinstance(relations, Iterator) else relations
         pairs, n = userdata.comparisons_pairs(

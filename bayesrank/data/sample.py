@@ -27,5 +27,5 @@ def sample_meta_path(qid: str | int) -> Path:
 
 
 def load_sample() -> list[Query]:
-    """Read the bundled sample into five :class:`~bayesrank.data.letor.Query` objects."""
+    """Read the bundled sample into five ``Query`` objects."""
     return load_letor(sample_path())

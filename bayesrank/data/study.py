@@ -14,11 +14,11 @@
                                   either orientation, adds up)
 
 Lines starting with ``#`` and blank lines are skipped. Every relation name must occur in every
-query (a query without edges of that type has an empty file). :func:`read_study_dir` reads it
-(errors name the file and line), :func:`write_study_dir` writes it.
+query (a query without edges of that type has an empty file). ``read_study_dir`` reads it
+(errors name the file and line), ``write_study_dir`` writes it.
 
-**The protocol's split** (:func:`split_known`): ``k`` of a query's pairs known, chosen uniformly
-at random, every other pair a test pair; :func:`seen_category` says for each test pair whether
+**The protocol's split** (``split_known``): ``k`` of a query's pairs known, chosen uniformly
+at random, every other pair a test pair; ``seen_category`` says for each test pair whether
 both, one or neither of its entities occur in a known pair (relations should matter most where
 there is no entity-specific evidence).
 """
@@ -45,7 +45,7 @@ __all__ = [
     "write_study_dir",
 ]
 
-#: :func:`seen_category`'s codes, by name: how many of a test pair's entities are in known pairs.
+#: ``seen_category``'s codes, by name: how many of a test pair's entities are in known pairs.
 SEEN = {"neither": 0, "one": 1, "both": 2}
 
 
@@ -190,7 +190,7 @@ def split_known(key, pairs, n_known: int) -> tuple[np.ndarray, np.ndarray]:
 
 def seen_category(known, test, n: int) -> np.ndarray:
     """For each ``test`` pair, how many of its two entities occur in a ``known`` pair: ``(p,)``
-    int, codes :data:`SEEN` (0 neither, 1 one, 2 both)."""
+    int, codes ``SEEN`` (0 neither, 1 one, 2 both)."""
     seen = np.zeros(n, bool)
     seen[np.asarray(known, np.int64).reshape(-1)] = True
     test = np.asarray(test, np.int64).reshape(-1, 2)

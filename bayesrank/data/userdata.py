@@ -4,7 +4,7 @@ behind ``PreferenceProblem.from_ratings`` and ``from_comparisons``.
 
 **Ratings**: ``(n,)`` numbers, one per entity, higher preferred; every two rated entities with
 different ratings give a pair, winner first (the convention of
-:func:`~bayesrank.data.pairs.pairs_from_grades`, which this uses). ``NaN`` marks an unrated
+``pairs_from_grades``, which this uses). ``NaN`` marks an unrated
 entity: it takes part in no pair but keeps its row (its attributes and relations still inform
 the others). Equal ratings give no pair (``ties="skip"``) or a pair each way (``ties="both"``:
 two contradicting observations, whose likelihood ``Phi(f_i - f_j) Phi(f_j - f_i)`` is largest at
@@ -13,7 +13,7 @@ two contradicting observations, whose likelihood ``Phi(f_i - f_j) Phi(f_j - f_i)
 **Comparisons**: ``(m, 2)`` rows ``winner, loser``; a tie is both orders (as ``ties="both"``).
 
 **CSV files**: plain comma-separated text without quoting; blank lines and lines starting with
-``#`` are skipped (the line reader of :mod:`.study`'s ``comparisons.csv``).
+``#`` are skipped (the line reader of ``study``'s ``comparisons.csv``).
 
 * ratings: lines ``entity,rating``; a rating is a number, or ``nan`` or an empty field for
   unrated; an entity listed twice is an error; an entity not listed is unrated.
@@ -22,17 +22,17 @@ two contradicting observations, whose likelihood ``Phi(f_i - f_j) Phi(f_j - f_i)
 *Entities* in a file are 0-based row indices (``0..n-1``, ``n`` from ``X``, the relations, or
 else the largest index + 1) unless ``entities=[id_0, id_1, ...]`` is given: then the fields are
 ids, compared as text (``str(id)``), and ``entities[i]`` is row ``i`` of ``X``, the relations and
-the problem. :func:`entity_ids` lists a file's ids in order of first appearance.
+the problem. ``entity_ids`` lists a file's ids in order of first appearance.
 
 *A header line* (optional) is the first line; ``header=None`` recognises it as a line none of
 whose fields is data: no entity (not an integer, or not in ``entities``), no rating (not a
-number). ``header=True`` / ``False`` says so instead (:func:`entity_ids`, without entities to
+number). ``header=True`` / ``False`` says so instead (``entity_ids``, without entities to
 judge by, needs it for comparisons).
 
 Errors are ``ValueError``\\ s naming the file and 1-based line (``ratings.csv, line 4: unknown
 entity 'carol' (not in entities)``), or the argument and index of an array.
 
-**LETOR queries**: :func:`queries_to_arrays` stacks them for ``RankSVM().fit(X, y, qid)``.
+**LETOR queries**: ``queries_to_arrays`` stacks them for ``RankSVM().fit(X, y, qid)``.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ class _Entities:
 
 def _size(X, relations: Sequence, entities) -> int | None:
     """The number of entities that ``entities``, ``X`` or the first relation implies, or None
-    (:meth:`PreferenceProblem.create` checks that they agree)."""
+    (``PreferenceProblem.create`` checks that they agree)."""
     if not _is_path(entities) and isinstance(entities, Sequence | np.ndarray):
         return len(entities)
     first = [] if relations is None or isinstance(relations, np.ndarray) else list(relations)[:1]
@@ -267,7 +267,7 @@ def ratings_pairs(
         X, relations: the problem's attributes and adjacencies; only their number of rows is
             used (a file's index range; the length ``ratings`` must have).
         ties: ``"skip"`` (equal ratings, no pair) or ``"both"`` (a pair each way).
-        entities, header: for a file (see :func:`read_ratings`).
+        entities, header: for a file (see ``read_ratings``).
 
     Returns:
         ``(pairs: (m, 2) int64, n)``, pairs in lexicographic ``(winner, loser)`` order.
@@ -315,8 +315,8 @@ def comparisons_pairs(
     Args:
         source: ``(m, 2)`` rows ``(winner, loser)``: indices, or ids when ``entities`` is
             given; or a path to a comparisons CSV file.
-        X, relations: as in :func:`ratings_pairs`.
-        entities, header: see :func:`read_comparisons` (for an array, ids are looked up as
+        X, relations: as in ``ratings_pairs``.
+        entities, header: see ``read_comparisons`` (for an array, ids are looked up as
             values, not as text).
 
     Returns:
@@ -361,15 +361,15 @@ def queries_to_arrays(
     pairs only within each query.
 
     Args:
-        queries: :class:`~bayesrank.data.letor.Query` objects (from
-            :func:`~bayesrank.data.letor.load_letor`), with distinct ``qid``\\ s and one number
+        queries: ``Query`` objects (from
+            ``load_letor``), with distinct ``qid``\\ s and one number
             of features.
         by_position: identify each row's query by its position in ``queries`` (int64), not by
             its ``qid``: queries from several files may reuse a qid.
 
     Returns:
         ``X: (N, d)`` float64, ``y: (N,)`` int64 grades, ``qid: (N,)`` NumPy str, each row's
-        :attr:`Query.qid` (``by_position``: int64 positions); ``N`` is the total number of
+        ``Query.qid`` (``by_position``: int64 positions); ``N`` is the total number of
         documents, rows in query order.
 
     Raises:

@@ -3,13 +3,13 @@ under a minute (``bayesrank experiment NAME``; the full-data versions are the sc
 ``experiments/``).
 
 =================  ==========================================================================
-``active``         :mod:`.active`: active exploration, variance ratio / mutual information /
+``active``         ``active``: active exploration, variance ratio / mutual information /
                    random questions, the pair error on held-out pairs after each answer
-``baselines``      :mod:`.baselines`: RankSVM and RankBoost, LETOR's MAP, NDCG@k and P@k on
+``baselines``      ``baselines``: RankSVM and RankBoost, LETOR's MAP, NDCG@k and P@k on
                    held-out queries (or a LETOR fold folder's test set)
-``ep-vs-nuts``     :mod:`.ep_vs_nuts`: EP against NUTS at fixed hyperparameters, per held-out
+``ep-vs-nuts``     ``ep_vs_nuts``: EP against NUTS at fixed hyperparameters, per held-out
                    pair, with NUTS's Monte Carlo standard error
-``inference``      :mod:`.inference`: EP and Laplace (and NUTS) with learned hyperparameters:
+``inference``      ``inference``: EP and Laplace (and NUTS) with learned hyperparameters:
                    pair error, log-likelihood, calibration
 =================  ==========================================================================
 

@@ -110,7 +110,7 @@ def _letor_files(folder: Path) -> list[Path]:
 def load_queries(data_dir) -> tuple[list, str]:
     """The queries an experiment runs on, and where they came from (for the results).
 
-    ``data_dir`` None: the bundled OHSUMED sample (:func:`bayesrank.data.sample.load_sample`);
+    ``data_dir`` None: the bundled OHSUMED sample (``bayesrank.data.sample.load_sample``);
     a file: its queries; a folder: its fold files (train, vali, test) or else every LETOR file
     in it, the queries of all of them in that order, features padded to one width.
 

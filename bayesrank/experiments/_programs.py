@@ -10,13 +10,13 @@ import jax.numpy as jnp
 from ..metrics import brier_score, expected_calibration_error, log_loss, pairwise_error
 from ..predict import predict_pairs
 
-#: The per-query measures, in :func:`measures`' order.
+#: The per-query measures, in ``measures``' order.
 MEASURES = ("pair_error", "loglik", "brier", "ece")
 
 
 @jax.jit
 def measures(p, y, mask):
-    """``(pair error, log-likelihood, Brier, ECE)`` of :mod:`bayesrank.metrics` for
+    """``(pair error, log-likelihood, Brier, ECE)`` of ``bayesrank.metrics`` for
     ``p = P(first wins)``, ``y`` 1 where it did; ``(m,)`` arrays, ``mask`` the real pairs."""
     right = jnp.where(y == 1, p, 1 - p)  # P(the winner wins)
     return (
@@ -44,5 +44,5 @@ def covariances(prior, X, mask):
 
 @jax.jit
 def covariances_per_query(prior, X, mask):
-    """As :func:`covariances`, with the prior's leaves batched per query ``(B, ...)``."""
+    """As ``covariances``, with the prior's leaves batched per query ``(B, ...)``."""
     return jax.vmap(lambda p, x, m: p.covariance(x, (), m))(prior, X, mask)

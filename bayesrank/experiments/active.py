@@ -19,14 +19,14 @@ Protocol:
   an error, ``= 1/2`` half one); ``k = 0`` is the prior alone, whose zero mean puts every test
   pair at 1/2: error exactly 1/2.
 
-Each criterion is one :func:`bayesrank.active.explore_queries` call, every query and repetition
+Each criterion is one ``bayesrank.active.explore_queries`` call, every query and repetition
 in one compiled program: the queries' covariances are padded to one size with decoupled
 unit-prior entities that no pair touches, which changes no real document's posterior.
 
 Reported (``results.json``): per criterion the curve ``k = 0..K`` of every query (random: the
 mean of its repetitions, and each repetition), their mean over queries, and the pairs asked
 (winner first); the test pairs; the table: the mean curve at a few ``k`` and each query's error
-at ``K``; the figure (``active.png``): :func:`bayesrank.plot.learning_curves` of the per-query
+at ``K``; the figure (``active.png``): ``bayesrank.plot.learning_curves`` of the per-query
 curves, band +- one standard error over queries.
 
 Reduced from ``experiments/active.py`` (10 OHSUMED queries with at least 200 pairs, ``k`` up to
@@ -294,7 +294,7 @@ def table(results: dict) -> str:
 
 
 def figure(results: dict):
-    """:func:`bayesrank.plot.learning_curves` of the per-query curves (band: +- s.e.)."""
+    """``bayesrank.plot.learning_curves`` of the per-query curves (band: +- s.e.)."""
     from ..plot import learning_curves
 
     curves = {c: np.asarray(e["per_query"]) for c, e in results["curves"].items()}

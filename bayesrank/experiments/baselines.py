@@ -1,7 +1,6 @@
 """``bayesrank experiment baselines``: bayesrank's RankSVM (linear) and RankBoost on held-out
-queries, scored the LETOR way (MAP, NDCG@1..k, P@1..k: :func:`bayesrank.evaluation.
-evaluate_queries`, the official conventions; every query counts, one without a relevant document
-as 0).
+queries, scored the LETOR way (MAP, NDCG@1..k, P@1..k: ``bayesrank.evaluation.evaluate_queries``,
+the official conventions; every query counts, one without a relevant document as 0).
 
 Protocol, by the data:
 
@@ -17,15 +16,15 @@ Protocol, by the data:
   on ``train``, scored on ``test``; with ``vali`` and several values, the value with the best
   ``vali`` MAP is chosen (the first on ties), as ``experiments/letor_baselines.py`` does.
 
-Methods: :class:`bayesrank.RankSVM` (linear, squared hinge, ``C`` multiplying the *sum* of the
-pair losses) and :class:`bayesrank.RankBoost` (threshold weak rankers and their complements,
+Methods: ``bayesrank.RankSVM`` (linear, squared hinge, ``C`` multiplying the *sum* of the
+pair losses) and ``bayesrank.RankBoost`` (threshold weak rankers and their complements,
 ``--n-thresholds`` evenly spaced candidates per feature, ``T = --rounds``; a grid of ``T`` is
 the prefixes of one run).
 
 Reported (``results.json``): per method and value the mean metrics, each query's, and each
 test query's scores (so that anything can be recomputed); the table: MAP, NDCG and P at 1, 3,
 5, 10; the figure (``baselines.png``): NDCG@k against k, mean over the test queries, band +- one
-standard error (:func:`bayesrank.plot.learning_curves`).
+standard error (``bayesrank.plot.learning_curves``).
 
 Reduced from ``experiments/letor_baselines.py`` (five folds of OHSUMED and MQ2008, the C and T
 grids chosen on vali, the hinge RankSVM, RankLib's RankBoost, XGBoost and LightGBM, published

@@ -11,24 +11,24 @@ Protocol:
   outcome is 1 (the first wins) or 0;
 * **prior**: ``XPGP(RBF(), entity=Independent())``, the README's default, its hyperparameters
   (RBF ``rho``, weight, entity scale) learned by each engine from the known pairs by maximising
-  its own (MAP) evidence (:func:`bayesrank.learning.fit_hyperparameters`, BFGS, the learning
+  its own (MAP) evidence (``bayesrank.learning.fit_hyperparameters``, BFGS, the learning
   behind ``XPGPModel.fit(problem, learn_hyperparameters=True)``): ``--theta shared`` (default)
   one ``theta`` for all the queries, ``--theta per-query`` one each (what
   ``learn_hyperparameters=True`` does for a single problem; slower to compile);
 * **engines** (``--engines``): ``ep`` and ``laplace``, each with its own learned ``theta`` and
   its posterior there; ``nuts`` (off by default; needs ``ep``): NUTS at EP's learned ``theta``
   (NUTS learns nothing), ``--chains`` x ``--samples`` draws after ``--warmup``, all queries in one
-  compiled call (:func:`bayesrank.inference.nuts.sample_batch`), the reference EP's
+  compiled call (``bayesrank.inference.nuts.sample_batch``), the reference EP's
   probabilities are compared with (``|dp|``);
 * **measures** on the held-out pairs, ``p = P(first wins)``: pair error (``p`` on the wrong
   side of 1/2, 1/2 counting half), mean log-likelihood of the outcomes (``-log_loss``), Brier
-  score, ECE (10 equal-width bins; :mod:`bayesrank.metrics`). Pair error, log-likelihood and
+  score, ECE (10 equal-width bins; ``bayesrank.metrics``). Pair error, log-likelihood and
   Brier are per query, then averaged over queries; the ECE is of all queries' held-out pairs
   pooled (per-query bins hold too few pairs), as the reliability figure shows it.
 
 Reported (``results.json``): per engine the means, the pooled ECE and the learned
 hyperparameters; per query every measure; every query's known and held-out pairs, outcomes and
-each engine's probabilities; the figure (``inference.png``): :func:`bayesrank.plot.reliability`
+each engine's probabilities; the figure (``inference.png``): ``bayesrank.plot.reliability``
 of each engine, pooled.
 
 Reduced from ``experiments/inference_accuracy.py`` (32 OHSUMED, MQ2008 and MovieLens problems,
@@ -172,7 +172,7 @@ def learn(engine: str, problems, opt: dict):
 
 def sample_nuts(prior, problems, opt: dict):
     """NUTS at ``prior`` (shared, or batched per query) on every problem in one compiled call;
-    one :class:`~bayesrank.inference.nuts.NUTSPosterior` per problem, real entities only."""
+    one ``NUTSPosterior`` per problem, real entities only."""
     import jax
 
     from ..data.batch import stack_problems
@@ -342,7 +342,7 @@ def table(results: dict) -> str:
 
 
 def figure(results: dict):
-    """:func:`bayesrank.plot.reliability` of each engine on the pooled held-out pairs."""
+    """``bayesrank.plot.reliability`` of each engine on the pooled held-out pairs."""
     from ..plot import reliability
 
     outcomes = np.concatenate([p["outcome"] for p in results["pairs"]])

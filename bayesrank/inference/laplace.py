@@ -1,6 +1,6 @@
 """The Laplace approximation of the probit pair model, on EP's factorisation.
 
-Model (as :mod:`bayesrank.inference.ep`): ``xi ~ N(0, K)``, pairs ``s = (i, j)`` with likelihood
+Model (as ``bayesrank.inference.ep``): ``xi ~ N(0, K)``, pairs ``s = (i, j)`` with likelihood
 ``Phi(d_s)``, ``d_s = a_s^T xi = xi_i - xi_j``. Laplace replaces the posterior by a Gaussian at its
 mode ``xi_hat`` with the curvature there (Rasmussen & Williams 2006, Sec. 3.4):
 
@@ -10,7 +10,7 @@ mode ``xi_hat`` with the curvature there (Rasmussen & Williams 2006, Sec. 3.4):
 For pairs ``W`` is a weighted graph Laplacian of the compared pairs, not a diagonal (``w_s >= 0``:
 the probit is log-concave). **Newton's step** ``xi <- (K^-1 + W)^-1 (W xi + g)``, ``g = A^T r``,
 is exactly the Gaussian ``N(0, K) prod_s site_s`` of EP's rank-one sites with ``tau_s = w_s`` and
-``nu_s = w_s d_s + r_s``, so it is computed as EP computes a posterior (:mod:`.ep.factor`): one
+``nu_s = w_s d_s + r_s``, so it is computed as EP computes a posterior (``ep.factor``): one
 ``K = M M^T`` per fit, and per step a Cholesky of ``B = I + M^T W M`` (eigenvalues >= 1). ``K`` is
 never inverted: ``alpha = K^-1 xi = eta - W xi`` holds at every Newton iterate, and the objective
 ``Psi(xi) = sum_s log Phi(d_s) - 1/2 xi^T alpha`` is evaluated along the step from ``alpha``
@@ -24,7 +24,7 @@ is ``K``'s explicit terms plus the one implicit term, the curvature ``W(xi_hat)`
 mode. No ``eigh`` and no ``m x m`` factorisation: O(m n) plus one ``n^3`` product, as EP's.
 
 Uninformative pairs (zero prior variance of ``d_s``,
-:func:`~bayesrank.inference.informative_pairs`) contribute ``log Phi(0)`` and no curvature, as
+``informative_pairs``) contribute ``log Phi(0)`` and no curvature, as
 in EP.
 """
 
@@ -106,9 +106,9 @@ def mode(
 ) -> LaplaceState:
     """Newton's method for the posterior mode ``xi_hat`` (module docstring). Pure.
 
-    ``tol`` (default :func:`default_tol`): stop when no entry of ``xi`` moved by more than
+    ``tol`` (default ``default_tol``): stop when no entry of ``xi`` moved by more than
     ``tol`` times ``max(1, max|xi|)``. ``sites``: a warm start, e.g. a previous fit's
-    (:attr:`LaplacePosterior.sites`): Newton starts at the mean of ``N(0, K) prod_s site_s``,
+    (``LaplacePosterior.sites``): Newton starts at the mean of ``N(0, K) prod_s site_s``,
     where ``alpha = K^-1 xi = eta - S xi`` is known without ``K^-1`` (default: zero, the prior
     mode).
     """
@@ -119,7 +119,7 @@ def mode(
 
 
 def _mode(root, pairs, active, max_iter, tol, sites) -> LaplaceState:
-    """:func:`mode` given ``K``'s root (``K = M M^T``) and the active pairs."""
+    """``mode`` given ``K``'s root (``K = M M^T``) and the active pairs."""
     dtype = root.dtype
     tol = default_tol(dtype) if tol is None else tol
     n = root.shape[0]
@@ -208,7 +208,7 @@ def _evidence_at(K, xi_hat, pairs, active, valid, logdet, cov):
     """``log Z`` at the (stopped) mode ``xi_hat``, differentiable in ``K`` (closed-form VJP).
 
     ``logdet = log|I + K W|`` and ``cov = (K^-1 + W)^-1`` of the mode's curvature (the
-    factorisation :func:`.ep.factor.from_root` of its sites gives both)."""
+    factorisation ``ep.factor.from_root`` of its sites gives both)."""
     n = xi_hat.shape[0]
     d = _differences(xi_hat, pairs)
     log_lik, r, w = _curvature(d)
@@ -251,7 +251,7 @@ class LaplacePosterior(_LaplaceFields, GaussianPosterior):
     ``N(0, K) prod_s site_s`` is Newton's next iterate, the mode itself at convergence; a warm
     start for the next fit), Newton's iterations, ``converged``, ``max_change`` and the number of
     uninformative pairs. Predicts through
-    :class:`~bayesrank.inference.posterior.GaussianPosterior` (Eq. 13-14 from its moments)."""
+    ``GaussianPosterior`` (Eq. 13-14 from its moments)."""
 
     __slots__ = ()
 
@@ -260,7 +260,7 @@ def fit(
     K, pairs, *, pair_mask=None, max_iter: int = 100, tol=None, sites: Sites | None = None
 ) -> LaplacePosterior:
     """The Laplace approximation of the posterior and its evidence (differentiable in ``K``).
-    Pure (jit, vmap, grad). ``sites``: a warm start (:func:`mode`)."""
+    Pure (jit, vmap, grad). ``sites``: a warm start (``mode``)."""
     K = jnp.asarray(K)
     pairs = jnp.asarray(pairs)
     valid = pair_mask_or_all(pairs, pair_mask)

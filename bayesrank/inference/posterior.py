@@ -1,21 +1,21 @@
 """One prediction face for every posterior: ``predict_pairs``, ``probability_matrix``, ``scores``,
 ``rank``, whichever engine produced it.
 
-- :class:`GaussianPosterior`, for posteriors ``N(mean, cov)`` (EP, Laplace, the model's
-  :class:`~bayesrank.model.Posterior`): Eq. 13-14, ``P(i > j) = Phi(dmu / sqrt(1 + dvar))``;
-- :class:`SamplePosterior`, for posterior draws (NUTS): the Monte Carlo average of
+- ``GaussianPosterior``, for posteriors ``N(mean, cov)`` (EP, Laplace, the model's
+  ``Posterior``): Eq. 13-14, ``P(i > j) = Phi(dmu / sqrt(1 + dvar))``;
+- ``SamplePosterior``, for posterior draws (NUTS): the Monte Carlo average of
   ``Phi(xi_i - xi_j)`` over the draws, the same quantity.
 
 Both are mixins over a class that holds the arrays (a ``NamedTuple`` or a frozen dataclass); their
 methods are final. Arrays may carry a leading query axis (a batch fitted through
-:mod:`bayesrank.parallel` or :func:`~bayesrank.learning.fit_hyperparameters`): ``mean: (B, n)``,
+``bayesrank.parallel`` or ``fit_hyperparameters``): ``mean: (B, n)``,
 then ``pairs`` is ``(B, p, 2)`` (or ``(p, 2)`` for every query).
 
 Called on concrete arrays, the methods validate ``pairs`` (a ``ValueError`` names the row and
-value at fault), pad their number to a size bucket (:func:`bayesrank.data.batch.bucket_size`)
+value at fault), pad their number to a size bucket (``bayesrank.data.batch.bucket_size``)
 and call a module-level jitted program, so test sets of different sizes share a bounded number
 of compiled programs. Under a user's ``jit`` / ``vmap`` (traced arrays) they are the plain
-functions of :mod:`bayesrank.predict`.
+functions of ``bayesrank.predict``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """One problem's posterior under an XPGP prior, by EP or Laplace, in one compiled call.
 
-:func:`fit_problem` pads the problem to size buckets (:func:`bayesrank.data.batch.bucket_size`;
+``fit_problem`` pads the problem to size buckets (``bayesrank.data.batch.bucket_size``;
 padded entities are decoupled and touched by no pair, so the real entities' posterior is
 unchanged), builds ``K`` from the prior inside a module-level jitted program, which a new split
 of the same query, or a query of similar size, reuses, and unpads the result.
-:func:`why_not_finite` says what to tell a user whose posterior is not finite.
+``why_not_finite`` says what to tell a user whose posterior is not finite.
 """
 
 from __future__ import annotations

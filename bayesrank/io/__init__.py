@@ -7,11 +7,11 @@
     again = load("model.npz")            # no refit: predictions equal to the last bit
     again.predict_pairs(held_out).prob
 
-- :mod:`.model_file`: :func:`save`, :func:`load`, :func:`load_metadata` and the format (a table
+- ``model_file``: ``save``, ``load``, ``load_metadata`` and the format (a table
   of keys in its docstring; ``docs/formats/model-file.md`` for users);
-- :mod:`.archive`: the format's constants, reading the archive and checking it
-  (:class:`ModelFileError` names the file and the key at fault);
-- :mod:`.trees`: the library's pytrees (prior, engine results, learning result) to JSON nodes
+- ``archive``: the format's constants, reading the archive and checking it
+  (``ModelFileError`` names the file and the key at fault);
+- ``trees``: the library's pytrees (prior, engine results, learning result) to JSON nodes
   plus named arrays, and back.
 """
 

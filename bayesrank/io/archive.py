@@ -1,10 +1,10 @@
 """The model file's archive: its constants, reading it, and checking what it holds.
 
-:func:`read` opens the ``.npz`` (``allow_pickle=False``) and checks its ``format`` and
-``format_version``; :func:`check_manifest` compares the arrays with the document's ``arrays``
-listing; :func:`read_problem` and :func:`check_fit` check that the problem and the engine's
-result fit together. Every refusal is a :class:`ModelFileError` naming the file and the key at
-fault (the format: :mod:`bayesrank.io.model_file`).
+``read`` opens the ``.npz`` (``allow_pickle=False``) and checks its ``format`` and
+``format_version``; ``check_manifest`` compares the arrays with the document's ``arrays``
+listing; ``read_problem`` and ``check_fit`` check that the problem and the engine's
+result fit together. Every refusal is a ``ModelFileError`` naming the file and the key at
+fault (the format: ``bayesrank.io.model_file``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ __all__ = [
 
 #: The ``format`` entry of every model file.
 FORMAT = "bayesrank-model"
-#: The version :func:`bayesrank.io.save` writes, and the newest :func:`bayesrank.io.load` reads.
+#: The version ``bayesrank.io.save`` writes, and the newest ``bayesrank.io.load`` reads.
 FORMAT_VERSION = 1
 #: The archive entry holding the JSON document (UTF-8 bytes as a ``uint8`` array).
 META_KEY = "meta.json"
@@ -129,7 +129,7 @@ def check_manifest(name: str, meta: dict, arrays: dict) -> None:
 
 def read_problem(name: str, node, arrays: dict) -> PreferenceProblem:
     """The document's ``problem`` rebuilt and checked by
-    :meth:`~bayesrank.data.problem.PreferenceProblem.create` (its message names the array)."""
+    ``create`` (its message names the array)."""
     if not isinstance(node, dict) or not isinstance(node.get("relations", []), list):
         raise ModelFileError(name, "problem", "must be {'n', 'pairs', 'X', 'relations'}")
 

@@ -1,4 +1,4 @@
-"""The model file: a fitted :class:`~bayesrank.model.Posterior` in one ``.npz``, without pickle.
+"""The model file: a fitted ``Posterior`` in one ``.npz``, without pickle.
 
     save(posterior, "query7.npz")
     posterior = load("query7.npz")        # predicts as the fitted one did, bit for bit
@@ -44,14 +44,14 @@ The JSON document (an object; floats are written by ``repr``, so they read back 
 ======================  ==============================================================
 key                     value
 ======================  ==============================================================
-``format``              ``"bayesrank-model"`` (:data:`FORMAT`)
-``format_version``      an integer, :data:`FORMAT_VERSION` (1); a reader refuses a newer one
+``format``              ``"bayesrank-model"`` (``FORMAT``)
+``format_version``      an integer, ``FORMAT_VERSION`` (1); a reader refuses a newer one
 ``bayesrank_version``   the version that wrote it (also ``jax_version``, ``numpy_version``)
 ``engine``              ``"ep"``, ``"laplace"`` or ``"nuts"``
 ``summary``             for people: ``n_entities``, ``n_pairs``, ``n_features``,
                         ``n_relations``, ``dtype``, ``converged``, ``log_evidence``
 ``problem``             ``{"n": n, "pairs": KEY, "X": KEY or null, "relations": [KEY, ...]}``
-``prior``               the XPGP prior as a tree of nodes (:mod:`bayesrank.io.trees`): each
+``prior``               the XPGP prior as a tree of nodes (``bayesrank.io.trees``): each
                         kernel's class and fields; each hyperparameter's array key, its
                         ``constraint``, ``default_trainable`` flag and ``value`` (a copy for
                         people; the array is what is read); static fields as values
@@ -70,9 +70,9 @@ traces and promotes it. The ``.npy`` keeps the bits and the dtype, and the node'
 type, so the loaded prior is the saved one leaf for leaf (and hits the same compiled programs). A
 posterior is
 rebuilt from what its engine computed, never refitted: ``mean``, ``cov``, ``log_evidence``,
-``sites`` (what :meth:`~bayesrank.model.Posterior.predict_new` needs) or the NUTS draws.
+``sites`` (what ``predict_new`` needs) or the NUTS draws.
 
-Loading refuses, with a :class:`ModelFileError` (a ``ValueError``) naming the file and the key at
+Loading refuses, with a ``ModelFileError`` (a ``ValueError``) naming the file and the key at
 fault: a file that is not an ``.npz`` or has no ``meta.json``; another ``format``; a newer
 ``format_version``; an array listed in ``arrays`` that is missing or has another shape or dtype;
 an unknown class name; a problem, prior or posterior that does not fit together (e.g.
@@ -202,7 +202,7 @@ def save(posterior: Posterior, path, *, compress: bool = False) -> None:
     """Write a fitted posterior to a model file (module docstring; ``docs/formats/model-file.md``).
 
     Args:
-        posterior: a :class:`~bayesrank.model.Posterior`, as ``XPGPModel(...).fit`` returns it
+        posterior: a ``Posterior``, as ``XPGPModel(...).fit`` returns it
             (any engine, with or without hyperparameter learning).
         path: a file name (written whole or not at all: to a temporary file beside it, then
             renamed; no suffix is added, ``.npz`` is a good one) or a binary file object.
@@ -210,7 +210,7 @@ def save(posterior: Posterior, path, *, compress: bool = False) -> None:
             relations, slower to write and read.
 
     Raises:
-        TypeError: ``posterior`` is not a :class:`~bayesrank.model.Posterior`.
+        TypeError: ``posterior`` is not a ``Posterior``.
         ValueError: a part of it cannot be saved (a batched posterior, an unknown kernel class,
             a non-numeric leaf), naming it.
     """
@@ -251,12 +251,12 @@ def load_metadata(path) -> dict:
 
 
 def load(path, *, kernels=()) -> Posterior:
-    """Read a model file back into a :class:`~bayesrank.model.Posterior`, without refitting.
+    """Read a model file back into a ``Posterior``, without refitting.
 
     Args:
-        path: a file name or a binary file object, as written by :func:`save`.
+        path: a file name or a binary file object, as written by ``save``.
         kernels: your own kernel classes (dataclass pytrees, e.g. made with
-            :func:`bayesrank.kernels.params.pytree_dataclass`) that the file's prior names,
+            ``bayesrank.kernels.params.pytree_dataclass``) that the file's prior names,
             looked up by class name beside the library's.
 
     Returns:

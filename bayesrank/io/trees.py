@@ -21,7 +21,7 @@ A weakly typed 0-d JAX array (``jnp.asarray(1.0)``) comes back weakly typed wher
 JAX's default one. A dataclass's static fields (``normalized``, ``construction``) are
 ``{"static": VALUE}`` (a JSON string, number, boolean or null); a constrained field (a
 hyperparameter) adds ``"constraint"`` (``{"Positive": {"lower": 0.0}}``) and
-``"default_trainable"`` (:func:`bayesrank.kernels.xpgp.default_trainable`), and, with
+``"default_trainable"`` (``bayesrank.kernels.xpgp.default_trainable``), and, with
 ``readable``, ``"value"``: the value as JSON numbers, for people and other tools only (decoding
 reads the array: the npz keeps every bit and the dtype, JSON would keep neither a float32 nor
 an array's dtype).
@@ -234,9 +234,9 @@ def _fields(node: dict, path: str) -> dict:
 
 
 def decode(node, path: str, arrays: dict, dataclasses_: dict | None = None):
-    """The object of a JSON node (inverse of :func:`encode`), leaves from ``arrays``.
+    """The object of a JSON node (inverse of ``encode``), leaves from ``arrays``.
 
-    ``dataclasses_``: the dataclass registry (default :data:`DATACLASSES`). ``TreeError`` (a
+    ``dataclasses_``: the dataclass registry (default ``DATACLASSES``). ``TreeError`` (a
     ``ValueError``) names the key at fault: an unknown class or field, a missing array.
     """
     registry = DATACLASSES if dataclasses_ is None else dataclasses_

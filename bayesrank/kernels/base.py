@@ -1,6 +1,6 @@
 """The kernel interface: a kernel evaluates one pair of points; the base class vmaps it.
 
-Kernels are frozen dataclass pytrees (see :mod:`bayesrank.kernels.params`), so they pass through
+Kernels are frozen dataclass pytrees (see ``bayesrank.kernels.params``), so they pass through
 ``jit``, ``vmap`` and ``grad`` like arrays. A subclass defines ``evaluate(x, y)`` for one pair and
 inherits ``__call__(X1, X2=None) -> (n1, n2)`` (tinygp's pattern).
 """
@@ -14,7 +14,7 @@ __all__ = ["Kernel"]
 
 
 class Kernel:
-    """Abstract kernel. Subclasses implement :meth:`evaluate` and nothing else."""
+    """Abstract kernel. Subclasses implement ``evaluate`` and nothing else."""
 
     def evaluate(self, x: jax.Array, y: jax.Array) -> jax.Array:
         """``k(x, y)`` for one pair of points ``x: (d,)``, ``y: (d,)``; returns a scalar."""

@@ -16,13 +16,13 @@ normalized variants, Chung's normalized Laplacian ``I - D^-1/2 W D^-1/2`` (an is
 a zero row, so both Laplacians leave it decoupled with ``K_ii = iota^2 / beta`` or ``1``).
 
 *How*: the Laplacian does not depend on any hyperparameter, so its eigendecomposition
-``L = V diag(lam) V^T`` is computed once (:func:`laplacian_spectrum`), and a spectral kernel is
+``L = V diag(lam) V^T`` is computed once (``laplacian_spectrum``), and a spectral kernel is
 ``V diag(r(lam)) V^T`` with ``r(lam) = 1 / (beta (lam + iota^-2))`` or ``exp(-beta lam)`` (Smola &
 Kondor, COLT 2003). Gradients with respect to ``beta`` and ``iota`` flow through ``r`` only, never
 through ``eigh``, so repeated eigenvalues (isolated nodes, several components) do no harm.
 
 Note that in Eq. 2 ``beta`` is a pure scale (``K_r = (L + I/iota^2)^-1 / beta``): together with the
-mixing weight ``w_r`` of :mod:`~bayesrank.kernels.xpgp` only ``w_r^2 / beta`` is identifiable.
+mixing weight ``w_r`` of ``xpgp`` only ``w_r^2 / beta`` is identifiable.
 
 **Hidden common causes** (Silva, Chu & Ghahramani, "Hidden common cause relations in relational
 learning", NIPS 2007; the second graph kernel of Kersting & Xu, Sec. 6). A relation between two
@@ -89,7 +89,7 @@ Departures from the recorded formulas, and whether they change results:
    the talk's model ``Sigma_zeta`` is added to the attribute GP's covariance and to the
    independent probit noise ``eps*``, which makes the sum definite; here likewise the matrix is
    scaled by the relation's mixing weight ``w_r^2`` and added to the attribute kernel and the
-   optional per-entity effect ``s^2 I`` (:mod:`~bayesrank.kernels.xpgp`, Eq. 5). No
+   optional per-entity effect ``s^2 I`` (``xpgp``, Eq. 5). No
    regularisation is added to ``K_r`` itself, and it has no hyperparameter of its own: its unit
    diagonal makes ``w_r^2`` the relational variance of a related entity.
 """
@@ -170,7 +170,7 @@ def laplacian_spectrum(W, normalized: bool = False, *, validate: bool = True) ->
 
 
 def _host_spectrum(W: np.ndarray, normalized: bool) -> LaplacianSpectrum:
-    """:func:`laplacian_spectrum` of a checked ``W`` on the host, in float64 (NumPy's ``eigh``:
+    """``laplacian_spectrum`` of a checked ``W`` on the host, in float64 (NumPy's ``eigh``:
     no program compiled per graph size), cast to the working dtype at the end."""
     top = float(W.max()) if W.size else 0.0
     scale = top if top > 0 else 1.0
@@ -209,9 +209,9 @@ class _SpectralKernel:
 
 @pytree_dataclass
 class RegularizedLaplacian(_SpectralKernel):
-    """Paper Eq. 2: ``K_r = [beta (L + I / iota^2)]^-1``, from a :class:`LaplacianSpectrum`.
+    """Paper Eq. 2: ``K_r = [beta (L + I / iota^2)]^-1``, from a ``LaplacianSpectrum``.
 
-    ``normalized=True`` uses Chung's normalized Laplacian in :meth:`prepare`.
+    ``normalized=True`` uses Chung's normalized Laplacian in ``prepare``.
     """
 
     beta: jnp.ndarray = param(Positive(), default=1.0)
@@ -238,7 +238,7 @@ class Fixed:
     """A relation covariance given as a PSD matrix ``M`` (``prepare`` takes ``M`` itself)."""
 
     def prepare(self, matrix) -> np.ndarray:
-        """``matrix`` checked as a covariance (:func:`~bayesrank.data.checks.check_covariance`:
+        """``matrix`` checked as a covariance (``check_covariance``:
         square, finite, symmetric, non-negative diagonal, PSD 2x2 minors), as float64."""
         matrix = np.asarray(matrix)
         if matrix.ndim != 2:
@@ -256,7 +256,7 @@ class Fixed:
 
 @pytree_dataclass
 class HiddenCommonCause:
-    """Silva et al.'s kernel: ``prepare(W)`` builds :func:`hidden_common_cause` (no parameters).
+    """Silva et al.'s kernel: ``prepare(W)`` builds ``hidden_common_cause`` (no parameters).
 
     ``construction="edge"`` is the talk's "hidden parent for each pair" formula generalised to
     weights, ``"clique"`` its clique formula; see the module docstring for provenance (the NIPS

@@ -81,7 +81,7 @@ def static(**kwargs):
 def pytree_dataclass(cls):
     """Make ``cls`` a frozen dataclass registered as a JAX pytree.
 
-    Fields made with :func:`static` are metadata (part of the tree structure, hashed by ``jit``);
+    Fields made with ``static`` are metadata (part of the tree structure, hashed by ``jit``);
     all others are leaves (arrays, or nested pytrees).
     """
     cls = dataclasses.dataclass(frozen=True)(cls)
@@ -121,18 +121,18 @@ def unconstrain(obj):
 
 
 def constrain(obj):
-    """Inverse of :func:`unconstrain`: map unconstrained values back to their domains."""
+    """Inverse of ``unconstrain``: map unconstrained values back to their domains."""
     return map_params(obj, lambda _o, _n, c, u: c.forward(jnp.asarray(u)))
 
 
 def unconstrain_host(obj):
-    """:func:`unconstrain` in NumPy (float64 host arrays): no device work, nothing compiled
+    """``unconstrain`` in NumPy (float64 host arrays): no device work, nothing compiled
     (an eager ``jnp`` operation compiles a program per shape and dtype)."""
     return map_params(obj, lambda _o, _n, c, v: c.inverse(np.asarray(v, np.float64), xp=np))
 
 
 def constrain_host(obj):
-    """:func:`constrain` in NumPy (float64 host arrays)."""
+    """``constrain`` in NumPy (float64 host arrays)."""
     return map_params(obj, lambda _o, _n, c, u: c.forward(np.asarray(u, np.float64), xp=np))
 
 
@@ -148,9 +148,9 @@ def check_hyperparameters(obj, strict: bool = False, where: str = "") -> None:
     """``ValueError`` naming the first hyperparameter of ``obj`` (recursively) that is not finite
     or lies outside its domain: ``XPGP.sigma must be finite and > 0, got 0.0``.
 
-    The domain is ``(0, inf)`` for a :class:`Positive` value (any positive scale is a valid
+    The domain is ``(0, inf)`` for a ``Positive`` value (any positive scale is a valid
     kernel) or, with ``strict`` (for learning, which works on ``log(value - lower)``), its
-    constraint's own ``(lower, inf)``; ``(low, high)`` for a :class:`Bounded` one. Traced values
+    constraint's own ``(lower, inf)``; ``(low, high)`` for a ``Bounded`` one. Traced values
     (inside a caller's ``jit``) are not checked. ``where`` prefixes the message (e.g. ``"the
     initial "``).
     """

@@ -77,11 +77,11 @@ class XPGP:
     """The combined prior of Eq. 5.
 
     Attributes:
-        attribute: kernel on attributes ``X`` (e.g. :class:`~bayesrank.kernels.attributes.RBF`),
+        attribute: kernel on attributes ``X`` (e.g. ``RBF``),
             or ``None`` for a relations-only model.
         relations: one graph kernel per relation type, each called on its own graph data (a
-            :class:`~bayesrank.kernels.graph.LaplacianSpectrum` for spectral kernels; an ``(n, n)``
-            matrix for :class:`~bayesrank.kernels.graph.Fixed`, e.g. a hidden-common-cause one).
+            ``LaplacianSpectrum`` for spectral kernels; an ``(n, n)``
+            matrix for ``Fixed``, e.g. a hidden-common-cause one).
         weights: ``(1 + R,)`` mixing weights ``[w_1, w_2, ...]`` (attribute first; ignored for a
             missing attribute kernel); ``None`` means all ones.
         sigma: the pair noise scale of Eq. 4.
@@ -98,7 +98,7 @@ class XPGP:
         """Host-side, once per problem: each relation kernel's graph data from its adjacency.
 
         ``relations``: one ``W: (n, n)`` per relation kernel (validated). Returns the ``graphs``
-        argument of :meth:`components` and :meth:`covariance`.
+        argument of ``components`` and ``covariance``.
         """
         if len(relations) != len(self.relations):
             raise ValueError(f"{len(self.relations)} relation kernels but {len(relations)} graphs")
@@ -150,7 +150,7 @@ class XPGP:
     def covariance(
         self, X: jax.Array | None, graphs: Sequence[Any] = (), mask: jax.Array | None = None
     ) -> jax.Array:
-        """``K: (n, n)`` of Eq. 5, with padded entities decoupled (:func:`mask_covariance`)."""
+        """``K: (n, n)`` of Eq. 5, with padded entities decoupled (``mask_covariance``)."""
         return mask_covariance(self.components(X, graphs, mask).sum(axis=0), mask)
 
 
@@ -176,7 +176,7 @@ def component_posterior(
     The means add up to ``mu``. With ``mu = 0``, ``Sigma = K`` this is the prior split.
 
     Args:
-        components: ``(T, n, n)`` the ``K_c`` (e.g. :meth:`XPGP.components`).
+        components: ``(T, n, n)`` the ``K_c`` (e.g. ``XPGP.components``).
         mean: ``(n,)`` posterior mean ``mu``; ``cov``: ``(n, n)`` posterior covariance ``Sigma``.
         jitter: added to ``K``'s diagonal, relative to its mean diagonal, before the Cholesky.
     """
@@ -192,10 +192,10 @@ def component_posterior(
 
 def check_prior(prior, n_features: int | None = None, where: str = "prior") -> XPGP:
     """``ValueError`` naming what is wrong with an XPGP prior's structure or values: not an
-    :class:`XPGP`; an attribute that is not a kernel; relations not a tuple of relation kernels
+    ``XPGP``; an attribute that is not a kernel; relations not a tuple of relation kernels
     (objects with ``prepare``); an entity effect other than ``Independent``; a hyperparameter
     left ``None``, of the wrong shape (``weights: (1 + R,)``; ARD lengthscales one per feature,
-    ``n_features``) or outside its domain (:func:`~.params.check_hyperparameters`)."""
+    ``n_features``) or outside its domain (``check_hyperparameters``)."""
     if not isinstance(prior, XPGP):
         raise ValueError(f"{where} must be an XPGP prior, got {type(prior).__name__}")
     if prior.attribute is not None and not isinstance(prior.attribute, Kernel):

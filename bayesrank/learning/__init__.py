@@ -2,19 +2,19 @@
 
 The package, one concept a module:
 
-- :mod:`.config`: what is learned (``default_trainable``), the free/fixed split of the prior's
+- ``config``: what is learned (``default_trainable``), the free/fixed split of the prior's
   unconstrained values, the static ``Config`` and the traced ``Settings`` of a fit;
-- :mod:`.objectives`: the EM bound ``Q`` (Eq. 15-16), the EP evidence with its gradient, the
+- ``objectives``: the EM bound ``Q`` (Eq. 15-16), the EP evidence with its gradient, the
   Fisher information, for a batch sharing ``theta`` and per query;
-- :mod:`.em`: EM-EP's E- and M-steps and the optax steps on the evidence, compiled;
-- :mod:`.evidence`: the compiled evidence programs bucket by bucket, summed on the host;
-- :mod:`.bfgs`: the host-driven BFGS, for many fits in lockstep (and why it is host-driven);
-- :mod:`.initialize`: the median heuristic, restarts with an explicit key, coarse subsets;
-- :mod:`.design`: the global start, a space-filling design scored by the evidence, BFGS from
+- ``em``: EM-EP's E- and M-steps and the optax steps on the evidence, compiled;
+- ``evidence``: the compiled evidence programs bucket by bucket, summed on the host;
+- ``bfgs``: the host-driven BFGS, for many fits in lockstep (and why it is host-driven);
+- ``initialize``: the median heuristic, restarts with an explicit key, coarse subsets;
+- ``design``: the global start, a space-filling design scored by the evidence, BFGS from
   its best distinct points;
-- :mod:`.fit`: :func:`fit_hyperparameters`, the façade;
-- :mod:`.results`: :class:`FitResult` and :class:`Trace`;
-- :mod:`.diagnostics`: the warnings a fit gives (its cap reached; restarts at distinct optima).
+- ``fit``: ``fit_hyperparameters``, the façade;
+- ``results``: ``FitResult`` and ``Trace``;
+- ``diagnostics``: the warnings a fit gives (its cap reached; restarts at distinct optima).
 
 Optionally (``hyperprior_scale``, on by default) a log-normal hyperprior centred on the initial
 values, i.e. a normal prior of that standard deviation on each unconstrained value, turns the

@@ -9,11 +9,11 @@ calls must not overlap on jaxlib 0.10's CPU runtime). Measured against optax's L
 on the same objective it took fewer evaluations (``docs/development/learning.md``).
 
 - The first inverse Hessian is the inverse of the Fisher information (plus the hyperprior's
-  precision; :func:`~bayesrank.learning.objectives.bucket_fisher`), so the first step is a
+  precision; ``bucket_fisher``), so the first step is a
   Fisher-scoring step; each accepted step then updates it by BFGS (skipped when the curvature
   ``s^T y`` is not positive).
 - Line search: the full step first (no unconstrained value moves by more than ``MAX_STEP``),
-  then backtracking by quadratic interpolation (:func:`backtrack`) until the Armijo condition
+  then backtracking by quadratic interpolation (``backtrack``) until the Armijo condition
   holds.
 - A fit stops when a step gains less than ``tol`` nats and the quasi-Newton model predicts less
   than that to come (``g^T H g / 2``), or when no step along the direction gains: it has then

@@ -1,10 +1,10 @@
 """What is learned and how it is parameterised: trainable flags, the free/fixed split of the
 prior's unconstrained leaves, the fit's static configuration and its traced settings.
 
-Hyperparameters are optimised in unconstrained coordinates (:mod:`bayesrank.kernels.params`).
+Hyperparameters are optimised in unconstrained coordinates (``bayesrank.kernels.params``).
 The prior's unconstrained leaves are split into ``free`` (trainable) and ``fixed`` lists; a
-fit's static :class:`Config` (hashed by ``jit``: structure, flags, names and iteration limits)
-holds how to put them back together, and its :class:`Settings` (traced: floats are never static)
+fit's static ``Config`` (hashed by ``jit``: structure, flags, names and iteration limits)
+holds how to put them back together, and its ``Settings`` (traced: floats are never static)
 the tolerances, the learning rate and the hyperprior's scale, so changing them compiles nothing.
 
 What is learned by default: every hyperparameter of the prior except the confounded scales
@@ -60,7 +60,7 @@ def combine(free, fixed, cfg: Config):
 
 
 def combine_host(free, fixed, cfg: Config, dtype):
-    """:func:`combine` in NumPy, leaves cast to ``dtype`` (nothing compiled)."""
+    """``combine`` in NumPy, leaves cast to ``dtype`` (nothing compiled)."""
     free, fixed = list(free), list(fixed)
     leaves = [np.asarray(free.pop(0) if f else fixed.pop(0)) for f in cfg.flags]
     prior = constrain_host(jax.tree_util.tree_unflatten(cfg.treedef, leaves))
@@ -95,7 +95,7 @@ def split_leaves(prior, trainable, dtype):
 
 
 class Structural:
-    """A user's optax transformation in a :class:`Config`, equal to another built the same way.
+    """A user's optax transformation in a ``Config``, equal to another built the same way.
 
     ``jit`` hashes its static arguments, and an optax transformation is a pair of closures: two
     calls of ``optax.adam(0.05)`` give unequal objects, so each fit with a freshly built
@@ -121,7 +121,7 @@ class Structural:
 
 
 def _structure(obj, seen: set):
-    """A hashable description of ``obj`` (see :class:`Structural`)."""
+    """A hashable description of ``obj`` (see ``Structural``)."""
     if obj is None or isinstance(obj, bool | int | float | complex | str | bytes):
         return (type(obj).__name__, obj)
     if isinstance(obj, np.generic):

@@ -26,7 +26,7 @@ search and the final posteriors use (no new program), from the prior's sites (co
 the steps' tolerance; a point where EP does not converge scores ``-inf``.
 
 Host-side NumPy: the design compiles nothing but the small program that turns its points into
-priors (:class:`~bayesrank.learning.results.Design`).
+priors (``Design``).
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class GlobalStart(NamedTuple):
 
 
 def check_design(design, method: str, optimizer) -> GlobalStart | None:
-    """``design`` as a :class:`GlobalStart`, or ``None`` (off); ``"auto"`` is the default design
+    """``design`` as a ``GlobalStart``, or ``None`` (off); ``"auto"`` is the default design
     for BFGS evidence maximisation and off otherwise. ``ValueError`` naming a bad value."""
     bfgs = method == "evidence" and optimizer in (None, "bfgs")
     if isinstance(design, str) and design == "auto":
@@ -224,10 +224,10 @@ def pick_starts(values: np.ndarray, points: np.ndarray, starts: int) -> np.ndarr
 def global_starts(
     design: GlobalStart, priors, batch, free, fixed, data, sites, cfg, settings, log_prior
 ):
-    """The starts of a fit from its design (:mod:`.design`): ``(starts, design)``, a list of
+    """The starts of a fit from its design (``design``): ``(starts, design)``, a list of
     free-leaf lists (the start and the best distinct design points of each query, the same
     number for all, a query with fewer distinct ones repeating its start) and the
-    :class:`Design`. ``priors``: each query's starting prior (one for a shared ``theta``)."""
+    ``Design``. ``priors``: each query's starting prior (one for a shared ``theta``)."""
     per_query = cfg.single
     shapes = [np.shape(x)[1:] if per_query else np.shape(x) for x in free]
     if per_query:

@@ -1,8 +1,8 @@
 """What a fit tells its user about itself: the convergence and multimodality warnings.
 
-- :class:`LearningConvergenceWarning`: a fit stopped at its iteration cap (``n_iter``) before its
+- ``LearningConvergenceWarning``: a fit stopped at its iteration cap (``n_iter``) before its
   own convergence rule held (``FitResult.converged`` is False);
-- :class:`MultimodalEvidenceWarning`: restarts ended at distinct hyperparameters of almost equal
+- ``MultimodalEvidenceWarning``: restarts ended at distinct hyperparameters of almost equal
   evidence, so the data do not choose between them.
 """
 

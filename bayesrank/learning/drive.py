@@ -1,6 +1,6 @@
 """The host-side drivers of a fit: EM and optax steps iterated ``n_iter`` times, and BFGS (for
 a shared ``theta`` or every query's in lockstep), each calling compiled steps and building the
-:class:`~bayesrank.learning.results.Trace`."""
+``Trace``."""
 
 from __future__ import annotations
 
@@ -54,8 +54,8 @@ def drive(
     free, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress, compile=True, log_prior=None
 ):
     """``(carry, trace, converged)`` of ``n_iter`` iterations from ``free`` (host-driven);
-    ``compile``: BFGS compiles its programs first, in parallel (:func:`.evidence.precompile`);
-    ``log_prior``: BFGS's hyperprior in place of the normal one (:mod:`.hyperpriors`)."""
+    ``compile``: BFGS compiles its programs first, in parallel (``evidence.precompile``);
+    ``log_prior``: BFGS's hyperprior in place of the normal one (``hyperpriors``)."""
     if cfg.optimizer == "bfgs":
         return _drive_bfgs(
             free, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress, compile, log_prior
@@ -98,12 +98,12 @@ def _step(carry, fixed, u0, data, cfg: Config, settings: Settings):
 def design_values(points, fixed, data, sites, cfg, settings, log_prior) -> np.ndarray:
     """The (MAP) objective ``log Z_EP + log p(u)`` at each design point: ``(S, B)`` (``B = 1``
     for a shared ``theta``), ``-inf`` where it is not finite. ``log_prior``: the fit's
-    hyperprior, ``x: (B, P) -> (log p: (B,), gradient)`` (:func:`.hyperpriors.log_prior_fn`).
+    hyperprior, ``x: (B, P) -> (log p: (B,), gradient)`` (``hyperpriors.log_prior_fn``).
 
     ``points``: ``S`` lists of free leaves (like ``free``); each is one call of the compiled
     evidence program that BFGS uses (each bucket's, for a shared ``theta``), from ``sites``
     (the prior's: cold EP), at the steps' tolerance. The programs are compiled first, in
-    parallel (:func:`.evidence.precompile`).
+    parallel (``evidence.precompile``).
     """
     per_query = cfg.single
     dtype = points[0][0].dtype
@@ -129,7 +129,7 @@ def design_values(points, fixed, data, sites, cfg, settings, log_prior) -> np.nd
 def _drive_bfgs(
     free, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress, compile, log_prior
 ):
-    """BFGS (:mod:`.bfgs`) on every query's ``theta`` (per query) or on the shared one."""
+    """BFGS (``bfgs``) on every query's ``theta`` (per query) or on the shared one."""
     per_query = cfg.single
     dtype = free[0].dtype
     lead = 1 if per_query else 0
@@ -200,7 +200,7 @@ def _drive_bfgs(
 
 
 def _bfgs_trace(rows, shapes, fixed, cfg, n_iter, dtype) -> Trace:
-    """The per-iteration rows of each fit as a :class:`Trace`: ``(T, ...)`` for a shared fit,
+    """The per-iteration rows of each fit as a ``Trace``: ``(T, ...)`` for a shared fit,
     ``(B, T, ...)`` per query, a fit that stopped early repeating its last (converged) entry.
 
     The parameters are computed at the fixed length ``n_iter`` (one compiled ``constrain`` per

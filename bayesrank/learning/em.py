@@ -3,17 +3,17 @@
 EM. E-step: EP at the current hyperparameters ``theta``, warm-started from the previous sites,
 gives ``q(xi_hat) = N(mu, Sigma)``. M-step: ``m_steps`` optimiser steps (L-BFGS by default, or
 any optax ``GradientTransformation``) on ``Q(theta) + log hyperprior``
-(:func:`~bayesrank.learning.objectives.expected_log_prior`) in unconstrained coordinates. The
+(``expected_log_prior``) in unconstrained coordinates. The
 M-step never decreases ``Q`` for the ``q`` it was given (beyond optimiser tolerance). The E- and
 M-steps are compiled separately: fused into one program (EP's while loop under ``vmap`` beside
 L-BFGS's line search) XLA's CPU run time was pathological.
 
 Evidence steps with optax (``optimizer="adam"`` or ``"lbfgs"``, or a transformation): one
 optimiser step on ``-(log Z_EP + log hyperprior)`` per iteration, EP warm-started inside.
-(The default for evidence maximisation is the host-driven BFGS of :mod:`.bfgs`.)
+(The default for evidence maximisation is the host-driven BFGS of ``bfgs``.)
 
-Every step here works on one ``theta`` shared by a batch of queries; :func:`lift` makes the
-per-query version (one ``theta`` per query) with :func:`bayesrank.parallel.map_queries`.
+Every step here works on one ``theta`` shared by a batch of queries; ``lift`` makes the
+per-query version (one ``theta`` per query) with ``bayesrank.parallel.map_queries``.
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ def lift(step):
     return lifted
 
 
-# The compiled steps: shared ``theta`` (one batch) and per query (:func:`lift`); ``cfg`` is
+# The compiled steps: shared ``theta`` (one batch) and per query (``lift``); ``cfg`` is
 # static, ``settings`` traced.
 
 

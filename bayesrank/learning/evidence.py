@@ -1,11 +1,11 @@
 """The compiled evidence programs that the host-driven optimisers call, bucket by bucket.
 
 A shared ``theta`` over queries of very different sizes is evaluated on size buckets
-(:func:`bayesrank.data.batch.size_buckets`), one compiled call per bucket, each finishing before
+(``bayesrank.data.batch.size_buckets``), one compiled call per bucket, each finishing before
 the next starts (the buckets' batched LAPACK calls must not overlap on jaxlib 0.10's CPU
 runtime, ``docs/development/implementation.md``); values and gradients are summed on the host
-(:func:`evaluate`).
-Per-query fits evaluate every query's own ``theta`` in one call (:func:`evaluate_per_query`).
+(``evaluate``).
+Per-query fits evaluate every query's own ``theta`` in one call (``evaluate_per_query``).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def jit_moments_per_query(free, fixed, data, sites, cfg):
 
 
 def tolerances(tol, dtype, relative: bool = False):
-    """``[absolute, relative]`` EP tolerances (:func:`.objectives.bucket_posteriors`) as an
+    """``[absolute, relative]`` EP tolerances (``objectives.bucket_posteriors``) as an
     array of ``dtype``: steps (``relative``) use ``tol`` for both, final posteriors ``[tol, 0]``."""
     return np.asarray([tol, tol if relative else 0.0], dtype)
 

@@ -3,20 +3,20 @@
 Two paths, one set of compiled steps:
 
 - **per query** (``per_query=True``, and every fit of a single problem): one ``theta`` per query;
-  every step is mapped over the queries (:func:`bayesrank.parallel.map_queries`) in one compiled
-  call, and the host-driven BFGS runs every query's fit in lockstep (:mod:`.bfgs`). No Python
+  every step is mapped over the queries (``bayesrank.parallel.map_queries``) in one compiled
+  call, and the host-driven BFGS runs every query's fit in lockstep (``bfgs``). No Python
   loop over queries: a per-query fit over a padded batch runs the programs a single fit runs;
 - **shared** ``theta`` over many queries: the objective is the sum over queries, evaluated over
   size buckets (one compiled call each) for the host-driven optimisers.
 
-Shapes are bucketed (:func:`bayesrank.data.batch.bucket_size`): entities, pairs and the number of
+Shapes are bucketed (``bayesrank.data.batch.bucket_size``): entities, pairs and the number of
 entities EP is restricted to are padded to sizes that depend on the problems' sizes only, never
 on which entities a split's pairs touch, so a new random split of the same query reuses every
 compiled program. Floats (tolerances, the learning rate, the hyperprior's scale) are traced.
 
 Length: over 500 lines because the façade documents its two dozen options in one place (about
 190 lines of docstring); the pieces a fit is made of live in the sibling modules (the design in
-:mod:`.design`, the starts in :mod:`.initialize`, the leaves' split in :mod:`.config`).
+``design``, the starts in ``initialize``, the leaves' split in ``config``).
 """
 
 from __future__ import annotations
@@ -289,35 +289,35 @@ def fit_hyperparameters(
     """Fit the prior's hyperparameters to one or many queries.
 
     Args:
-        prior: the starting :class:`~bayesrank.kernels.xpgp.XPGP` prior (its structure, and its
+        prior: the starting ``XPGP`` prior (its structure, and its
             values where ``init`` does not replace them).
-        problems: a :class:`~bayesrank.data.problem.PreferenceProblem`, a list of them, or a
-            :class:`~bayesrank.data.batch.ProblemBatch`.
+        problems: a ``PreferenceProblem``, a list of them, or a
+            ``ProblemBatch``.
         method: ``"evidence"`` (default: maximise the (MAP) evidence, EP's or Laplace's) or
             ``"em"`` (EM-EP). The default by measurement (``docs/results/inference.md``): on 32 real
             problems EM's fixed iterations drift past the evidence's peak and predict worse.
         n_iter: EM iterations, or evidence-maximisation steps (with ``"bfgs"``, at most that
             many: it stops when converged, see ``tol``). Default: 100 for BFGS (a cap it should
             not reach: ARD fits took up to ~40 steps), 20 for EM and the optax optimisers.
-            A fit that reaches the cap unconverged warns (:class:`LearningConvergenceWarning`)
+            A fit that reaches the cap unconverged warns (``LearningConvergenceWarning``)
             and its ``converged`` is False.
         m_steps: optimiser steps per M-step (EM only).
         optimizer: an optax ``GradientTransformation``, or ``"lbfgs"`` or ``"adam"``, or for
             evidence maximisation ``"bfgs"`` (defaults: L-BFGS for EM's M-steps; BFGS for
             evidence maximisation: quasi-Newton steps from the Fisher information with a
             backtracking line search, driven from the host, a few warm-started EP runs per
-            step; :mod:`bayesrank.learning.bfgs`).
+            step; ``bayesrank.learning.bfgs``).
         learning_rate: Adam's step size.
         hyperprior_scale: sd of the normal prior on each unconstrained hyperparameter, centred on
             its initial value (MAP-II); ``None`` for plain maximum likelihood.
-        trainable: pytree of bools like ``prior`` (default :func:`default_trainable`).
-        init: apply :func:`initialize` (median heuristic) first.
+        trainable: pytree of bools like ``prior`` (default ``default_trainable``).
+        init: apply ``initialize`` (median heuristic) first.
         restarts: extra random starts (unconstrained values perturbed by N(0, 1)), needs ``key``;
             the start with the highest final objective is returned (per query, for per-query
             fits). Where another start ends within 1 nat of it at hyperparameters more than a
-            factor ``e`` apart, a :class:`MultimodalEvidenceWarning` says so.
+            factor ``e`` apart, a ``MultimodalEvidenceWarning`` says so.
         per_query: one ``theta`` per query instead of one shared ``theta``: every step is
-            mapped over the queries in one compiled call (:func:`bayesrank.parallel.map_queries`),
+            mapped over the queries in one compiled call (``bayesrank.parallel.map_queries``),
             BFGS runs every query's fit in lockstep; a trace that stopped early repeats its
             last entry up to the longest one. A single problem is fitted this way.
         bucket: evidence maximisation (BFGS or Adam) with a shared ``theta``, from a list of
@@ -325,7 +325,7 @@ def fit_hyperparameters(
             and each size group runs as its own compiled ``vmap`` (EP costs ``n^3``: padding
             every query to the largest wastes most of the work when sizes vary, 6x on
             OHSUMED). The size is the number of entities that pairs touch: evidence
-            maximisation runs EP on those alone (:func:`prepare_batch`), and the posteriors of
+            maximisation runs EP on those alone (``prepare_batch``), and the posteriors of
             the others follow from the sites. ``None`` pads all to one shape (as EM and L-BFGS
             always do).
         ep_max_iter, ep_tol, schedule: EP settings for the E-steps and the final posteriors.
@@ -350,38 +350,38 @@ def fit_hyperparameters(
             compiles a second set of programs. ``"auto"`` (default): half the entities where
             that pays, i.e. for BFGS evidence maximisation of a shared ``theta`` (or one
             problem) from problems whose largest touches at least ``COARSE_FROM = 500``
-            entities (:func:`~bayesrank.learning.initialize.auto_coarse`), else none. The
+            entities (``auto_coarse``), else none. The
             rule, measured (ARD, 2 cores, steady state): n = 300: 0.25 s either way; n = 600:
             1.3 s against 2.6 s (a loaded machine); n = 1000: 2.9 s against 5.1 s (EP), 3.0 s
             against 5.1 s (Laplace), first calls within a second of each other. ``None``: never.
 
         inference: ``"ep"`` (default: EP posteriors, the EP evidence) or ``"laplace"`` (the
-            Laplace approximation and its evidence, :mod:`bayesrank.inference.laplace`, with its
+            Laplace approximation and its evidence, ``bayesrank.inference.laplace``, with its
             gradient by implicit differentiation); EP's settings then do not apply. With
-            ``"laplace"`` the posteriors are :class:`~bayesrank.inference.laplace.LaplacePosterior`.
+            ``"laplace"`` the posteriors are ``LaplacePosterior``.
         laplace_start: with ``inference="ep"`` and ``method="evidence"`` (a shared ``theta`` or
             one problem): first maximise the Laplace evidence, then start EP's evidence
             maximisation from its hyperparameters, EP's sweeps from its sites. The hyperprior
             stays centred on the initial values, so the EP fit maximises the same objective as
             without it; the trace is the EP fit's.
         hyperprior: priors on named hyperparameters in place of the normal one
-            (:mod:`bayesrank.learning.hyperpriors`): a dict from ``"Class.field"`` (e.g.
+            (``bayesrank.learning.hyperpriors``): a dict from ``"Class.field"`` (e.g.
             ``"ARD.lengthscales"``) to a ``Gamma`` or ``SmoothedBox`` on the value, or
             ``"botorch"`` for BoTorch ``PairwiseGP``'s defaults (Gamma(2.4, 2.7) on each ARD
             lengthscale in units of its feature's range; a smoothed box on the output scale).
             The hyperparameters not named keep the normal prior of ``hyperprior_scale``.
             BFGS evidence maximisation only.
-        design: the global start (:mod:`bayesrank.learning.design`): the (MAP) evidence at a
+        design: the global start (``bayesrank.learning.design``): the (MAP) evidence at a
             space-filling design over the free hyperparameters (ranges from the data; the
             start is its first point), each point one call of the program BFGS uses, then BFGS
             from the best distinct points, the best end kept. ``"auto"`` (default): 16 points,
             2 starts, for BFGS evidence maximisation (off for EM and the optax optimizers);
-            an integer: that many points; a :class:`GlobalStart`; ``None``: BFGS from the
+            an integer: that many points; a ``GlobalStart``; ``None``: BFGS from the
             start alone. With a coarse or Laplace start the design is that first fit's.
 
     Returns:
-        :class:`FitResult` with the fitted prior, the EP (or Laplace) posteriors at it (they
-        predict: ``posteriors.predict_pairs``), the :class:`Trace` and the ``converged`` flag
+        ``FitResult`` with the fitted prior, the EP (or Laplace) posteriors at it (they
+        predict: ``posteriors.predict_pairs``), the ``Trace`` and the ``converged`` flag
         (per-query fits: every leaf gains a leading query axis) and ``design_gap``: the
         fit's (MAP) objective minus the best design point's (``>= 0`` where the fit reached
         the design's best; ``None`` without a design). The prior passed in is not modified.

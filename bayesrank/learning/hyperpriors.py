@@ -7,15 +7,15 @@ some hyperparameters, by ``"Class.field"`` (``"ARD.lengthscales"``, ``"XPGP.weig
 the default. Densities are evaluated without the change of variables' Jacobian, as GPyTorch and
 BoTorch do (a MAP estimate of the value, not of its logarithm):
 
-- :class:`Gamma` ``(concentration a, rate b)``:
+- ``Gamma`` ``(concentration a, rate b)``:
   ``log p(v) = a log b - log Gamma(a) + (a - 1) log(v / s) - b v / s - log s``, with ``s`` the
   feature's range (max minus min over the problem's entities) where ``relative`` (lengthscales
   measured in units of the range, as BoTorch's priors are for inputs scaled to ``[0, 1]``), else 1;
-- :class:`SmoothedBox` ``(a, b, sigma)``: flat on ``[a, b]`` with normal tails of sd ``sigma``,
+- ``SmoothedBox`` ``(a, b, sigma)``: flat on ``[a, b]`` with normal tails of sd ``sigma``,
   ``log p(v) = log N(d | 0, sigma) - log(1 + (b - a) / (sqrt(2 pi) sigma))``,
   ``d = max(|v - (a + b) / 2| - (b - a) / 2, 0)`` (GPyTorch's ``SmoothedBoxPrior``).
 
-:func:`botorch_priors` gives BoTorch ``PairwiseGP``'s defaults (``botorch/models/pairwise_gp.py``):
+``botorch_priors`` gives BoTorch ``PairwiseGP``'s defaults (``botorch/models/pairwise_gp.py``):
 ``Gamma(2.4, 2.7)`` on each ARD lengthscale of inputs scaled to ``[0, 1]``, and a smoothed box
 ``[0.01, 100]`` (``sigma = 0.01``) on the output scale ``o``. Its likelihood
 ``Phi((f_i - f_j) / sqrt 2)`` makes ``K = o k / 2`` in bayesrank's scaling, so ``o = 2 w^2`` and
@@ -73,8 +73,8 @@ def botorch_priors() -> dict:
 
 
 def check_hyperprior(hyperprior) -> dict | None:
-    """``hyperprior`` as a dict of ``"Class.field"`` to :class:`Gamma` / :class:`SmoothedBox`
-    (``None`` values dropped), ``"botorch"`` for :func:`botorch_priors`; ``ValueError`` naming a
+    """``hyperprior`` as a dict of ``"Class.field"`` to ``Gamma`` / ``SmoothedBox``
+    (``None`` values dropped), ``"botorch"`` for ``botorch_priors``; ``ValueError`` naming a
     bad entry."""
     if hyperprior is None:
         return None
@@ -129,7 +129,7 @@ def log_prior_fn(
     """The hyperprior of a fit as ``x: (B, P) -> (log p: (B,), gradient: (B, P))`` in the free
     unconstrained coordinates (``flags``: trainable, per leaf of ``unconstrain(prior)``).
 
-    ``named``: :func:`check_hyperprior`'s dict; every other free value has a normal prior of sd
+    ``named``: ``check_hyperprior``'s dict; every other free value has a normal prior of sd
     ``scale`` centred on ``center: (B, P)`` (none where ``scale`` is ``None``). ``ranges: (B, d)``:
     each query's feature ranges, for the relative priors (``None`` without attributes).
     """

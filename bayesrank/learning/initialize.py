@@ -1,11 +1,11 @@
 """Where a fit starts: data-driven initial values, random restarts, coarse subsets.
 
-- :func:`initialize`: the median heuristic for RBF / ARD lengthscales and unit mixing weights;
-- :func:`restart_points`: extra starts, the unconstrained values perturbed by ``N(0, 1)`` with
+- ``initialize``: the median heuristic for RBF / ARD lengthscales and unit mixing weights;
+- ``restart_points``: extra starts, the unconstrained values perturbed by ``N(0, 1)`` with
   an explicit key (the start with the highest final objective wins);
-- :func:`subsample`: each problem on a random subset of its entities, for the coarse start of
-  evidence maximisation (:func:`~bayesrank.learning.fit_hyperparameters`, ``coarse``), and
-  :func:`auto_coarse`, the rule for when that start pays.
+- ``subsample``: each problem on a random subset of its entities, for the coarse start of
+  evidence maximisation (``fit_hyperparameters``, ``coarse``), and
+  ``auto_coarse``, the rule for when that start pays.
 
 Host-side NumPy throughout: a fit's preparation compiles nothing.
 """

@@ -1,7 +1,7 @@
 """How a fit lays out its problems: bucketed padding, the restriction of EP to touched
 entities, size buckets of a shared fit, and EP's sites carried across buckets.
 
-Shapes depend on the problems' sizes only (:func:`bayesrank.data.batch.bucket_size`), never on
+Shapes depend on the problems' sizes only (``bayesrank.data.batch.bucket_size``), never on
 which entities a split's pairs touch, so a new random split of the same query reuses every
 compiled program.
 """

@@ -1,17 +1,17 @@
 """The objectives of hyperparameter learning, for one batch of queries sharing ``theta``.
 
 - **EM-EP** (paper Sec. 4.3, after Kim & Ghahramani 2006): the M-step maximises
-  ``Q(theta) = E_q[log N(xi_hat | 0, K_theta)]`` (Eq. 15-16, :func:`expected_log_prior`) for the
+  ``Q(theta) = E_q[log N(xi_hat | 0, K_theta)]`` (Eq. 15-16, ``expected_log_prior``) for the
   E-step's EP posterior ``q``.
-- **Evidence maximisation**: ``log Z_EP(theta)`` (:func:`bucket_evidence`); at an EP fixed point
+- **Evidence maximisation**: ``log Z_EP(theta)`` (``bucket_evidence``); at an EP fixed point
   the sites can be held fixed when differentiating (``inference.ep.fit`` does so), so each
   evaluation runs EP (warm-started) and differentiates the evidence through ``K_theta`` only.
 - The **Fisher information** of ``theta`` in the Gaussian part of ``Z_EP``
-  (:func:`bucket_fisher`): the first BFGS step's curvature.
+  (``bucket_fisher``): the first BFGS step's curvature.
 
 Every function here is pure and takes a batch (a leading query axis ``B``) that shares one
-``theta`` (``free``): summing over the batch is a shared fit; :func:`per_query` lifts a function
-to one ``theta`` per query, mapped over the queries with :func:`bayesrank.parallel.map_queries`.
+``theta`` (``free``): summing over the batch is a shared fit; ``per_query`` lifts a function
+to one ``theta`` per query, mapped over the queries with ``bayesrank.parallel.map_queries``.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def bucket_fisher(free, fixed, data: PreparedBatch, post: ep.EPPosterior, cfg: C
 
     Per query, in the Gaussian part of ``Z_EP`` with the sites fixed (pseudo-observations
     ``mu_tilde ~ N(0, K + S^-1)``): ``F_jk = 1/2 tr(W dK_j W dK_k)``, ``W = (K + S^-1)^-1``
-    (:func:`~bayesrank.inference.pseudo_data_precision`), ``dK_j = dK / dtheta_j`` by forward
+    (``pseudo_data_precision``), ``dK_j = dK / dtheta_j`` by forward
     mode. Costs ``p`` products of ``n x n`` matrices per query.
     """
     flat, unravel = ravel_pytree(free)
@@ -158,7 +158,7 @@ def _drop(tree):
 
 
 def per_query_evidence(free, fixed, data: PreparedBatch, sites, tol, cfg: Config):
-    """:func:`bucket_evidence` with ``free`` and ``fixed`` per query (leaves ``(B, ...)``):
+    """``bucket_evidence`` with ``free`` and ``fixed`` per query (leaves ``(B, ...)``):
     values ``(B,)``,
     gradients like ``free``, posteriors ``(B, ...)``."""
 
@@ -170,7 +170,7 @@ def per_query_evidence(free, fixed, data: PreparedBatch, sites, tol, cfg: Config
 
 
 def per_query_fisher(free, fixed, data: PreparedBatch, post, cfg: Config):
-    """:func:`bucket_fisher` per query: ``(B, p, p)``."""
+    """``bucket_fisher`` per query: ``(B, p, p)``."""
 
     def one(f, x, d, p):
         return bucket_fisher(f, x, _one(d), _one(p), cfg)
@@ -179,7 +179,7 @@ def per_query_fisher(free, fixed, data: PreparedBatch, post, cfg: Config):
 
 
 def per_query_moments(free, fixed, data: PreparedBatch, sites, cfg: Config):
-    """:func:`bucket_moments` per query: ``(mean: (B, n), cov: (B, n, n))``."""
+    """``bucket_moments`` per query: ``(mean: (B, n), cov: (B, n, n))``."""
 
     def one(f, x, d, s):
         return _drop(bucket_moments(f, x, _one(d), _one(s), cfg))

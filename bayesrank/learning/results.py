@@ -27,7 +27,7 @@ class Trace(NamedTuple):
 
 
 class Design(NamedTuple):
-    """A fit's global start (:mod:`.design`): its ``S`` design points as priors (every leaf
+    """A fit's global start (``design``): its ``S`` design points as priors (every leaf
     ``(S, ...)``, per-query fits ``(B, S, ...)``; point 0 is the start), the (MAP) objective
     at each, ``(S,)`` or ``(B, S)`` (``-inf`` where not finite), and the points BFGS started
     from, indices ``(k,)`` or ``(B, k)``."""
@@ -43,7 +43,7 @@ class FitResult(NamedTuple):
 
     ``converged``: BFGS stopped by its own rule before ``n_iter``; EM and the optax optimisers
     (which run ``n_iter`` iterations) changed the objective by less than ``tol`` nats in the
-    last one. ``design``: the global start's :class:`Design` (``None`` without one);
+    last one. ``design``: the global start's ``Design`` (``None`` without one);
     ``design_gap``: the fit's (MAP) objective minus the design's best, per query for per-query
     fits (``>= 0`` where the fit reached the design's best).
     """

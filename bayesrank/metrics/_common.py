@@ -10,7 +10,7 @@ from ._checks import MAX_CUTOFF, static_int
 
 def _static_int(name, value, minimum=1, maximum=MAX_CUTOFF):
     """A static int option in ``[minimum, maximum]`` (``ValueError`` naming it otherwise; a traced
-    value raises :class:`StaticArgumentError`, both a ``TypeError`` and a ``ValueError``)."""
+    value raises ``StaticArgumentError``, both a ``TypeError`` and a ``ValueError``)."""
     return static_int(name, value, minimum, maximum)
 
 

@@ -28,7 +28,7 @@ def _check_probs(probs, outcomes, mask) -> None:
 
 
 class ReliabilityCurve(NamedTuple):
-    """Per-bin statistics of predicted probabilities (see :func:`reliability_curve`)."""
+    """Per-bin statistics of predicted probabilities (see ``reliability_curve``)."""
 
     counts: jax.Array  #: ``(n_bins,)`` integer number of valid predictions in each bin
     mean_prob: jax.Array  #: ``(n_bins,)`` mean predicted probability (0 in an empty bin)
@@ -70,7 +70,7 @@ def log_loss(probs, outcomes, mask=None):
       ``()`` log loss >= 0; 0 with no valid prediction.
 
     Raises:
-      ValueError: as :func:`brier_score`.
+      ValueError: as ``brier_score``.
     """
     _check_probs(probs, outcomes, mask)
     probs, outcomes = jnp.asarray(probs), jnp.asarray(outcomes)
@@ -87,7 +87,7 @@ def reliability_curve(probs, outcomes, mask=None, n_bins=10):
 
     Bin b (0-based) of B = ``n_bins`` holds the p in ``[b/B, (b+1)/B)``; the last bin is closed,
     ``[(B-1)/B, 1]``. Concrete probabilities outside [0, 1] (or not finite) and outcomes other
-    than 0 and 1 raise ``ValueError`` (as :func:`brier_score`); traced ones are not checked, and
+    than 0 and 1 raise ``ValueError`` (as ``brier_score``); traced ones are not checked, and
     p < 0 or p > 1 then fall into the first or the last bin.
 
     Args:
@@ -96,7 +96,7 @@ def reliability_curve(probs, outcomes, mask=None, n_bins=10):
       [1, 10**4].
 
     Returns:
-      :class:`ReliabilityCurve` of ``(n_bins,)`` arrays; the means are 0 in empty bins (``counts``
+      ``ReliabilityCurve`` of ``(n_bins,)`` arrays; the means are 0 in empty bins (``counts``
       tells which bins are empty).
     """
     n_bins = _static_int("n_bins", n_bins, maximum=_checks.MAX_BINS)
@@ -118,7 +118,7 @@ def reliability_curve(probs, outcomes, mask=None, n_bins=10):
 def expected_calibration_error(probs, outcomes, mask=None, n_bins=10):
     """Expected calibration error ``ECE = sum_b (n_b / N) |mean(outcome_b) - mean(p_b)|``.
 
-    Bins as in :func:`reliability_curve` (B equal-width bins on [0, 1], last bin closed); N is the
+    Bins as in ``reliability_curve`` (B equal-width bins on [0, 1], last bin closed); N is the
     number of valid predictions and empty bins contribute 0.
 
     Args:

@@ -82,7 +82,7 @@ def kendall_distance(a, b, mask=None, normalize=True):
       ``()`` distance; 0 with fewer than two valid items.
 
     Raises:
-      ValueError: as :func:`kendall_tau`, or for a ``normalize`` that is not a bool.
+      ValueError: as ``kendall_tau``, or for a ``normalize`` that is not a bool.
     """
     normalize = check_bool(normalize, "normalize")
     _check_ab(a, b, mask)
@@ -102,7 +102,7 @@ def spearman_rho(a, b, mask=None):
       ``()`` rho in [-1, 1]; 0 where scipy returns NaN (a constant vector, < 2 items).
 
     Raises:
-      ValueError: as :func:`kendall_tau`.
+      ValueError: as ``kendall_tau``.
     """
     _check_ab(a, b, mask)
     a, b = jnp.asarray(a), jnp.asarray(b)
@@ -129,7 +129,7 @@ def spearman_footrule(a, b, mask=None, normalize=False):
       ``()`` footrule (float); 0 with no valid item.
 
     Raises:
-      ValueError: as :func:`kendall_tau`, or for a ``normalize`` that is not a bool.
+      ValueError: as ``kendall_tau``, or for a ``normalize`` that is not a bool.
     """
     normalize = check_bool(normalize, "normalize")
     _check_ab(a, b, mask)

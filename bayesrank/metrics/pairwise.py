@@ -112,7 +112,7 @@ def pairwise_auc(probs, mask=None):
       ``()`` AUC in [0, 1]; 0.5 when there is no valid pair.
 
     Raises:
-      ValueError: as :func:`pairwise_error`.
+      ValueError: as ``pairwise_error``.
     """
     _check_pair_probs(probs, mask)
     probs = jnp.asarray(probs)

@@ -1,6 +1,6 @@
 """The official LETOR measures of one query: NDCG@k, P@k, average precision (MAP).
 
-Conventions (gain, discount, ties, short queries) in :mod:`bayesrank.metrics`.
+Conventions (gain, discount, ties, short queries) in ``bayesrank.metrics``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ _SHORT_QUERY = ("letor", "truncate")
 
 
 class LetorMetrics(NamedTuple):
-    """The official LETOR measures of one query (see :func:`letor_metrics`)."""
+    """The official LETOR measures of one query (see ``letor_metrics``)."""
 
     map: jax.Array  #: ``()`` average precision (its mean over queries is MAP)
     ndcg: jax.Array  #: ``(max_k,)`` NDCG@1 .. NDCG@max_k
@@ -66,7 +66,7 @@ def check_gain_labels(labels, mask=None, name: str = "labels") -> None:
 def _check_inputs(scores, labels, mask, *, grades: bool, relevant_threshold=1):
     """Shapes always (``scores``, ``labels`` and ``mask`` of one length); where concrete, valid
     scores finite and labels non-negative (whole numbers with a finite gain with ``grades``,
-    :func:`check_gain_labels`), and ``relevant_threshold`` finite."""
+    ``check_gain_labels``), and ``relevant_threshold`` finite."""
     _, lv, valid = _checks.paired(scores, labels, mask)
     if grades and lv is not None and valid is not None:
         check_gain_labels(lv, valid)
@@ -130,7 +130,7 @@ def ndcg_at(scores, labels, k, mask=None, short_query="letor"):
     The scripts' gain table covers the grades 0, 1, 2 of the LETOR 3.0/4.0 data; here any grade
     l >= 0 gains ``2**l - 1`` (the script would give grades above 2 a gain of 0). Concrete labels
     whose gain is not finite in float64 (``l >= 1024``, or not finite) raise ``ValueError``
-    naming the index (:func:`check_gain_labels`); traced ones cannot be checked, and large gains
+    naming the index (``check_gain_labels``); traced ones cannot be checked, and large gains
     are computed relative to the largest, so the result stays finite.
 
     Args:
@@ -193,18 +193,18 @@ def average_precision(scores, labels, mask=None, relevant_threshold=1):
 def letor_metrics(scores, labels, mask=None, max_k=10, short_query="letor", relevant_threshold=1):
     """All official LETOR measures of one query in one pass: AP, NDCG@1..max_k, P@1..max_k.
 
-    Same definitions as :func:`average_precision`, :func:`ndcg_at` (mind the short-query quirk:
-    NDCG@k = 0 for k > n by default) and :func:`precision_at`. For a collection, ``jax.vmap`` this
+    Same definitions as ``average_precision``, ``ndcg_at`` (mind the short-query quirk:
+    NDCG@k = 0 for k > n by default) and ``precision_at``. For a collection, ``jax.vmap`` this
     over padded queries and take the plain mean over all queries (the official mean counts every
     query, those without relevant documents included).
 
     Args:
       scores: ``(n,)`` predicted scores; labels: ``(n,)`` integer grades >= 0 (concrete ones are
-        checked as in :func:`ndcg_at`); mask: ``(n,)`` bool, True for real documents; None = all.
+        checked as in ``ndcg_at``); mask: ``(n,)`` bool, True for real documents; None = all.
       max_k: static int >= 1 (the LETOR 4.0 script reports 10).
 
     Returns:
-      :class:`LetorMetrics` ``(map: (), ndcg: (max_k,), precision: (max_k,))``.
+      ``LetorMetrics`` ``(map: (), ndcg: (max_k,), precision: (max_k,))``.
     """
     ks = np.arange(1, _static_int("max_k", max_k) + 1)
     _check_short_query(short_query)

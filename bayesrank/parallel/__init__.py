@@ -3,29 +3,29 @@ functions.
 
 Every function of bayesrank computes for ONE query; this module runs them over a collection:
 
-1. **pad and bucket** (:mod:`bayesrank.data.batch`): problems are stacked to common shapes with
+1. **pad and bucket** (``bayesrank.data.batch``): problems are stacked to common shapes with
    masks (padded entities get a decoupled unit prior, padded pairs a zero site, so a padded
    problem gives exactly the unpadded answer), at sizes from
-   :func:`~bayesrank.data.batch.bucket_size` so that collections of similar sizes reuse
+   ``bucket_size`` so that collections of similar sizes reuse
    compiled programs; collections of very different sizes are split into size buckets (EP
    costs ``n^3``: padding every query to the largest wastes most of the work);
-2. **map over the query axis** (:func:`map_queries`): the single-query function, ``vmap``-ped on
+2. **map over the query axis** (``map_queries``): the single-query function, ``vmap``-ped on
    accelerators and ``lax.map``-ped (one query after another, inside the same compiled program)
    on the CPU, where batched LAPACK calls are slow and, run concurrently, can deadlock jaxlib
-   0.10's CPU thread pool (``docs/development/implementation.md``). :func:`query_map_method`
+   0.10's CPU thread pool (``docs/development/implementation.md``). ``query_map_method``
    says which is used.
 
-3. **shard over devices and processes** (:mod:`.sharding`, :mod:`.distributed`): a collection
-   runs as one compiled program (:mod:`.program`) over a one-axis mesh of every device of every
-   process; :mod:`.plan` groups the queries by size and deals each group's queries evenly over
+3. **shard over devices and processes** (``sharding``, ``distributed``): a collection
+   runs as one compiled program (``program``) over a one-axis mesh of every device of every
+   process; ``plan`` groups the queries by size and deals each group's queries evenly over
    the devices, each process placing only the queries it read.
 
-Learning (:mod:`bayesrank.learning`) builds its shared and per-query objectives on these pieces;
-the collection façades (:func:`fit_predict`, :func:`fit_ep`, :func:`sample_nuts`,
-:func:`letor_metrics`, :func:`fit_ranksvm`, ...) are the ones users call. Modules: :mod:`.mapping`
-(the query map), :mod:`.batching` (stacked problems, covariances), :mod:`.plan`,
-:mod:`.sharding`, :mod:`.distributed`, :mod:`.program` (the collection's compiled program),
-:mod:`.collection` (EP, prediction, NUTS, metrics), :mod:`.baselines` (RankSVM, RankBoost,
+Learning (``bayesrank.learning``) builds its shared and per-query objectives on these pieces;
+the collection façades (``fit_predict``, ``fit_ep``, ``sample_nuts``,
+``letor_metrics``, ``fit_ranksvm``, ...) are the ones users call. Modules: ``mapping``
+(the query map), ``batching`` (stacked problems, covariances), ``plan``,
+``sharding``, ``distributed``, ``program`` (the collection's compiled program),
+``collection`` (EP, prediction, NUTS, metrics), ``baselines`` (RankSVM, RankBoost,
 pairwise errors per query). ``docs/guide/devices.md``: how to run on many devices and hosts;
 ``docs/results/scaling.md``: what it measured.
 """

@@ -68,7 +68,7 @@ def fit_ranksvm(
     max_iter: int = 100,
     smoothing: float = 1e-3,
 ) -> ranksvm.LinearSolution:
-    """A linear RankSVM per query (:func:`bayesrank.baselines.ranksvm.fit_linear`), mapped over
+    """A linear RankSVM per query (``bayesrank.baselines.ranksvm.fit_linear``), mapped over
     the queries in one compiled call: ``Xs[q]: (n_q, d)``, ``pairs_list[q]: (m_q, 2)``. Returns
     the solutions stacked: ``w: (Q, d)``, ``info`` fields ``(Q,)``."""
     X, pairs, mask, Q = _stack_queries(Xs, pairs_list)
@@ -104,7 +104,7 @@ def _rankboost_jit(X, pairs, mask, thresholds, n_rounds):
 
 
 def fit_rankboost(Xs, pairs_list, n_rounds: int = 100, n_thresholds: int = 10):
-    """RankBoost per query (:func:`bayesrank.baselines.rankboost.fit`, ``n_thresholds`` uniform
+    """RankBoost per query (``bayesrank.baselines.rankboost.fit``, ``n_thresholds`` uniform
     candidates per feature from each query's own documents), mapped over the queries in one
     compiled call. Returns ``(RankBoostModel, RankBoostInfo)`` stacked: arrays ``(Q, T)``."""
     X, pairs, mask, Q = _stack_queries(Xs, pairs_list)
@@ -126,7 +126,7 @@ def _pairwise_errors_jit(scores, pairs, mask):
 
 def pairwise_errors(scores_list, pairs_list) -> np.ndarray:
     """Each query's pairwise error of its scores on its pairs (``p < 0.5`` an error, a tie half
-    one; :func:`bayesrank.metrics.pairwise_error_from_scores`), one compiled call: ``(Q,)``."""
+    one; ``bayesrank.metrics.pairwise_error_from_scores``), one compiled call: ``(Q,)``."""
     scores = [np.asarray(s, np.float64).reshape(-1, 1) for s in scores_list]
     X, pairs, mask, Q = _stack_queries(scores, pairs_list)
     return np.asarray(_pairwise_errors_jit(X[..., 0], pairs, mask))[:Q]

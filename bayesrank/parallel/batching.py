@@ -14,14 +14,14 @@ from ..kernels.xpgp import XPGP, check_prior, mask_covariance
 
 
 class PreparedBatch(NamedTuple):
-    """A :class:`~bayesrank.data.batch.ProblemBatch` with each relation's graph data prepared
+    """A ``ProblemBatch`` with each relation's graph data prepared
     for its kernel.
 
     ``X: (B, n, d)`` or ``None``; ``graphs``: per relation, a pytree with leading axis ``B``.
 
-    Restricted to the entities that pairs touch (:func:`prepare_batch`), ``entities: (B, t)``
+    Restricted to the entities that pairs touch (``prepare_batch``), ``entities: (B, t)``
     holds their indices among the ``n``, ``entity_mask: (B, t)`` marks the real ones, and
-    ``pairs`` index into ``entities``; :func:`covariances` then gives ``K[entities, entities]``.
+    ``pairs`` index into ``entities``; ``covariances`` then gives ``K[entities, entities]``.
     """
 
     X: jax.Array | None
@@ -36,7 +36,7 @@ class PreparedBatch(NamedTuple):
 def prepare_batch(prior: XPGP, batch: ProblemBatch, restrict: int | bool = False) -> PreparedBatch:
     """Host-side, once: each relation kernel's graph data for every query, stacked.
 
-    ``restrict`` (True, or a size ``t``: :func:`~bayesrank.data.batch.touched_entities`): keep
+    ``restrict`` (True, or a size ``t``: ``touched_entities``): keep
     only the entities that pairs touch. EP and its evidence depend on ``K`` only through those
     rows and columns (the others' posterior is their prior given the touched ones), so inference
     on them gives the same evidence and gradient at ``t^3`` instead of ``n^3`` cost: on OHSUMED,

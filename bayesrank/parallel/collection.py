@@ -1,12 +1,12 @@
-"""Collection façades: EP with the prediction of held-out pairs (:func:`fit_predict`), EP
-posteriors (:func:`fit_ep`), NUTS and LETOR metrics over many problems.
+"""Collection façades: EP with the prediction of held-out pairs (``fit_predict``), EP
+posteriors (``fit_ep``), NUTS and LETOR metrics over many problems.
 
-EP runs as **one compiled call over the whole collection** (:mod:`.program`), on every device
-of the mesh (:mod:`.sharding`): the queries are grouped by size (:mod:`.plan`), each group is one
+EP runs as **one compiled call over the whole collection** (``program``), on every device
+of the mesh (``sharding``): the queries are grouped by size (``plan``), each group is one
 block of rows split over the devices, and each device maps the single-query computation
 (covariance, EP, prediction) over its rows: ``lax.map`` on CPUs, whose LAPACK calls gain nothing
 from batching and whose padded rows are then skipped, ``vmap`` on accelerators
-(:func:`query_map_method`).
+(``query_map_method``).
 """
 
 from __future__ import annotations
@@ -36,13 +36,13 @@ from .program import QueryResult, run_collection
 
 
 class CollectionPrediction(NamedTuple):
-    """:func:`fit_predict`'s result, one entry per query in order.
+    """``fit_predict``'s result, one entry per query in order.
 
-    ``predictions[q]``: :class:`~bayesrank.predict.PairPrediction` of the query's test pairs
+    ``predictions[q]``: ``PairPrediction`` of the query's test pairs
     (``(p_q,)`` host arrays: ``prob`` = P(i > j), ``delta_mean``, ``delta_var``); ``mean[q]``,
     ``var[q]``: ``(n_q,)`` posterior mean and variance of each entity's preference degree (its
     scores); ``log_evidence``, ``n_iter``, ``converged``, ``max_change``: ``(Q,)``; ``plan``: how
-    it ran (:class:`~bayesrank.parallel.plan.CollectionPlan`, ``plan.describe()``).
+    it ran (``CollectionPlan``, ``plan.describe()``).
     """
 
     predictions: list
@@ -73,19 +73,19 @@ def fit_predict(
 
     Args:
         prior: the XPGP prior shared by the queries (fixed hyperparameters).
-        problems: ``Q`` :class:`~bayesrank.data.problem.PreferenceProblem` (this process's
-            queries, where several processes run: :mod:`bayesrank.parallel.distributed`).
+        problems: ``Q`` ``PreferenceProblem`` (this process's
+            queries, where several processes run: ``bayesrank.parallel.distributed``).
         test_pairs: ``Q`` arrays ``(p_q, 2)`` of pairs to predict, indices into each problem's
             entities.
-        mesh: a one-axis mesh (:func:`~bayesrank.parallel.query_mesh`); default: every device.
+        mesh: a one-axis mesh (``query_mesh``); default: every device.
         method: how each device maps its queries, ``"map"`` or ``"vmap"``; default by the
-            devices' platform (:func:`query_map_method`). ``plan.describe()`` says which ran.
-        per_octave: size buckets per power of two (:func:`~bayesrank.parallel.plan.make_plan`).
-        max_iter, tol, schedule, accelerate: EP's (:func:`bayesrank.inference.ep.fit`).
+            devices' platform (``query_map_method``). ``plan.describe()`` says which ran.
+        per_octave: size buckets per power of two (``make_plan``).
+        max_iter, tol, schedule, accelerate: EP's (``bayesrank.inference.ep.fit``).
 
     Returns:
-        :class:`CollectionPrediction`, every query's, on every process. A
-        :class:`~bayesrank.diagnostics.ConvergenceWarning` names the queries whose EP did not
+        ``CollectionPrediction``, every query's, on every process. A
+        ``ConvergenceWarning`` names the queries whose EP did not
         converge.
     """
     warn_if_float32("parallel.fit_predict")
@@ -156,11 +156,11 @@ def fit_ep(
     accelerate: bool = False,
 ) -> list[ep.EPPosterior]:
     """EP on every problem under one prior, in one compiled call over the whole collection on
-    every device of ``mesh`` (arguments as :func:`fit_predict`).
+    every device of ``mesh`` (arguments as ``fit_predict``).
 
-    Returns one :class:`~bayesrank.inference.ep.EPPosterior` per problem, in order, over its own
+    Returns one ``EPPosterior`` per problem, in order, over its own
     entities and pairs (padding removed); each predicts (``predict_pairs``). For a large
-    collection prefer :func:`fit_predict`, which returns predictions rather than every
+    collection prefer ``fit_predict``, which returns predictions rather than every
     ``(n, n)`` covariance.
     """
     options = _ep_options(max_iter, tol, schedule, accelerate)
@@ -195,9 +195,9 @@ def predict_pairs(posteriors, pairs) -> list:
 def sample_nuts(key, prior: XPGP, problems, *, method: str | None = None, **options) -> list:
     """NUTS at the prior's fixed hyperparameters for every problem: one compiled call per size
     group, each query sampled with its own key (``jax.random.split(key, len(problems))``);
-    ``method`` as :func:`query_map_method`; ``options``: the sampler's settings
-    (:class:`~bayesrank.inference.nuts.NUTSSettings`). Returns one
-    :class:`~bayesrank.inference.nuts.NUTSPosterior` per problem over its own entities."""
+    ``method`` as ``query_map_method``; ``options``: the sampler's settings
+    (``NUTSSettings``). Returns one
+    ``NUTSPosterior`` per problem over its own entities."""
     from .inference import nuts  # NumPyro loads only when sampling is asked for
 
     problems = check_problems(problems)

@@ -1,9 +1,9 @@
 """Several processes, one collection: JAX's own distributed runtime.
 
-Each process (one per host, or one per GPU) calls :func:`initialize` first; then every device of
-every process is on the mesh of :func:`~bayesrank.parallel.query_mesh`, each process reads only
-its share of the data (:func:`process_share`), and the collection façades
-(:func:`~bayesrank.parallel.predict_collection`, :func:`~bayesrank.parallel.fit_ep`), called by
+Each process (one per host, or one per GPU) calls ``initialize`` first; then every device of
+every process is on the mesh of ``query_mesh``, each process reads only
+its share of the data (``process_share``), and the collection façades
+(``predict_collection``, ``fit_ep``), called by
 every process with its own queries, run one program over all of them and return every query's
 result to every process (process 0 writes them). ``docs/guide/devices.md`` shows how to launch it.
 """

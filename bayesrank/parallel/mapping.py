@@ -10,7 +10,7 @@ import jax.numpy as jnp
 
 
 def query_map_method(method: str | None = None, platform: str | None = None) -> str:
-    """``"vmap"`` or ``"map"``: how :func:`map_queries` runs on ``platform`` (default: the
+    """``"vmap"`` or ``"map"``: how ``map_queries`` runs on ``platform`` (default: the
     default backend's).
 
     ``None`` chooses: ``"map"`` (``lax.map``) on the CPU, ``"vmap"`` elsewhere. On a CPU the
@@ -28,7 +28,7 @@ def query_map_method(method: str | None = None, platform: str | None = None) -> 
 def map_queries(fn: Callable, *args, method: str | None = None, valid=None):
     """``fn`` applied to each query's slice of ``args`` (pytrees with a leading query axis ``B``;
     ``None`` leaves are passed as ``None``), stacked along ``B``: ``vmap`` or ``lax.map`` by
-    :func:`query_map_method`. Pure: call it inside a jitted program.
+    ``query_map_method``. Pure: call it inside a jitted program.
 
     ``valid: (B,)`` bool marks the real queries: under ``lax.map`` the others are skipped (their
     results are zeros); ``vmap`` computes every row, so padded rows must hold harmless data.

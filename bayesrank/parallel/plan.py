@@ -2,8 +2,8 @@
 device for every query.
 
 A collection of ``Q`` queries, spread over ``P`` processes with ``D`` devices each, runs as one
-compiled program (:mod:`.program`) holding one block of rows per **size group**: the queries
-whose sizes fall in the same buckets (:func:`~bayesrank.data.batch.bucket_size`): the entities
+compiled program (``program``) holding one block of rows per **size group**: the queries
+whose sizes fall in the same buckets (``bucket_size``): the entities
 EP runs on ``t`` and the known pairs ``m`` at ``per_octave`` sizes per power of two (padding adds
 at most ``1 / per_octave`` to them), the entities ``n`` at a quarter of that. A group's rows
 are split evenly over the ``P * D`` devices of the mesh: device ``g`` holds
@@ -13,7 +13,7 @@ every device gets a like share of each group's work; empty slots are padding (sk
 CPU's query map, computed on filler data by ``vmap``).
 
 The plan is plain host data computed the same way on every process from the sizes of all
-queries (:func:`make_plan`), so the processes agree on every shape without further talk.
+queries (``make_plan``), so the processes agree on every shape without further talk.
 """
 
 from __future__ import annotations
@@ -96,8 +96,8 @@ def make_plan(
         owner: ``(Q,)`` the process holding each query; a process's queries are contiguous, in
             process order (global index = position in the concatenation of the processes' lists).
         n_processes, devices_per_process: the mesh's shape.
-        method: ``"map"`` or ``"vmap"`` (:func:`~bayesrank.parallel.query_map_method`).
-        per_octave: size buckets per power of two (:func:`~bayesrank.data.batch.bucket_size`):
+        method: ``"map"`` or ``"vmap"`` (``query_map_method``).
+        per_octave: size buckets per power of two (``bucket_size``):
             more buckets, less padding and more programs to compile.
     """
     sizes = np.asarray(sizes, np.int64).reshape(-1, 4)

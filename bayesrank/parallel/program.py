@@ -4,7 +4,7 @@ test pairs or the whole posterior) over its rows.
 
 For prediction, EP runs on the entities that the known pairs touch (the others' posterior is
 their prior given those: on OHSUMED with 200 known pairs, about half of the ``n^3`` work), and
-the posterior of every entity follows in closed form (:func:`~bayesrank.predict.predict_new`).
+the posterior of every entity follows in closed form (``predict_new``).
 
 On CPUs the groups run one after another (an ``optimization_barrier`` chains them: concurrent
 LAPACK calls can stall jaxlib's CPU thread pool); on accelerators they are independent.
@@ -153,7 +153,7 @@ def _block(prior, problems, tests, rows, local_rows: int, g: Group) -> _Block:
 
 def run_collection(prior, problems, tests, *, mesh, method, per_octave, **options):
     """Plan, place, run and gather: ``(plan, per group outputs)``, the outputs (padded, on the
-    host, every process's) a :class:`QueryResult` per row, stacked, or (``tests`` None) an
+    host, every process's) a ``QueryResult`` per row, stacked, or (``tests`` None) an
     ``EPPosterior`` per row. ``tests``: each problem's test pairs, or None."""
     problems = check_problems(problems)
     check_prior(prior, next((p.X.shape[1] for p in problems if p.X is not None), None))

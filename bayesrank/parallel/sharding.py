@@ -2,11 +2,11 @@
 single-query map run on each device's share of the queries (``shard_map``).
 
 Queries are independent, so the program needs no communication between devices: each device
-runs :func:`~bayesrank.parallel.map_queries` on its rows and keeps its results, and the host
-gathers them at the end (:func:`gather`). The same program runs on one CPU, on the forced host
+runs ``map_queries`` on its rows and keeps its results, and the host
+gathers them at the end (``gather``). The same program runs on one CPU, on the forced host
 devices of a test (``--xla_force_host_platform_device_count``), on several GPUs, or on the
 devices of many processes joined by ``jax.distributed.initialize``
-(:mod:`bayesrank.parallel.distributed`).
+(``bayesrank.parallel.distributed``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ QUERY_AXIS = "queries"
 
 
 def query_mesh(devices=None) -> Mesh:
-    """A one-axis mesh (:data:`QUERY_AXIS`) over ``devices``: by default every device of every
+    """A one-axis mesh (``QUERY_AXIS``) over ``devices``: by default every device of every
     process (``jax.devices()``), each process's devices contiguous, in process order."""
     devices = jax.devices() if devices is None else list(devices)
     if not devices:

@@ -1,15 +1,15 @@
 """Figures of preference models, drawn with matplotlib (the ``plot`` extra).
 
 =========================  ========================================================================
-:func:`reliability`        calibration: observed frequency against predicted pair probability per
-                           bin, the library's bins and ECE (:mod:`bayesrank.metrics.calibration`)
-:func:`ranked_pairs`       P(rank r beats rank r + 1) along the ranking by posterior mean, with the
+``reliability``        calibration: observed frequency against predicted pair probability per
+                           bin, the library's bins and ECE (``bayesrank.metrics.calibration``)
+``ranked_pairs``       P(rank r beats rank r + 1) along the ranking by posterior mean, with the
                            central interval of the latent probability Phi(delta)
-:func:`learning_curves`    lines with bands against a budget (active learning: pairs asked)
-:func:`paired`             each model's paired difference to a reference, with 95% intervals;
-:func:`study`              the relational study's panels (its ``results.json``, see the function):
+``learning_curves``    lines with bands against a budget (active learning: pairs asked)
+``paired``             each model's paired difference to a reference, with 95% intervals;
+``study``              the relational study's panels (its ``results.json``, see the function):
                            each metric against the number of known pairs, one line per model
-:func:`save`               write a Figure (or an Axes' figure) to a file
+``save``               write a Figure (or an Axes' figure) to a file
 =========================  ========================================================================
 
 matplotlib is imported when a function is called, not here: ``import bayesrank.plot`` works

@@ -1,6 +1,6 @@
 """Shared pieces of the figures: matplotlib imported lazily, axes, input checks, bands, saving.
 
-matplotlib is imported inside the functions only (:func:`pyplot`), so ``import bayesrank.plot``
+matplotlib is imported inside the functions only (``pyplot``), so ``import bayesrank.plot``
 works without it; drawing without it raises ``ImportError`` naming the ``plot`` extra.
 """
 

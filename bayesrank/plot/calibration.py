@@ -19,13 +19,13 @@ def reliability(
 ):
     """Reliability diagram: observed frequency against predicted probability, per bin.
 
-    The predictions are binned exactly as :func:`bayesrank.metrics.reliability_curve` bins them
+    The predictions are binned exactly as ``bayesrank.metrics.reliability_curve`` bins them
     (``n_bins`` = B equal-width bins, bin b = ``[b/B, (b+1)/B)``, the last bin closed). Drawn:
 
     - the points ``(mean_b(p), mean_b(outcome))`` of the non-empty bins, joined by a line, its
       legend entry ``"<label> (ECE = ...)"`` with the library's
       ``ECE = sum_b (n_b / N) |mean_b(outcome) - mean_b(p)|``
-      (:func:`bayesrank.metrics.expected_calibration_error`, same bins);
+      (``bayesrank.metrics.expected_calibration_error``, same bins);
     - with ``counts``, bars of height ``n_b / N`` (the share of the N predictions in bin b) over
       each bin, in the points' colour, lighter;
     - the diagonal ``y = x`` (perfect calibration), once per Axes.

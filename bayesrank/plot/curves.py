@@ -34,7 +34,7 @@ def curve_band(value, name: str, k: int, band):
     """``(mean, lo, hi)``: ``(k,)`` arrays (``lo``, ``hi`` None without a band) of one curve.
 
     ``value`` is a tuple ``(mean, sd)``, a ``(k,)`` run or ``(r, k)`` repetitions (see
-    :func:`learning_curves`)."""
+    ``learning_curves``)."""
     if isinstance(value, tuple):
         if len(value) != 2:
             raise ValueError(f"{name} must be a pair (mean, std) when a tuple, got {len(value)}")
@@ -85,7 +85,7 @@ def learning_curves(
     """One line per named curve against ``x``, each with a shaded band in its colour.
 
     For active learning (the error against the number of questions asked), the relational study
-    (against the number of known pairs, see :func:`study`) and the like.
+    (against the number of known pairs, see ``study``) and the like.
 
     Args:
         x: ``(k,)`` the budget at each point.

@@ -27,7 +27,7 @@ def ranked_pairs(posterior, cov=None, *, k=None, labels=None, level: float = 0.9
     x = r:
 
     - a marker at the predictive probability ``P(i > j | data) = Phi(delta_mean / sqrt(1 +
-      delta_var))`` (paper Eq. 13-14, as :func:`bayesrank.predict.predict_pairs`, computed in
+      delta_var))`` (paper Eq. 13-14, as ``bayesrank.predict.predict_pairs``, computed in
       float64 from ``mean`` and ``cov``; from a Posterior, its ``predict_pairs``: for NUTS, the
       Monte Carlo average over draws, with the draws' moments of ``delta``);
     - a vertical bar from ``Phi(delta_mean - z sqrt(delta_var))`` to ``Phi(delta_mean + z
@@ -38,7 +38,7 @@ def ranked_pairs(posterior, cov=None, *, k=None, labels=None, level: float = 0.9
     - a dotted line at 1/2.
 
     Args:
-        posterior: a :class:`bayesrank.model.Posterior` (anything with ``.mean: (n,)``,
+        posterior: a ``bayesrank.model.Posterior`` (anything with ``.mean: (n,)``,
             ``.cov: (n, n)`` and ``.predict_pairs(pairs: (p, 2))`` returning ``(prob,
             delta_mean, delta_var)``), or the posterior means ``mean: (n,)`` with ``cov``.
         cov: ``(n, n)`` posterior covariance when ``posterior`` is the means (a ``(n,)``

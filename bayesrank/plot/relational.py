@@ -146,7 +146,7 @@ def paired(
     mean over query-repetitions of ``metric(model) - metric(reference)`` on the same query and
     repetition, with its 95% confidence interval (``mean +- t_{0.975, N-1} sd / sqrt(N)``).
 
-    The sd bands of :func:`study` mix the queries' spread into every model's band; the paired
+    The sd bands of ``study`` mix the queries' spread into every model's band; the paired
     differences remove it, and show which model beats the reference where. Needs ``"rows"`` in
     the results (as the study writes). Returns the Figure; ``ValueError`` naming a missing
     reference or metric.
@@ -234,7 +234,7 @@ def study(
     """The relational study's figure: one panel per metric, each model's mean against the number
     of known pairs with a band, in the style of the XPGP paper's Fig. 2. One collection a call.
 
-    ``results`` is what the relational study (``experiments/relational.py``, :mod:`bayesrank.study`)
+    ``results`` is what the relational study (``experiments/relational.py``, ``bayesrank.study``)
     writes to ``results.json`` (the dict, or the file's path); only these keys are read::
 
         {"collection": "OHSUMED",                  # optional: the panels' title
@@ -257,7 +257,7 @@ def study(
     Args:
         results: the results dict, or a path to its JSON file.
         metrics: the metrics, one panel each: keys of the summaries (``"err"``, ``"auc"``,
-            ``"loglik"``, ``"brier"``, ``"ece"``, ... see :data:`METRIC_LABELS`; ``"error"``
+            ``"loglik"``, ``"brier"``, ``"ece"``, ... see ``METRIC_LABELS``; ``"error"``
             means ``"err"``).
         models: the models to draw, in legend order; None = every model, in the results' order.
         band: ``"std"``: mean +- sd over the query-repetitions; ``"sem"``: mean +- sd / sqrt(N),

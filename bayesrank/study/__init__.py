@@ -2,14 +2,14 @@
 relations help beyond an independent per-entity effect, and beyond a placebo graph?
 
 ``bayesrank experiment relational`` runs it (on the bundled sample by default);
-:func:`run_study` is the same from Python::
+``run_study`` is the same from Python::
 
     from bayesrank.study import StudyConfig, run_study
     results = run_study(StudyConfig(collection="sample", repeats=1, known=(20,)))
 
-:mod:`.collections` (the data), :mod:`.models` (the GPs and SVMs), :mod:`.measures` (error,
-AUC, calibration, the seen/unseen breakdown, the tests), :mod:`.report` (tables, figure),
-:mod:`.runner` (the protocol, in child processes).
+``collections`` (the data), ``models`` (the GPs and SVMs), ``measures`` (error,
+AUC, calibration, the seen/unseen breakdown, the tests), ``report`` (tables, figure),
+``runner`` (the protocol, in child processes).
 """
 
 from .collections import COLLECTIONS, load_collection

@@ -1,11 +1,11 @@
 """The study's child processes, and that none outlives an interrupted parent.
 
-:class:`Children` runs commands from worker threads (:meth:`Children.run`) and remembers the
+``Children`` runs commands from worker threads (``Children.run``) and remembers the
 live ones. Used as a context manager around the study's thread pool, it turns ``SIGTERM`` into
 ``KeyboardInterrupt`` (from the main thread; restored afterwards) and, on any exception, Ctrl-C
 included, terminates every live child (``SIGTERM``, then ``SIGKILL`` after a grace period) and
 refuses to start new ones, before the pool waits for its threads. As a last guard, a child
-asks the Linux kernel to send it ``SIGTERM`` when its parent dies (:func:`die_with_parent`),
+asks the Linux kernel to send it ``SIGTERM`` when its parent dies (``die_with_parent``),
 which also covers a parent killed by ``SIGKILL``.
 """
 

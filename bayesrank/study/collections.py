@@ -1,15 +1,15 @@
 """The study's collections: queries with attributes, relation graphs and preference pairs.
 
-Each loader takes a :class:`~bayesrank.study.config.StudyConfig` and returns
-``list[StudyQuery]`` (:class:`bayesrank.data.study.StudyQuery`):
+Each loader takes a ``StudyConfig`` and returns
+``list[StudyQuery]`` (``bayesrank.data.study.StudyQuery``):
 
 - ``sample``: the bundled OHSUMED sample (five queries, the keyword graph of their documents),
   for a run of a few minutes; needs nothing on disk;
-- ``dir``: any collection in the on-disk format of :mod:`bayesrank.data.study` (``data_dir``);
+- ``dir``: any collection in the on-disk format of ``bayesrank.data.study`` (``data_dir``);
 - ``OHSUMED`` (LETOR 3.0, QueryLevelNorm, Fold1's 106 queries; ``data_dir`` holds ``OHSUMED/``):
   ``queries`` queries chosen (seeded) among those with at least twice the largest number of
   known pairs; the relation: the keyword graph (cosine similarity of query-term frequencies, 10
-  neighbours, :func:`~bayesrank.data.graphs.ohsumed_keyword_graph`);
+  neighbours, ``ohsumed_keyword_graph``);
 - ``MovieLens`` (HetRec 2011; ``data_dir`` holds ``hetrec2011-movielens-2k/``): users with at
   least 60 rated movies, ``max_movies`` of each user's movies; 27 movie attributes; relations
   co-director, co-genre, co-country, shared tag and co-actor (bipartite projections; the actor

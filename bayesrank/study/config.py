@@ -26,12 +26,12 @@ DEFAULT_KNOWN = {
 
 @dataclasses.dataclass(frozen=True)
 class StudyConfig:
-    """One run: ``collection`` (see :mod:`.collections`), read from ``data_dir``; ``queries``
+    """One run: ``collection`` (see ``collections``), read from ``data_dir``; ``queries``
     chosen (seeded by ``seed``; default every query folder of ``dir``, 10 of the others); for
     each ``k`` in ``known``, ``repeats`` random splits;
-    ``models`` (``None``: every model of :func:`bayesrank.study.models.model_names`);
+    ``models`` (``None``: every model of ``bayesrank.study.models.model_names``);
     ``jobs`` child processes at a time (0: everything in this process); results to ``out``;
-    ``theta``: the GPs' hyperparameters shared by the queries or one per query (:data:`THETA`)."""
+    ``theta``: the GPs' hyperparameters shared by the queries or one per query (``THETA``)."""
 
     collection: str = "sample"
     data_dir: Path | None = None

@@ -1,13 +1,13 @@
-"""The study's numbers: per query-repetition (:func:`evaluate`), per setting and model
-(:func:`summarize`), and XPGP against each comparator (:func:`compare`).
+"""The study's numbers: per query-repetition (``evaluate``), per setting and model
+(``summarize``), and XPGP against each comparator (``compare``).
 
 Per query-repetition, from ``prob: (p,)`` = the predicted P(truth) of each test pair: the
-pairwise error (a probability within :data:`TIE` of 1/2 counts as half an error;
+pairwise error (a probability within ``TIE`` of 1/2 counts as half an error;
 ``err_untied`` without that rule), the share of such ties, AUC, and for the GPs the mean
 log-probability of the truth, the Brier score and the expected calibration error (pairs
 oriented at random, so that both outcomes occur), and the error split by how many of a test
 pair's entities occur in known pairs (both, one, neither:
-:func:`bayesrank.data.study.seen_category`).
+``bayesrank.data.study.seen_category``).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ KEYS += tuple(f"err_{name}" for name in SEEN)
 
 @jax.jit
 def _metrics(prob, oriented, outcome, mask):
-    """The pair metrics of :func:`evaluate` in one compiled program: ``(p,)`` arrays padded to
+    """The pair metrics of ``evaluate`` in one compiled program: ``(p,)`` arrays padded to
     a bucketed length, ``mask`` marking the real pairs."""
     tied = jnp.abs(prob - 0.5) < TIE
     return {
@@ -85,7 +85,7 @@ def _predict(mean, cov, pairs):
 
 
 def gp_numbers(mean, cov, known, test, n, flip) -> dict:
-    """:func:`evaluate` of a GP posterior ``(mean: (n,), cov: (n, n))`` (Eq. 13-14), the test
+    """``evaluate`` of a GP posterior ``(mean: (n,), cov: (n, n))`` (Eq. 13-14), the test
     pairs padded to a bucketed count so that every split of a query runs one compiled program."""
     p = len(test)
     padded = np.zeros((bucket_size(p, 4), 2), np.int64)
@@ -95,7 +95,7 @@ def gp_numbers(mean, cov, known, test, n, flip) -> dict:
 
 
 def svm_numbers(scores, known, test, n) -> dict:
-    """:func:`evaluate` of entity scores ``(n,)`` (error, AUC and the breakdown only)."""
+    """``evaluate`` of entity scores ``(n,)`` (error, AUC and the breakdown only)."""
     d = scores[test[:, 0]] - scores[test[:, 1]]
     prob = 1.0 / (1.0 + np.exp(-np.clip(d, -50, 50)))  # a monotone map: error and AUC only
     prob = np.where(d == 0, 0.5, prob)
@@ -111,7 +111,7 @@ def _stat(rows, key):
 
 
 def compare(rows, target: str, other: str) -> dict:
-    """``target`` against ``other`` (``rows[model]``: the rows of :func:`evaluate` with ``qid``
+    """``target`` against ``other`` (``rows[model]``: the rows of ``evaluate`` with ``qid``
     and ``rep``): the relative error reduction ``(e_other - e_target) / e_other`` of the mean
     errors, a Wilcoxon signed-rank test over the per-query mean errors (the paper's), a paired
     t-test over the query-repetitions, and the number of queries where ``target`` is lower."""

@@ -9,7 +9,7 @@ over the queries together) and the two ranking SVMs (settings by cross-validatio
 - ``XPGP-Silva``: RBF + Silva et al.'s hidden-common-cause kernel (one cause per edge);
 - ``XPGP-diffusion``: RBF + a diffusion kernel per relation;
 - ``placebo``: ``XPGP`` with each relation graph's entities permuted
-  (:func:`~bayesrank.data.graphs.permute_graph`: degrees and weights kept, identity broken); five
+  (``permute_graph``: degrees and weights kept, identity broken); five
   permutations per query, repetition ``r`` uses permutation ``r mod 5``;
 - ``XPGP[<relation>]``: one relation alone (where a collection has several);
 - ``RankSVM``: kernel RankSVM on the entities (RBF), ``gamma`` (1/16, 1/4, 1 or 4 times the
@@ -108,13 +108,13 @@ def fit_gp(model, queries, splits, relations, rep, per_query: bool = False):
 
 @jax.jit
 def _rbf(X1, X2, gamma):
-    """:func:`rbf_kernel`, one compiled program per query size (every gamma and repetition)."""
+    """``rbf_kernel``, one compiled program per query size (every gamma and repetition)."""
     return rbf_kernel(X1, X2, gamma)
 
 
 def _median_gamma(X) -> float:
     """The RBF ``gamma = 1 / (2 ell^2)`` of scikit-learn's form at the median heuristic's
-    length ``ell`` (without the 2: the grid :data:`GAMMA_SCALES` spans it)."""
+    length ``ell`` (without the 2: the grid ``GAMMA_SCALES`` spans it)."""
     return 1.0 / median_distance(X) ** 2
 
 
@@ -148,7 +148,7 @@ def _paths(K, pairs, mask, Cs):
 def _solve_all(Ks, pair_lists, Cs):
     """Scores ``K[:, touched] beta`` of every entity for each problem ``p`` and each ``C`` of
     ``Cs[p]`` (``(len(Ks), c)``): each solved on the entities its pairs touch, padded to a
-    bucketed size, all in one call of :func:`_paths`. ``-> (P, c)`` nested lists of ``(n_p,)``."""
+    bucketed size, all in one call of ``_paths``. ``-> (P, c)`` nested lists of ``(n_p,)``."""
     touched = [np.unique(p) for p in pair_lists]
     n = bucket_size(max(len(t) for t in touched), 4)
     m = bucket_size(max(len(p) for p in pair_lists), 4)

@@ -80,9 +80,9 @@ def markdown(results) -> str:
 
 
 def plot(results, path: Path) -> list[Path]:
-    """Error and AUC against the number of known pairs (:func:`bayesrank.plot.study`; bands:
+    """Error and AUC against the number of known pairs (``bayesrank.plot.study``; bands:
     sd over query-repetitions) to ``path``, and each model's paired difference in error to
-    PGP+I with its 95% interval (:func:`bayesrank.plot.paired`) to ``paired.png`` beside it,
+    PGP+I with its 95% interval (``bayesrank.plot.paired``) to ``paired.png`` beside it,
     where PGP+I ran with another model. Returns the files written."""
     import matplotlib
 

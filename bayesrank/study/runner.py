@@ -12,7 +12,7 @@ repetition; each repetition is fitted afresh.
 Why child processes: compiled CPU programs hold memory mappings that jaxlib does not release,
 and one process running every model of a full study hit the kernel's limit of 65,530 mappings
 ("LLVM ERROR: Unable to allocate section memory"). The persistent compilation cache
-(:func:`bayesrank.runtime.enable_compilation_cache`) lets the children share compiled programs.
+(``bayesrank.runtime.enable_compilation_cache``) lets the children share compiled programs.
 
     python -m bayesrank.study.runner --part PATH ...   (a child: one task's rows to PATH)
 """
@@ -88,7 +88,7 @@ def groups(models) -> list[list[str]]:
 
 
 def _child(config: StudyConfig, k: int, models: list[str], path: Path, children, progress) -> None:
-    """One task in a child process (started by ``children``, a :class:`.children.Children`):
+    """One task in a child process (started by ``children``, a ``children.Children``):
     its rows to ``path``; ``progress(rep)`` after each repetition (the child's stdout lines)."""
     command = [sys.executable, "-m", "bayesrank.study.runner", "--part", str(path)]
     # every k, not just this one: the queries are chosen among those with pairs for the largest
@@ -200,7 +200,7 @@ def run_study(config: StudyConfig, *, verbose: bool = True) -> dict:
 
 
 def run_all(config: StudyConfig, *, verbose: bool = True) -> dict:
-    """:func:`run_study` on each collection of :data:`FULL_STUDY` in turn (each with its own
+    """``run_study`` on each collection of ``FULL_STUDY`` in turn (each with its own
     default numbers of known pairs unless ``config.known`` is set), results in
     ``config.out / <collection>``: ``{collection: results}``."""
     import dataclasses

@@ -12,12 +12,12 @@ object arrays are rejected rather than cast (NumPy would drop an imaginary part 
 and parse strings as numbers).
 
 Two message dialects exist for pairs, both kept because they are published, tested contracts:
-:func:`check_pairs` (alias ``validate_pairs``) and :func:`check_pair_array` speak of *rows*
+``check_pairs`` (alias ``validate_pairs``) and ``check_pair_array`` speak of *rows*
 (``pairs row 1: index 5 is out of range for n=5 entities``); the prediction and problem checks
 name the element (``pairs[1, 1] = 9 is not an entity index (n = 7): ...``).
 
-One module a kind of input (:mod:`.options`, :mod:`.arrays`, :mod:`.pairs`,
-:mod:`.covariance`); everything is imported from ``bayesrank.data.checks``. Layer 0: NumPy only.
+One module a kind of input (``options``, ``arrays``, ``pairs``,
+``covariance``); everything is imported from ``bayesrank.data.checks``. Layer 0: NumPy only.
 """
 
 from .arrays import (

@@ -167,9 +167,9 @@ def check_ranking_data(X, y, qid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The ``fit(X, y, qid)`` inputs of a ranking estimator, checked together.
 
     Args:
-        X: ``(n, d)`` features (:func:`check_features`), ``n >= 1``.
-        y: ``(n,)`` finite grades (:func:`check_grades`).
-        qid: ``(n,)`` query ids (:func:`check_query_ids`).
+        X: ``(n, d)`` features (``check_features``), ``n >= 1``.
+        y: ``(n,)`` finite grades (``check_grades``).
+        qid: ``(n,)`` query ids (``check_query_ids``).
 
     Returns:
         ``(X: (n, d) float64, y: (n,) float64, qid: (n,))``.

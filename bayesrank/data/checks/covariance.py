@@ -92,7 +92,7 @@ def check_problem(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The inputs of an inference engine (EP, NUTS): prior covariance, training pairs, pair mask.
 
-    ``K`` as in :func:`check_covariance`. Every pair, padded ones included, must hold entity
+    ``K`` as in ``check_covariance``. Every pair, padded ones included, must hold entity
     indices in ``[0, n)`` (padded pairs are still gathered inside compiled code); real pairs
     (``pair_mask`` True) must not be self-pairs. Duplicates and contradictions are allowed. With
     ``batched``, the pairs' leading axis must equal ``K``'s.

@@ -164,7 +164,7 @@ def check_choice(value, name: str, choices: Sequence):
 def check_representable(value, name: str, dtype) -> float:
     """A real option that ``dtype`` holds as a finite number and, unless it is 0, as a normal one.
 
-    For an option already checked (e.g. by :func:`check_float`) that is about to be cast to a
+    For an option already checked (e.g. by ``check_float``) that is about to be cast to a
     working dtype such as float32: a value that overflows there becomes ``inf``, and one below the
     smallest normal number (``finfo(dtype).tiny``) loses its precision or becomes 0, so e.g.
     ``1 / value`` is no longer finite. Returns ``value`` as a Python ``float``.

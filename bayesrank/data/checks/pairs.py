@@ -11,7 +11,7 @@ from .options import check_int
 
 
 class PairSummary(NamedTuple):
-    """The result of :func:`check_pairs` (``bayesrank.validate_pairs``).
+    """The result of ``check_pairs`` (``bayesrank.validate_pairs``).
 
     Attributes:
         pairs: ``(m, 2)`` int64 array, the input's rows in the input's order.
@@ -106,7 +106,7 @@ def check_pairs(pairs, n: int, name: str = "pairs") -> PairSummary:
         name: what to call ``pairs`` in error messages.
 
     Returns:
-        :class:`PairSummary` with the validated int64 pairs (same rows, same order) and counts.
+        ``PairSummary`` with the validated int64 pairs (same rows, same order) and counts.
     """
     n = check_int(n, "n")
     if n < 0:

@@ -2,25 +2,25 @@
 
 Every builder returns the adjacency of a weighted undirected graph over ``n`` entities, in entity
 order: a dense ``W: (n, n)`` float64 NumPy array that is symmetric, finite, non-negative and has a
-zero diagonal (:func:`validate_adjacency` checks exactly this). ``W[i, j] > 0`` is an edge of
+zero diagonal (``validate_adjacency`` checks exactly this). ``W[i, j] > 0`` is an edge of
 weight ``W[i, j]``; isolated entities (zero rows) and disconnected components are allowed. The
 graph kernels build the Laplacian ``D - W`` from it (Kersting & Xu 2009, eq. 2).
 
 What is here:
 
-* the check (:func:`validate_adjacency`, which is
-  :func:`bayesrank.data.checks.check_adjacency`) and conversion at the boundary
-  (``convert``: :func:`from_networkx`, :func:`to_networkx`; networkx is used only there);
-* similarity graphs (``similarity``): :func:`cosine_similarity_graph`, :func:`knn_sparsify`,
-  :func:`feature_similarity_graph`;
+* the check (``validate_adjacency``, which is
+  ``bayesrank.data.checks.check_adjacency``) and conversion at the boundary
+  (``convert``: ``from_networkx``, ``to_networkx``; networkx is used only there);
+* similarity graphs (``similarity``): ``cosine_similarity_graph``, ``knn_sparsify``,
+  ``feature_similarity_graph``;
 * relations projected from other structures (``relations``, Section 7 of the paper): directed
-  links as :func:`bibliographic_coupling` (the *linking* role), :func:`cocitation` (the *linked*
-  role), :func:`directed_roles` (both); bipartite memberships as :func:`bipartite_projection`,
-  :func:`bipartite_projection_from_pairs`; placebo relations, :func:`permute_graph`;
+  links as ``bibliographic_coupling`` (the *linking* role), ``cocitation`` (the *linked*
+  role), ``directed_roles`` (both); bipartite memberships as ``bipartite_projection``,
+  ``bipartite_projection_from_pairs``; placebo relations, ``permute_graph``;
 * dataset readers, apart: the OHSUMED keyword graph from the LETOR 3.0 ``Meta`` files
-  (``ohsumed``: :func:`read_ohsumed_meta`, :func:`ohsumed_term_vectors`,
-  :func:`ohsumed_keyword_graph`) and the HetRec 2011 MovieLens-2k movie relations (``hetrec``:
-  :func:`read_hetrec_memberships`, :func:`hetrec_relation_graph`, :func:`load_hetrec_relations`).
+  (``ohsumed``: ``read_ohsumed_meta``, ``ohsumed_term_vectors``,
+  ``ohsumed_keyword_graph``) and the HetRec 2011 MovieLens-2k movie relations (``hetrec``:
+  ``read_hetrec_memberships``, ``hetrec_relation_graph``, ``load_hetrec_relations``).
 
 Every name is importable from ``bayesrank.data.graphs`` itself.
 

@@ -31,7 +31,7 @@ def from_networkx(
         ``W: (n, n)`` with ``n = len(nodes)``.
 
     Raises:
-        ValueError: for a directed graph (use :func:`directed_roles` or :func:`cocitation` on its
+        ValueError: for a directed graph (use ``directed_roles`` or ``cocitation`` on its
             adjacency), a repeated entry of ``nodes``, an edge to a node not in ``nodes``, or a
             weight that is not a finite non-negative number (naming the edge).
     """
@@ -64,7 +64,7 @@ def to_networkx(W, nodes: Sequence[Hashable] | None = None) -> nx.Graph:
     """An undirected ``nx.Graph`` with every entity as a node and an edge where ``W[i, j] > 0``.
 
     Args:
-        W: ``(n, n)`` adjacency (checked with :func:`~bayesrank.data.checks.check_adjacency`).
+        W: ``(n, n)`` adjacency (checked with ``check_adjacency``).
         nodes: ``n`` distinct node labels in entity order; default ``range(n)``.
 
     Returns:

@@ -1,7 +1,7 @@
 """Movie relations of the HetRec 2011 MovieLens-2k data: shared directors, genres, countries, tags.
 
 Each relation file lists ``(movieID, other)`` memberships; projected onto a given list of movies
-(:func:`~bayesrank.data.graphs.relations.bipartite_projection_from_pairs`) it is a relation graph.
+(``bipartite_projection_from_pairs``) it is a relation graph.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def _hetrec_file(data_dir: Path, name: str) -> Path:
 def read_hetrec_memberships(data_dir: str | os.PathLike, relation: str) -> list[tuple[int, str]]:
     """``(movieID, other)`` pairs of one HetRec relation, in file order.
 
-    Reads ``<data_dir>/<file>[.gz]`` (see :data:`HETREC_RELATIONS`): Latin-1, tab-separated, LF
+    Reads ``<data_dir>/<file>[.gz]`` (see ``HETREC_RELATIONS``): Latin-1, tab-separated, LF
     or CRLF. A first line starting with ``movieID`` is a header and skipped (the original files
     have one for directors and genres, none for countries and tags). Further columns (director
     name, tag weight) are not used: ``movie_tags.dat``'s tagWeight is ignored.
@@ -95,7 +95,7 @@ def hetrec_relation_graph(
     Args:
         data_dir: the ``hetrec2011-movielens-2k`` directory.
         movie_ids: ``n`` distinct MovieLens movie ids (integers), in entity order.
-        relation: a key of :data:`HETREC_RELATIONS`.
+        relation: a key of ``HETREC_RELATIONS``.
 
     Returns:
         ``W: (n, n)``.
@@ -110,5 +110,5 @@ def load_hetrec_relations(
     movie_ids: Sequence[int],
     relations: Iterable[str] = tuple(HETREC_RELATIONS),
 ) -> dict[str, np.ndarray]:
-    """Several :func:`hetrec_relation_graph` s at once: relation name -> ``W: (n, n)``."""
+    """Several ``hetrec_relation_graph`` s at once: relation name -> ``W: (n, n)``."""
     return {name: hetrec_relation_graph(data_dir, movie_ids, name) for name in relations}

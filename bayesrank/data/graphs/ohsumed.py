@@ -1,8 +1,8 @@
 """The OHSUMED keyword graph of Kersting & Xu (Section 6), from the LETOR 3.0 ``Meta`` files.
 
-:func:`read_ohsumed_meta` parses one ``Meta/query-<qid>.xml[.gz]`` (the query's terms, and each
-judged document's term frequencies per stream); :func:`ohsumed_term_vectors` turns it into vectors
-and :func:`ohsumed_keyword_graph` into the cosine-similarity graph of the documents.
+``read_ohsumed_meta`` parses one ``Meta/query-<qid>.xml[.gz]`` (the query's terms, and each
+judged document's term frequencies per stream); ``ohsumed_term_vectors`` turns it into vectors
+and ``ohsumed_keyword_graph`` into the cosine-similarity graph of the documents.
 """
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ def ohsumed_term_vectors(meta: OhsumedMeta, stream: int = 3, weighting: str = "t
         meta: a parsed Meta file.
         stream: 1 = title, 2 = abstract, 3 = title + abstract.
         weighting: ``"tf"`` (default: raw term frequencies) or ``"tfidf"``: ``tf * idf`` with
-            ``idf_t = log(N / df_t)``, ``N`` = :data:`OHSUMED_COLLECTION_SIZE` and ``df_t`` the
+            ``idf_t = log(N / df_t)``, ``N`` = ``OHSUMED_COLLECTION_SIZE`` and ``df_t`` the
             collection document frequency of the term in that stream (``idf_t = 0`` where
             ``df_t = 0``: the term occurs in no document's stream, so its ``tf`` is 0 as well).
 
@@ -187,8 +187,8 @@ def ohsumed_keyword_graph(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The OHSUMED document graph of Kersting & Xu (Section 6): cosine similarity of keywords.
 
-    The documents' query-term vectors (:func:`ohsumed_term_vectors`) go through
-    :func:`cosine_similarity_graph`. Only the query's own terms are known (LETOR ships no full
+    The documents' query-term vectors (``ohsumed_term_vectors``) go through
+    ``cosine_similarity_graph``. Only the query's own terms are known (LETOR ships no full
     document text), so documents containing none of them in the stream are isolated.
 
     Args:

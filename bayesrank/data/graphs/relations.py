@@ -89,8 +89,8 @@ def directed_roles(A) -> tuple[np.ndarray, np.ndarray]:
 
     Returns:
         ``(W_linking, W_linked)``, both ``(n, n)``: ``W_linking = A A^T`` off the diagonal
-        (:func:`bibliographic_coupling`: linking to the same pages) and ``W_linked = A^T A``
-        off the diagonal (:func:`cocitation`: linked by the same pages).
+        (``bibliographic_coupling``: linking to the same pages) and ``W_linked = A^T A``
+        off the diagonal (``cocitation``: linked by the same pages).
     """
     return bibliographic_coupling(A), cocitation(A)
 
@@ -116,7 +116,7 @@ def bipartite_projection(B, binary: bool = False) -> np.ndarray:
 
 
 class Projection(NamedTuple):
-    """The result of :func:`bipartite_projection_from_pairs`.
+    """The result of ``bipartite_projection_from_pairs``.
 
     Attributes:
         W: ``(n, n)`` projected adjacency over the given entities.
@@ -133,13 +133,13 @@ def bipartite_projection_from_pairs(
     memberships: Iterable[tuple[Hashable, Hashable]],
     binary: bool = False,
 ) -> Projection:
-    """:func:`bipartite_projection` of a membership list, over a given entity order.
+    """``bipartite_projection`` of a membership list, over a given entity order.
 
     Memberships are a set: a repeated ``(entity_id, other_id)`` pair counts once, so
     ``W[i, j]`` is the number of distinct others shared by entities ``i`` and ``j`` (or 1 with
     ``binary``). Ids are compared with ``==`` and hashing (``1`` and ``"1"`` differ). Entities
     without memberships are isolated; pairs of entities not in ``entity_ids`` are ignored and
-    counted in :attr:`Projection.n_ignored`.
+    counted in ``Projection.n_ignored``.
 
     Args:
         entity_ids: ``n`` distinct entity ids, in entity order.
@@ -147,7 +147,7 @@ def bipartite_projection_from_pairs(
         binary: give every edge weight 1.
 
     Returns:
-        :class:`Projection` ``(W, n_ignored)``, ``W: (n, n)``.
+        ``Projection`` ``(W, n_ignored)``, ``W: (n, n)``.
     """
     index = check_distinct(entity_ids, "nodes")
     members: dict[Hashable, set[int]] = {}

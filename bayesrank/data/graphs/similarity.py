@@ -44,7 +44,7 @@ def cosine_similarity_graph(V, k: int | None = None, threshold: float = 0.0) -> 
     (a graph weight must be non-negative; "dissimilar" is treated as "unrelated"). A row of zero
     norm has similarity 0 to everything, so its entity is isolated. Weights ``<= threshold`` are
     then dropped, and always those ``<= COSINE_ATOL = 1e-12`` (the rounding noise of orthogonal
-    vectors). Finally, if ``k`` is given, the graph is sparsified with :func:`knn_sparsify` (the
+    vectors). Finally, if ``k`` is given, the graph is sparsified with ``knn_sparsify`` (the
     "or" rule, ties by index).
 
     Args:
@@ -76,7 +76,7 @@ def feature_similarity_graph(X, k: int | None = 10) -> np.ndarray:
     Each column of ``X`` is centred and scaled to unit standard deviation within the given rows
     (one query's documents), so that every feature counts equally and the similarity is not
     dominated by features with a large range; constant columns become 0. Then
-    :func:`cosine_similarity_graph` with ``k`` neighbours (negative similarities clipped to 0).
+    ``cosine_similarity_graph`` with ``k`` neighbours (negative similarities clipped to 0).
 
     Args:
         X: ``(n, d)`` finite features of one query's documents.

@@ -9,18 +9,18 @@ positive definite.
 
 The package, one concept a module:
 
-- :mod:`.sites`: :class:`Sites`, moment matching, the sparse ``S = A^T diag(tau) A``;
-- :mod:`.factor`: the posterior from a root ``K = M M^T`` and ``B = I + M^T S M`` (eigenvalues
-  >= 1), :func:`posterior_moments`, :func:`posterior_from_sites`;
-- :mod:`.state`: :class:`EPState`, sequential and parallel sweeps, the damping rule;
-- :mod:`.acceleration`: Anderson mixing of parallel sweeps;
-- :mod:`.loop`: :func:`init` / :func:`step` (BlackJAX-style: a loop of ``step`` over the state is
-  the algorithm) and :func:`iterate`;
-- :mod:`.precision`: the float32-then-float64 wrapper;
-- :mod:`.run`: :func:`run`, ``iterate(init(...))`` with the wrappers;
-- :mod:`.evidence`: :func:`log_evidence` with its closed-form gradient in ``K``;
-- :mod:`.fit`: :func:`fit` (the core, and the validated, bucketed, jitted façade) and
-  :class:`EPPosterior`, which predicts (:mod:`bayesrank.inference.posterior`).
+- ``sites``: ``Sites``, moment matching, the sparse ``S = A^T diag(tau) A``;
+- ``factor``: the posterior from a root ``K = M M^T`` and ``B = I + M^T S M`` (eigenvalues
+  >= 1), ``posterior_moments``, ``posterior_from_sites``;
+- ``state``: ``EPState``, sequential and parallel sweeps, the damping rule;
+- ``acceleration``: Anderson mixing of parallel sweeps;
+- ``loop``: ``init`` / ``step`` (BlackJAX-style: a loop of ``step`` over the state is
+  the algorithm) and ``iterate``;
+- ``precision``: the float32-then-float64 wrapper;
+- ``run``: ``run``, ``iterate(init(...))`` with the wrappers;
+- ``evidence``: ``log_evidence`` with its closed-form gradient in ``K``;
+- ``fit``: ``fit`` (the core, and the validated, bucketed, jitted façade) and
+  ``EPPosterior``, which predicts (``bayesrank.inference.posterior``).
 
 Uninformative pairs: if the prior variance of ``d_s`` is zero (relative to ``K_ii + K_jj``, below
 100 machine epsilons), e.g. two documents with identical features under an attribute-only kernel,

@@ -4,9 +4,9 @@ Parallel EP is a fixed-point iteration ``x = T(x)`` on the sites; where it conve
 linearly, as at large kernel scales, Anderson mixing of depth 2 (Walker & Ni 2011) shortens the
 path to the same fixed points (on OHSUMED queries at a fitted prior: 12-14 sweeps where plain
 EP took 18-39). The state carries the history (``EPState.history``), so an accelerated state
-stepped in a loop of the user's own behaves as :func:`bayesrank.inference.ep.run`.
+stepped in a loop of the user's own behaves as ``bayesrank.inference.ep.run``.
 
-With a ``residual_tol``, a sweep whose moment-matching residual (:func:`.state.parallel_sweep`)
+With a ``residual_tol``, a sweep whose moment-matching residual (``state.parallel_sweep``)
 is below it keeps the state as it is, with that residual as its ``max_change``, and does no
 refactorisation: a warm start near the fixed point costs no factorisation beyond the first.
 """

@@ -1,13 +1,13 @@
 """The Gaussian ``N(0, K) prod_s site_s`` in factored form, never inverting ``K``.
 
 Posterior ``q = N(mu, Sigma)``, ``Sigma = (K^-1 + S)^-1``, ``mu = Sigma eta`` (``S``, ``eta``:
-:mod:`.sites`). With a root ``K = M M^T`` (:func:`bayesrank.linalg.prior_root`, once per fit) and
+``sites``). With a root ``K = M M^T`` (``bayesrank.linalg.prior_root``, once per fit) and
 ``B = I + M^T S M = L_B L_B^T`` (eigenvalues >= 1, so its Cholesky always succeeds):
 
     Sigma = U U^T,   U = M L_B^-T,   log|I + K S| = log|B| = 2 sum log diag(L_B).
 
 A sweep costs one ``n^3`` product (``M^T (S M)``, with ``S M`` sparse), one Cholesky and one
-triangular solve. :func:`posterior_from_sites` is the differentiable form in ``K`` itself.
+triangular solve. ``posterior_from_sites`` is the differentiable form in ``K`` itself.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def dense(K) -> jax.Array:
 def _diagonal_B(r, pairs, tau, size: int) -> jax.Array:
     """The lower triangle of ``B = I + R S R``, ``R = diag(r)``, by O(m) scatter (``S`` sparse).
 
-    Built as ``(size, size)`` with an identity block beyond ``n`` (:func:`blocked_size`, so the
+    Built as ``(size, size)`` with an identity block beyond ``n`` (``blocked_size``, so the
     triangular inverse needs no padded copy).
     """
     i, j = pairs[:, 0], pairs[:, 1]
@@ -111,9 +111,9 @@ def posterior_from_sites(K, pairs, sites: Sites, pair_mask=None):
 def posterior_moments(K, pairs, sites: Sites, pair_mask=None):
     """``(mean: (n,), cov: (n, n))`` of ``N(0, K) prod_s site_s`` through ``K``'s root.
 
-    As the EP loop computes them (:func:`~bayesrank.linalg.prior_root`, ``B = I + M^T S M``): for
+    As the EP loop computes them (``prior_root``, ``B = I + M^T S M``): for
     reading a posterior off given sites, e.g. at entities that EP left out. Not for
-    differentiation (:func:`posterior_from_sites` is).
+    differentiation (``posterior_from_sites`` is).
     """
     K = jnp.asarray(K)
     pairs = jnp.asarray(pairs)
@@ -127,7 +127,7 @@ def predict_new(mean, cov, pairs, sites: Sites, K_cross, K_new, pair_mask=None):
 
     ``mean, cov``: the EP posterior on the ``n`` training entities; ``pairs``, ``sites``,
     ``pair_mask``: the training pairs and their sites; ``K_cross: (n, p)``, ``K_new: (p, p)``:
-    prior covariances with and of the new entities (:func:`bayesrank.predict.predict_new`).
+    prior covariances with and of the new entities (``bayesrank.predict.predict_new``).
     """
     S, eta = site_precision(mean.shape[0], pairs, sites, pair_mask)
     return _predict_new(mean, cov, S, eta, K_cross, K_new)

@@ -1,11 +1,11 @@
 """``fit``: EP to convergence, the posterior ``(mean, cov)``, the EP evidence and diagnostics.
 
-:func:`fit` is both the pure core and the user's façade:
+``fit`` is both the pure core and the user's façade:
 
 - on traced inputs (inside a caller's ``jit``, ``vmap`` or ``grad``) it is the plain function
-  (:func:`fit_core`), to compose freely;
+  (``fit_core``), to compose freely;
 - on concrete inputs it checks them (a ``ValueError`` names the entry at fault), pads ``K`` and
-  the pairs to size buckets (:func:`bayesrank.data.batch.bucket_size`: padded entities get a
+  the pairs to size buckets (``bayesrank.data.batch.bucket_size``: padded entities get a
   decoupled unit prior, padded pairs a zero site, which leaves the real entities' posterior as
   it is), runs one module-level jitted program and slices the result back on the host. A second
   call with shapes in the same buckets compiles nothing; only the schedule, precision,
@@ -67,12 +67,12 @@ class _EPPosteriorFields(NamedTuple):
 
 
 class EPPosterior(_EPPosteriorFields, GaussianPosterior):
-    """Result of :func:`fit`: the Gaussian posterior of ``xi_hat`` and diagnostics.
+    """Result of ``fit``: the Gaussian posterior of ``xi_hat`` and diagnostics.
 
     ``mean: (n,)``, ``cov: (n, n)``, ``log_evidence`` (the EP evidence), ``sites``
-    (:class:`Sites`, ``(m,)`` each), ``n_iter`` (sweeps), ``converged``, ``max_change``,
-    ``n_skipped``, ``n_clipped``, ``n_uninformative`` (see :mod:`bayesrank.inference.ep`).
-    Predicts through :class:`~bayesrank.inference.posterior.GaussianPosterior`
+    (``Sites``, ``(m,)`` each), ``n_iter`` (sweeps), ``converged``, ``max_change``,
+    ``n_skipped``, ``n_clipped``, ``n_uninformative`` (see ``bayesrank.inference.ep``).
+    Predicts through ``GaussianPosterior``
     (``predict_pairs``, ``probability_matrix``, ``scores``, ``rank``); batched results (a
     leading query axis) predict per query.
     """
@@ -83,9 +83,9 @@ class EPPosterior(_EPPosteriorFields, GaussianPosterior):
 def fit_core(
     K, pairs, *, tol=None, rtol=None, sites=None, pair_mask=None, **options
 ) -> EPPosterior:
-    """:func:`fit` as a pure function (no checks, no padding, no jit): see :func:`fit`.
+    """``fit`` as a pure function (no checks, no padding, no jit): see ``fit``.
 
-    ``options``: :func:`run`'s settings (``max_iter``, ``damping``, ``adapt_damping``,
+    ``options``: ``run``'s settings (``max_iter``, ``damping``, ``adapt_damping``,
     ``schedule``, ``precision``, ``accelerate``, ``residual_stop``).
     """
     K = jnp.asarray(K)
@@ -139,9 +139,9 @@ def fit(
         pairs: ``(m, 2)`` int, row ``(i, j)`` meaning *i is preferred to j*.
         max_iter, tol, rtol: at most ``max_iter`` sweeps; converged when no marginal mean or
             standard deviation moved by ``max(tol, rtol * sqrt(max_i K_ii))`` or more in the last
-            sweep (:func:`~bayesrank.inference.ep.loop.convergence_tol`: relative to the prior sd
+            sweep (``convergence_tol``: relative to the prior sd
             where that exceeds 1, as round-off is). ``tol`` defaults to 1e-6 in float64 and 1e-3
-            in float32 (:func:`default_tol`), ``rtol`` to ``tol``; ``rtol=0`` is an absolute
+            in float32 (``default_tol``), ``rtol`` to ``tol``; ``rtol=0`` is an absolute
             test.
         damping: the first sweep's step fraction in ``(0, 1]``; with ``adapt_damping`` (default)
             halved whenever the marginals' largest change shrinks by less than a factor 0.9 from one
@@ -150,18 +150,18 @@ def fit(
         sites: warm start (e.g. the previous EM iteration's sites).
         pair_mask: ``(m,)`` bool, False for padded pairs.
         precision: ``"full"``, or ``"mixed"``: float64 EP whose first sweeps run in float32
-            (:func:`run`); the same fixed point, 25-35% faster on a CPU at ``n = 1000``.
-        accelerate: Anderson mixing of the parallel sweeps' sites (:func:`run`); the same
+            (``run``); the same fixed point, 25-35% faster on a CPU at ``n = 1000``.
+        accelerate: Anderson mixing of the parallel sweeps' sites (``run``); the same
             fixed point in fewer sweeps where plain EP converges slowly.
         residual_stop: with ``accelerate``, also stop when a sweep's moment-matching residual is
-            below ``tol``, before refactorising (:func:`run`); ``converged`` then reports it.
+            below ``tol``, before refactorising (``run``); ``converged`` then reports it.
 
     ``log_evidence`` is differentiable with respect to ``K`` (the EP loop runs on
     ``stop_gradient(K)`` and the evidence is evaluated at the converged sites, whose own gradient
     vanishes at a fixed point). ``mean`` and ``cov`` are the loop's (not differentiated).
 
     Called on concrete arrays, ``fit`` validates them and runs a cached compiled program at
-    bucketed shapes (module docstring); under a caller's transformation it is :func:`fit_core`.
+    bucketed shapes (module docstring); under a caller's transformation it is ``fit_core``.
     """
     warn_if_float32("ep.fit")
     options = dict(
@@ -187,7 +187,7 @@ def fit(
 #: The most sweeps a caller may ask for: the loop's counter is an int32.
 MAX_ITER_LIMIT = 2**31 - 1
 
-#: What a :class:`~bayesrank.diagnostics.ConvergenceWarning` from EP advises.
+#: What a ``ConvergenceWarning`` from EP advises.
 EP_ADVICE = (
     "the posterior is the last sweep's (converged=False, max_change says how far); raise "
     "max_iter, or try accelerate=True or schedule='sequential'"
@@ -302,7 +302,7 @@ def pad_pairs(pairs: np.ndarray, pair_mask, sites, dtype):
 
 def loop_settings(max_iter, tol, damping, dtype) -> tuple[np.ndarray, ...]:
     """``(max_iter, tol, damping)`` as host arrays (traced by the jitted programs: changing them
-    compiles nothing); ``tol=None`` is :func:`default_tol`."""
+    compiles nothing); ``tol=None`` is ``default_tol``."""
     tol = default_tol(dtype) if tol is None else tol
     return np.asarray(max_iter, np.int32), np.asarray(tol, dtype), np.asarray(damping, dtype)
 
@@ -340,7 +340,7 @@ def unpad_posterior(post: EPPosterior, n: int, m: int) -> EPPosterior:
 
 
 def validate_problem(K, pairs) -> None:
-    """Host-side checks before EP (:mod:`bayesrank.data.checks`): ``K`` square ``(n, n)`` or a
+    """Host-side checks before EP (``bayesrank.data.checks``): ``K`` square ``(n, n)`` or a
     diagonal ``(n,)``, real, finite, symmetric, with a non-negative diagonal and no 2x2 minor
     that breaks positive semi-definiteness; pairs integer, in range, no self-pairs.
 

@@ -2,9 +2,9 @@
 
 ``init`` decides the active pairs, factorises ``K`` once and (``accelerate=True``) starts the
 Anderson history; ``step`` is one sweep (plain, or Anderson-mixed where the state carries a
-history); :func:`iterate` repeats ``step`` in a ``lax.while_loop`` until no marginal mean or
+history); ``iterate`` repeats ``step`` in a ``lax.while_loop`` until no marginal mean or
 standard deviation moves by ``tol`` or more. A user's own loop over ``step`` (``lax.scan``,
-``fori_loop``) therefore runs exactly the sweeps that :func:`~bayesrank.inference.ep.run` runs:
+``fori_loop``) therefore runs exactly the sweeps that ``run`` runs:
 
     state = ep.init(K, pairs, accelerate=True)
     state = jax.lax.fori_loop(0, 30, lambda _, s: ep.step(s, pairs), state)
@@ -34,7 +34,7 @@ def default_tol(dtype) -> float:
 def convergence_tol(K, tol=None, rtol=None) -> jax.Array:
     """The threshold on a sweep's largest change: ``max(tol, rtol * sqrt(max_i K_ii))``.
 
-    ``tol`` defaults to :func:`default_tol`, ``rtol`` to ``tol`` (so the default threshold is
+    ``tol`` defaults to ``default_tol``, ``rtol`` to ``tol`` (so the default threshold is
     ``tol * max(1, largest prior sd)``). The relative part matters only where the
     prior sd exceeds 1: at a kernel scale ``s`` the marginals are ``O(sqrt s)`` and round-off
     moves them by ``O(eps sqrt s cond)``, so an absolute 1e-6 is out of reach at ``s = 1e8``
@@ -64,12 +64,12 @@ def init(
 
     Args:
         K: ``(n, n)`` prior covariance of ``xi_hat`` (padded entities already decoupled, e.g. by
-            :func:`~bayesrank.kernels.xpgp.mask_covariance`), or its diagonal ``(n,)`` for a
-            diagonal prior. Factorised here, once (:func:`bayesrank.linalg.prior_root`).
+            ``mask_covariance``), or its diagonal ``(n,)`` for a
+            diagonal prior. Factorised here, once (``bayesrank.linalg.prior_root``).
         pairs: ``(m, 2)`` int, row ``(i, j)`` = *i preferred to j*.
         sites: optional warm start; ``pair_mask: (m,)`` bool, False for padded pairs (zero site).
         damping: the first sweep's step fraction in ``(0, 1]``.
-        accelerate: carry the Anderson history (:mod:`.acceleration`), so that :func:`step`
+        accelerate: carry the Anderson history (``acceleration``), so that ``step``
             mixes each parallel sweep's sites with the two before.
     """
     state = init_plain(K, pairs, sites, pair_mask, damping=damping)
@@ -123,7 +123,7 @@ def iterate(
     residual_tol=None,
     cond=None,
 ) -> EPState:
-    """:func:`step` in a ``lax.while_loop`` until the largest change of a marginal mean or sd
+    """``step`` in a ``lax.while_loop`` until the largest change of a marginal mean or sd
     is below ``tol`` (both may be traced) or ``max_iter`` sweeps have been done in all.
 
     ``cond(state) -> bool`` (optional) must also hold for the loop to go on.

@@ -39,7 +39,7 @@ def cast(tree, dtype):
 
 
 def run_mixed(K, pairs, sites, pair_mask, *, tol, max_iter, damping, accelerate, **settings):
-    """:func:`~bayesrank.inference.ep.run` with ``precision="mixed"`` (module docstring).
+    """``run`` with ``precision="mixed"`` (module docstring).
 
     ``settings``: ``schedule``, ``adapt_damping``, ``residual_tol`` (the float64 sweeps only).
     """

@@ -1,5 +1,5 @@
-"""``run``: EP from ``init`` to convergence, a builder over :func:`.loop.init` and
-:func:`.loop.step` with the acceleration and precision wrappers. Pure: jit, vmap and nest it."""
+"""``run``: EP from ``init`` to convergence, a builder over ``loop.init`` and
+``loop.step`` with the acceleration and precision wrappers. Pure: jit, vmap and nest it."""
 
 from __future__ import annotations
 
@@ -37,19 +37,19 @@ def run(
     accelerate: bool = False,
     residual_stop=False,
 ) -> EPState:
-    """Iterate :func:`~bayesrank.inference.ep.step` until the marginals change by less than
+    """Iterate ``step`` until the marginals change by less than
     ``tol`` or ``max_iter`` sweeps: ``iterate(init(K, pairs, ...), pairs, ...)``.
 
     ``damping`` is the first sweep's step fraction; with ``adapt_damping`` it is halved whenever
-    the marginals' largest change shrinks by less than a factor 0.9 (:mod:`.state`). The loop is
-    a ``lax.while_loop``: use :func:`~bayesrank.inference.ep.fit` (or
-    :func:`~bayesrank.inference.ep.log_evidence`) to differentiate. ``max_iter``, ``tol`` and
+    the marginals' largest change shrinks by less than a factor 0.9 (``state``). The loop is
+    a ``lax.while_loop``: use ``fit`` (or
+    ``log_evidence``) to differentiate. ``max_iter``, ``tol`` and
     ``damping`` may be traced.
 
-    ``precision="mixed"`` (float64 input): the first sweeps in float32 (:mod:`.precision`).
+    ``precision="mixed"`` (float64 input): the first sweeps in float32 (``precision``).
 
     ``accelerate=True`` (parallel schedule): each sweep's new sites are Anderson-mixed with the
-    two before (:mod:`.acceleration`): the same fixed points in fewer sweeps where parallel EP
+    two before (``acceleration``): the same fixed points in fewer sweeps where parallel EP
     converges slowly and linearly, as at large kernel scales.
 
     ``residual_stop`` (needs ``accelerate``; a bool, may be traced): also stop, before

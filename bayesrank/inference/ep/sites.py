@@ -6,7 +6,7 @@ The probit likelihood of pair ``s = (i, j)`` depends on ``d_s = a_s^T xi_hat`` o
     site_s(xi_i, xi_j) ∝ exp(-1/2 tau_s d_s^2 + nu_s d_s),
     precision_s = tau_s [[1, -1], [-1, 1]],   shift_s = nu_s [1, -1].
 
-:class:`Sites` stores ``(tau, nu)`` per pair; :func:`site_natural_parameters` gives the 2x2 /
+``Sites`` stores ``(tau, nu)`` per pair; ``site_natural_parameters`` gives the 2x2 /
 2-vector form. Summed over pairs, ``S = A^T diag(tau) A`` and ``eta = A^T nu`` (``A``'s rows are
 ``a_s``); ``S`` is applied sparsely, in ``O(m n)``.
 

@@ -1,7 +1,7 @@
 """EP's iteration state, its initialisation and one plain sweep (sequential or parallel).
 
-A sweep updates every site from the current posterior marginals (:func:`.sites.new_sites`),
-then refactorises the posterior from the new sites (:func:`.factor.from_root`):
+A sweep updates every site from the current posterior marginals (``sites.new_sites``),
+then refactorises the posterior from the new sites (``factor.from_root``):
 
 - ``"sequential"``: one site at a time, with a rank-one update of ``(mu, Sigma)`` inside
   ``lax.scan`` (the paper's scheme);
@@ -23,8 +23,8 @@ rejecting the growing sweep were all slower on such problems; a given damping be
 fixed.)
 
 The state carries ``active``, the pairs that take part: valid (``pair_mask``) and informative
-(:func:`.sites.informative_pairs`, decided once from ``K`` by :func:`init`), so a loop of
-:func:`bayesrank.inference.ep.step` over the state behaves as :func:`bayesrank.inference.ep.run`.
+(``sites.informative_pairs``, decided once from ``K`` by ``init``), so a loop of
+``bayesrank.inference.ep.step`` over the state behaves as ``bayesrank.inference.ep.run``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """NUTS (NumPyro) for the XPGP preference model: the gold standard that EP is measured against.
 
-Model (the same as :mod:`bayesrank.inference.ep`; DESIGN notation): ``xi_hat ~ N(0, K)`` and,
+Model (the same as ``bayesrank.inference.ep``; DESIGN notation): ``xi_hat ~ N(0, K)`` and,
 for every observed pair ``(i, j)``, the likelihood ``Phi(xi_hat_i - xi_hat_j)``. NUTS samples it
 in the whitened parameterisation
 
@@ -11,36 +11,36 @@ whose prior is isotropic, so one step size fits every direction and the chains m
 
 Two models:
 
-- :func:`whitened_model` (fixed hyperparameters): ``L`` is a PSD root of ``K`` from ``eigh`` with
-  negative round-off eigenvalues clipped to zero (:func:`bayesrank.linalg.psd_root`). It
+- ``whitened_model`` (fixed hyperparameters): ``L`` is a PSD root of ``K`` from ``eigh`` with
+  negative round-off eigenvalues clipped to zero (``bayesrank.linalg.psd_root``). It
   needs no jitter, so a singular ``K`` (OHSUMED holds duplicate documents) is fine: the ``z``
   directions in ``K``'s null space do not move ``xi_hat`` and are sampled from their prior.
-- :func:`xpgp_model` (fully Bayesian): a normal prior on each trainable hyperparameter's
+- ``xpgp_model`` (fully Bayesian): a normal prior on each trainable hyperparameter's
   *unconstrained* value (``bayesrank.kernels.params``), i.e. a log-normal prior on a positive
   scale, centred on the given prior's values; ``K`` is rebuilt inside the model by the XPGP prior
-  code (:meth:`~bayesrank.kernels.xpgp.XPGP.covariance`) and factored by a Cholesky of
+  code (``covariance``) and factored by a Cholesky of
   ``K + eps I`` with ``eps`` = 1e-6 (float64) or 1e-4 (float32), the nugget of
-  :func:`bayesrank.learning.expected_log_prior`. That nugget is the one difference from the EP
+  ``bayesrank.learning.expected_log_prior``. That nugget is the one difference from the EP
   model at the same hyperparameters.
 
 Sampling uses NumPyro's functional NUTS (``numpyro.infer.hmc.hmc``) on the potential energy of
 the NumPyro model (``numpyro.infer.util.potential_energy``): the sampler runs exactly the model
 above. Warm-up (step size by dual averaging, diagonal or dense mass matrix by Welford, NumPyro's
 windowed schedule) and sampling are ``lax`` loops of NumPyro's ``sample_kernel``; chains are
-``vmap``-ped. :func:`sample_batch` ``vmap``s the whole single-query sampler over a padded batch
+``vmap``-ped. ``sample_batch`` ``vmap``s the whole single-query sampler over a padded batch
 of queries, so many queries run in one compiled call and query ``b`` gets exactly the draws of
 ``sample(keys[b], ...)`` with ``keys = jax.random.split(key, B)``.
 
-Padding (as in :mod:`bayesrank.data.batch`): padded entities have a decoupled unit prior row
-(:func:`~bayesrank.kernels.xpgp.mask_covariance`) and padded pairs (``pair_mask = False``) add
+Padding (as in ``bayesrank.data.batch``): padded entities have a decoupled unit prior row
+(``mask_covariance``) and padded pairs (``pair_mask = False``) add
 zero log-likelihood, so a padded problem has the same posterior on its real entities.
 
-Results (:class:`NUTSPosterior`) carry the draws of ``xi_hat`` (chains kept apart), their mean and
+Results (``NUTSPosterior``) carry the draws of ``xi_hat`` (chains kept apart), their mean and
 covariance, and NumPyro's own diagnostics: split R-hat and effective sample size per entity (and
 per hyperparameter), divergences and acceptance per chain. Prediction from draws (module
-functions :func:`predict_pairs`, :func:`probability_matrix`, :func:`entity_scores` from
-:mod:`bayesrank.predict`, and the same methods on :class:`NUTSPosterior`, the shared face of
-:mod:`bayesrank.inference.posterior`):
+functions ``predict_pairs``, ``probability_matrix``, ``entity_scores`` from
+``bayesrank.predict``, and the same methods on ``NUTSPosterior``, the shared face of
+``bayesrank.inference.posterior``):
 
     prob       = (1/S) sum_t Phi(xi_i^(t) - xi_j^(t))            (the posterior predictive),
     delta_mean = sample mean of xi_i - xi_j,   delta_var = its sample variance (ddof 0).
@@ -48,10 +48,10 @@ functions :func:`predict_pairs`, :func:`probability_matrix`, :func:`entity_score
 Under a Gaussian posterior ``E[Phi(d)] = Phi(delta_mu / sqrt(1 + delta_var))`` (Eq. 13-14), which
 is what EP reports: the two ``prob`` are the same quantity and are compared directly.
 
-The package: :mod:`.models` (the NumPyro models), :mod:`.sampler` (chains, settings,
-diagnostics, :class:`NUTSPosterior`), and here the entry points. Every entry point takes the
-sampler's settings as keywords (:class:`NUTSSettings`: only counts and flags are static) and
-checks its inputs (:mod:`bayesrank.data.checks`).
+The package: ``models`` (the NumPyro models), ``sampler`` (chains, settings,
+diagnostics, ``NUTSPosterior``), and here the entry points. Every entry point takes the
+sampler's settings as keywords (``NUTSSettings``: only counts and flags are static) and
+checks its inputs (``bayesrank.data.checks``).
 """
 
 from __future__ import annotations
@@ -132,12 +132,12 @@ def sample(key, K, pairs, *, pair_mask=None, **options) -> NUTSPosterior:
             ``linalg.psd_root``, ``eigh`` with clipped eigenvalues, no jitter).
         pairs: ``(m, 2)`` int, row ``(i, j)`` = *i preferred to j*.
         pair_mask: ``(m,)`` bool, False for padded pairs.
-        options: the sampler's settings (:class:`NUTSSettings`: ``num_warmup``,
+        options: the sampler's settings (``NUTSSettings``: ``num_warmup``,
             ``num_samples``, ``num_chains``, ``target_accept_prob``, ``max_tree_depth``,
             ``dense_mass``, ``init_radius``).
 
     Returns:
-        :class:`NUTSPosterior` with draws ``(num_chains, num_samples, n)`` and diagnostics.
+        ``NUTSPosterior`` with draws ``(num_chains, num_samples, n)`` and diagnostics.
     """
     settings = settings_from(options)
     check_key(key)
@@ -152,11 +152,11 @@ def sample(key, K, pairs, *, pair_mask=None, **options) -> NUTSPosterior:
 
 
 def sample_problem(key, prior, problem, **options) -> NUTSPosterior:
-    """:func:`sample` on a :class:`~bayesrank.data.problem.PreferenceProblem` under an XPGP prior.
+    """``sample`` on a ``PreferenceProblem`` under an XPGP prior.
 
     ``K = prior.covariance(problem.X, prior.prepare(problem.relations))`` at the prior's fixed
-    hyperparameters (the ``K`` that :meth:`bayesrank.model.XPGPModel.fit` gives EP);
-    ``options`` as in :func:`sample`.
+    hyperparameters (the ``K`` that ``bayesrank.model.XPGPModel.fit`` gives EP);
+    ``options`` as in ``sample``.
     """
     warn_if_float32("nuts.sample_problem")
     if not isinstance(problem, PreferenceProblem):
@@ -182,21 +182,21 @@ def _sample_batch(keys, K, pairs, pair_mask, tuning, settings, method):
 
 
 def sample_batch(key, K, pairs, *, pair_mask=None, method: str = "vmap", **options):
-    """NUTS for ``B`` padded queries in one compiled call (``vmap`` of :func:`sample`'s core).
+    """NUTS for ``B`` padded queries in one compiled call (``vmap`` of ``sample``'s core).
 
     Args:
         K: ``(B, n, n)`` prior covariances with padded entities decoupled
-            (:func:`bayesrank.parallel.covariances` of a padded batch does that).
+            (``bayesrank.parallel.covariances`` of a padded batch does that).
         pairs: ``(B, m, 2)``; pair_mask: ``(B, m)`` bool (``ProblemBatch.pair_mask``).
         method: ``"vmap"`` (all queries' chains advance in lock step: the form for accelerators;
             each NUTS iteration waits for the longest trajectory in the batch) or ``"map"``
             (``lax.map``: queries one after another inside the same compiled call; on a CPU this
             wastes no work, see ``benchmarks/README.md``).
-        options: as in :func:`sample`.
+        options: as in ``sample``.
 
     Query ``b`` uses the key ``jax.random.split(key, B)[b]`` and gets the same draws as
     ``sample(that key, K[b], pairs[b], pair_mask=pair_mask[b], ...)``. Returns one
-    :class:`NUTSPosterior` per query, over all ``n`` (padded) entities: slice the real ones
+    ``NUTSPosterior`` per query, over all ``n`` (padded) entities: slice the real ones
     (padded entities' draws are their N(0, 1) prior).
     """
     K = np.asarray(K)
@@ -211,7 +211,7 @@ def sample_batch(key, K, pairs, *, pair_mask=None, method: str = "vmap", **optio
 
 
 def sample_each(keys, K, pairs, *, pair_mask=None, method: str = "vmap", **options):
-    """:func:`sample_batch` with one key per query given (``keys: (B,)``)."""
+    """``sample_batch`` with one key per query given (``keys: (B,)``)."""
     settings = settings_from(options)
     check_key(keys, "keys")
     method = check_choice(method, "method", ("vmap", "map"))
@@ -248,20 +248,20 @@ def sample_hyperparameters(
     hyperprior_scale: float = 1.0,
     **options,
 ) -> NUTSPosterior:
-    """Fully Bayesian NUTS: hyperparameters integrated out (:func:`xpgp_model`).
+    """Fully Bayesian NUTS: hyperparameters integrated out (``xpgp_model``).
 
     Args:
-        key: PRNG key. prior: the :class:`~bayesrank.kernels.xpgp.XPGP` prior whose values centre
+        key: PRNG key. prior: the ``XPGP`` prior whose values centre
             the hyperprior (e.g. an EM fit's prior).
         pairs: ``(m, 2)``; X: ``(n, d)`` attributes or None; graphs: ``prior.prepare(relations)``;
         mask: ``(n,)`` bool entity mask or None; pair_mask: ``(m,)`` bool or None.
         trainable: a pytree of bools like ``prior`` (default
-            :func:`bayesrank.kernels.xpgp.default_trainable`: all but the confounded scales).
+            ``bayesrank.kernels.xpgp.default_trainable``: all but the confounded scales).
         hyperprior_scale: sd of the normal prior on each unconstrained hyperparameter (> 0).
-        options: the sampler's settings, as in :func:`sample`.
+        options: the sampler's settings, as in ``sample``.
 
     Returns:
-        :class:`NUTSPosterior` whose ``hyper`` holds constrained draws ``(C, S, ...)`` by name.
+        ``NUTSPosterior`` whose ``hyper`` holds constrained draws ``(C, S, ...)`` by name.
     """
     settings = settings_from(options)
     check_float(hyperprior_scale, "hyperprior_scale", 0.0, low_open=True)

@@ -1,5 +1,5 @@
 """The NumPyro models of the probit pair model: whitened at fixed hyperparameters, or with priors
-on the hyperparameters (fully Bayesian). See :mod:`bayesrank.inference.nuts`."""
+on the hyperparameters (fully Bayesian). See ``bayesrank.inference.nuts``."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def kernel_root(prior, X, graphs, mask, n, dtype):
 
 
 def xpgp_model(spec: HyperSpec, centres, scale, X, graphs, mask, pairs, pair_mask, n, dtype):
-    """NumPyro model with priors on the hyperparameters (use :func:`sample_hyperparameters`).
+    """NumPyro model with priors on the hyperparameters (use ``sample_hyperparameters``).
 
     ``u_h ~ N(u0_h, scale^2)`` for every trainable hyperparameter (unconstrained value ``u``,
     centre ``u0`` = the given prior's value); ``K_theta`` = ``XPGP.covariance(X, graphs, mask)``

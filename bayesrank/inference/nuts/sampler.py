@@ -52,7 +52,7 @@ MAX_DRAWS = 10**8
 
 
 def settings_from(options: dict) -> NUTSSettings:
-    """Validated :class:`NUTSSettings` from an entry point's keywords (``ValueError`` naming an
+    """Validated ``NUTSSettings`` from an entry point's keywords (``ValueError`` naming an
     unknown keyword or a bad value)."""
     unknown = sorted(set(options) - set(NUTSSettings._fields))
     if unknown:
@@ -160,14 +160,14 @@ class NUTSDiagnostics(NamedTuple):
     @property
     def converged(self) -> bool:
         """No divergent transition, and every split R-hat (entities and hyperparameters) at
-        most :data:`R_HAT_MAX`. (Not evaluable with one draw per chain: False.)"""
+        most ``R_HAT_MAX``. (Not evaluable with one draw per chain: False.)"""
         r_hats = [np.ravel(self.r_hat)] + [np.ravel(v) for v in self.hyper_r_hat.values()]
         r_hat = np.concatenate(r_hats) if r_hats else np.zeros(0)
         mixed = np.all(np.isfinite(r_hat)) and np.all(r_hat <= R_HAT_MAX)
         return bool(np.sum(self.divergences) == 0 and mixed)
 
     def problems(self) -> str:
-        """What keeps :attr:`converged` False, in words (empty when it holds)."""
+        """What keeps ``converged`` False, in words (empty when it holds)."""
         out = []
         if (d := int(np.sum(self.divergences))) > 0:
             out.append(f"{d} divergent transitions")
@@ -194,9 +194,9 @@ class NUTSPosterior(_NUTSPosteriorFields, SamplePosterior):
     ``samples: (C, S, n)`` (chains, draws, entities); ``mean: (n,)`` and ``cov: (n, n)`` are the
     sample moments over all ``C * S`` draws (``cov`` with ddof 0); ``hyper``: sampled
     hyperparameters by name, constrained values ``(C, S, ...)`` (empty at fixed hyperparameters);
-    ``diagnostics``: :class:`NUTSDiagnostics`. ``mean`` and ``cov`` drop into the Gaussian
-    functions of :mod:`bayesrank.predict`; ``predict_pairs``, ``probability_matrix``, ``scores``
-    and ``rank`` (:class:`~bayesrank.inference.posterior.SamplePosterior`) use the draws
+    ``diagnostics``: ``NUTSDiagnostics``. ``mean`` and ``cov`` drop into the Gaussian
+    functions of ``bayesrank.predict``; ``predict_pairs``, ``probability_matrix``, ``scores``
+    and ``rank`` (``SamplePosterior``) use the draws
     themselves: ``prob = (1/S) sum_t Phi(xi_i^(t) - xi_j^(t))``.
     """
 
@@ -230,7 +230,7 @@ def diagnostics(samples, trace: _Trace, hyper: dict | None = None) -> NUTSDiagno
 
 
 def warn_unmixed(post: NUTSPosterior, what: str = "NUTS run") -> None:
-    """A :class:`~bayesrank.diagnostics.ConvergenceWarning` where ``post``'s diagnostics do
+    """A ``ConvergenceWarning`` where ``post``'s diagnostics do
     not say converged, naming why."""
     if not post.diagnostics.converged:
         warnings.warn(

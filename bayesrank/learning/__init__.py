@@ -24,7 +24,7 @@ pairs.
 
 from .config import FROZEN_BY_DEFAULT, default_trainable
 from .design import GlobalStart
-from .diagnostics import LearningConvergenceWarning, MultimodalEvidenceWarning
+from .diagnostics import LearningConvergenceWarning, MultimodalEvidenceWarning, NonFiniteStartError
 from .fit import fit_hyperparameters
 from .initialize import initialize
 from .objectives import expected_log_prior
@@ -37,6 +37,7 @@ __all__ = [
     "GlobalStart",
     "LearningConvergenceWarning",
     "MultimodalEvidenceWarning",
+    "NonFiniteStartError",
     "Trace",
     "default_trainable",
     "expected_log_prior",

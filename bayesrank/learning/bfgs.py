@@ -33,6 +33,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .diagnostics import NonFiniteStartError
+
 __all__ = ["ARMIJO", "MAX_HALVINGS", "MAX_STEP", "backtrack", "minimize"]
 
 #: Armijo constant and the most step halvings of the BFGS line search; the longest step in any
@@ -159,7 +161,7 @@ def minimize(
     bad = np.flatnonzero(~(np.isfinite(f) & np.all(np.isfinite(g), axis=1)))
     if bad.size:
         b = int(bad[0])
-        raise ValueError(
+        raise NonFiniteStartError(
             f"the EP evidence or its gradient at the initial hyperparameters is not finite "
             f"(query {b}: log evidence {-e.neg_log_evidence[b]}); check the prior's values and "
             f"the data"

@@ -17,10 +17,16 @@ from ..diagnostics import ConvergenceWarning
 __all__ = [
     "LearningConvergenceWarning",
     "MultimodalEvidenceWarning",
+    "NonFiniteStartError",
     "flat_values",
     "warn_multimodal",
     "warn_unconverged",
 ]
+
+
+class NonFiniteStartError(ValueError):
+    """The EP evidence or its gradient is not finite at the hyperparameters a fit starts from
+    (a ``ValueError``: the start, the prior or the data is at fault)."""
 
 
 class LearningConvergenceWarning(ConvergenceWarning):

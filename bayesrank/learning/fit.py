@@ -42,6 +42,7 @@ from .design import GlobalStart, check_design, global_starts, worth_running
 from .diagnostics import (
     LearningConvergenceWarning,
     MultimodalEvidenceWarning,
+    NonFiniteStartError,
     flat_values,
     warn_multimodal,
     warn_unconverged,
@@ -220,10 +221,8 @@ def _fit(
                 k == 0 and design_result is None,  # the design compiled the programs already
                 None if hyperprior is None else log_prior(u0),  # None: BFGS's own normal prior
             )
-        except ValueError as error:
-            if "at the initial hyperparameters is not finite" not in str(error):
-                raise
-            raise ValueError(  # name the values: e.g. a median heuristic beyond float32's range
+        except NonFiniteStartError as error:  # name the values: e.g. a median heuristic
+            raise NonFiniteStartError(  # beyond float32's range
                 f"{error}. The start was {first!r} ({np.dtype(dtype).name}); features on a "
                 "scale far from 1 put the median heuristic there: standardise X, or enable "
                 "float64"

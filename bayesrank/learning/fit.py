@@ -344,15 +344,11 @@ def fit_hyperparameters(
             from the same start and hyperprior (stopping at ``10 * tol``), then start the full
             fit from there, its EP from the coarse fit's sites on the pairs they share. The full
             fit's hyperprior stays centred on the initial values, so it maximises the same
-            objective; it needs fewer steps (at ``n = 1000``, ``m = 2000``, ``coarse=500``: 3
-            BFGS steps instead of 8, 2.6 s against 4.7 s). The trace is the full fit's. It
-            compiles a second set of programs. ``"auto"`` (default): half the entities where
-            that pays, i.e. for BFGS evidence maximisation of a shared ``theta`` (or one
-            problem) from problems whose largest touches at least ``COARSE_FROM = 500``
-            entities (``auto_coarse``), else none. The
-            rule, measured (ARD, 2 cores, steady state): n = 300: 0.25 s either way; n = 600:
-            1.3 s against 2.6 s (a loaded machine); n = 1000: 2.9 s against 5.1 s (EP), 3.0 s
-            against 5.1 s (Laplace), first calls within a second of each other. ``None``: never.
+            objective in fewer steps (the measurements: ``docs/development/learning.md``). The
+            trace is the full fit's. It compiles a second set of programs. ``"auto"``
+            (default): half the entities where that pays, i.e. for BFGS evidence maximisation
+            of a shared ``theta`` (or one problem) from problems whose largest touches at least
+            ``COARSE_FROM = 500`` entities (``auto_coarse``), else none. ``None``: never.
 
         inference: ``"ep"`` (default: EP posteriors, the EP evidence) or ``"laplace"`` (the
             Laplace approximation and its evidence, ``bayesrank.inference.laplace``, with its

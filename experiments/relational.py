@@ -43,19 +43,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     enable_compilation_cache()
     out = args.out or REPO_ROOT / "experiments/out" / f"relational_{args.collection.lower()}"
-    config = StudyConfig(
-        collection=args.collection,
-        data_dir=args.data_dir,
-        queries=args.queries,
-        known=tuple(args.known),
-        repeats=args.repeats,
-        max_movies=args.max_movies,
-        models=None if args.models is None else tuple(args.models),
-        seed=args.seed,
-        jobs=args.jobs,
-        out=out,
-        theta=args.theta,
-    )
+    config = StudyConfig.from_args(args, out=out)
     every = run_all(config) if args.collection == "all" else {args.collection: run_study(config)}
     for results in every.values():
         print(table(results) + f"run time {results['seconds']:.0f} s\n")

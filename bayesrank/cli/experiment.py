@@ -57,19 +57,7 @@ def _relational(args) -> int:
 
     collection = args.collection or ("sample" if args.data_dir is None else "dir")
     out = args.out or Path(f"bayesrank-relational-{collection.lower()}")
-    config = StudyConfig(
-        collection=collection,
-        data_dir=args.data_dir,
-        queries=args.queries,
-        known=tuple(args.known),
-        repeats=args.repeats,
-        max_movies=args.max_movies,
-        models=None if args.models is None else tuple(args.models),
-        seed=args.seed,
-        jobs=args.jobs,
-        out=out,
-        theta=args.theta,
-    )
+    config = StudyConfig.from_args(args, collection=collection, out=out)
     if collection == "all":
         if args.data_dir is None:
             raise ValueError("--collection all needs --data-dir (the benchmark data's folder)")
@@ -133,8 +121,8 @@ def add_parser(sub) -> None:
         "--queries",
         type=int,
         default=None,
-        help="queries chosen at random (default: every query folder of dir, 10 of the others; "
-        "dir says which it leaves out)",
+        help="queries chosen at random; 0: all (default: every query folder of dir, 10 of the "
+        "others; dir says which it leaves out)",
     )
     defaults = "; ".join(f"{c} {' '.join(map(str, k))}" for c, k in DEFAULT_KNOWN.items())
     rel.add_argument(

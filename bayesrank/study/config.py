@@ -45,6 +45,23 @@ class StudyConfig:
     out: Path | None = None
     theta: str = "shared"  # the GPs' hyperparameters: one for all queries, or "per-query"
 
+    @classmethod
+    def from_args(cls, args, **overrides) -> StudyConfig:
+        """The config of parsed command-line ``args`` (an ``argparse.Namespace`` with any of
+        the fields; ``--queries 0`` means all, lists become tuples), ``overrides`` last: the
+        one translation the command line, the study's child processes and the experiment
+        script share."""
+        values = {
+            f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)
+        }
+        values.update(overrides)
+        if values.get("queries") == 0:
+            values["queries"] = None
+        for name in ("known", "models"):
+            if values.get(name) is not None:
+                values[name] = tuple(values[name])
+        return cls(**values)
+
     def __post_init__(self):
         known = tuple(self.known) or DEFAULT_KNOWN.get(self.collection, ())
         object.__setattr__(self, "known", tuple(int(k) for k in known))

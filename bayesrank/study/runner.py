@@ -262,18 +262,7 @@ def main(argv=None) -> None:
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--theta", default="shared")
     args = p.parse_args(argv)
-    config = StudyConfig(
-        collection=args.collection,
-        data_dir=args.data_dir,
-        queries=args.queries or None,
-        known=tuple(args.known),
-        repeats=args.repeats,
-        max_movies=args.max_movies,
-        models=tuple(args.models),
-        seed=args.seed,
-        jobs=0,
-        theta=args.theta,
-    )
+    config = StudyConfig.from_args(args, jobs=0)
     queries = load_collection(config)
     relations = sorted(queries[0].relations)
     rows, hyper = run_setting(

@@ -8,6 +8,6 @@ implicit differentiation).
 
 from . import newton, rankboost, ranksvm
 from .rankboost import RankBoost
-from .ranksvm import RankSVM
+from .svm_estimator import RankSVM
 
 __all__ = ["RankBoost", "RankSVM", "newton", "rankboost", "ranksvm"]

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bayesrank.data.letor import load_letor, read_query_file, read_scores
+from bayesrank.data.letor import load_letor, read_query_file
+from bayesrank.data.scores import read_scores
 
 
 def naive_parse(text, d):

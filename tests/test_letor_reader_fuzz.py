@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bayesrank.data import letor
-from bayesrank.data.letor import MAX_FEATURE_ID, load_letor, read_query_file, read_scores
+from bayesrank.data.letor import MAX_FEATURE_ID, load_letor, read_query_file
+from bayesrank.data.scores import read_scores
 
 pytestmark = pytest.mark.float32  # dtype-aware: also run with x64 off in CI
 

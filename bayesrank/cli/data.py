@@ -40,7 +40,8 @@ def _cmd_summary(args: argparse.Namespace) -> int:
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     setup_jax()
-    from ..data.letor import load_letor, read_scores
+    from ..data.letor import load_letor
+    from ..data.scores import read_scores
     from ..evaluation import evaluate_queries, scores_by_query
 
     queries = load_letor(data_path(args.data))

@@ -31,7 +31,7 @@ The grammar, exactly (the reader accepts this and nothing else):
   ``inf``/``nan``, no hexadecimal, ASCII only), parsed to the nearest float64 (as ``float()``
   does). An id may appear once per line. A line may have no features (all zero).
 * The ``.query`` file of LightGBM: one positive group size per line, ASCII digits; blank lines
-  are skipped. A prediction file (``read_scores``): one decimal number per line.
+  are skipped. A prediction file (``bayesrank.data.scores.read_scores``): one number per line.
 
 The reader is host-side NumPy: it turns text into ``Query`` objects, which the rest of
 the library converts to JAX arrays. Bad input raises ``ValueError`` naming the file, the 1-based
@@ -61,9 +61,10 @@ from pathlib import Path
 import numpy as np
 
 from ._io import as_path, read_bytes
+from ._letor_automaton import _parse_features_fast
 from .checks import check_int
 
-__all__ = ["MAX_FEATURE_ID", "Query", "load_letor", "read_query_file", "read_scores"]
+__all__ = ["MAX_FEATURE_ID", "Query", "load_letor", "read_query_file"]
 
 MAX_FEATURE_ID = 1_000_000
 """The largest feature id accepted without an explicit ``n_features`` (a guard against a typo such
@@ -294,88 +295,6 @@ def _parse_slow(
     )
 
 
-# Byte classes and the transitions of the fast path's automaton. The feature text of the whole
-# file is " tok tok ... " with tok = D+ ":" [+-]? (D+ | D* "." D+) ([eE] [+-]? D+)?, D a digit.
-# Between two consecutive non-digit bytes lie only digits, so checking each consecutive pair of
-# non-digit bytes (with the number of digits between them: none, or at least one) checks the whole
-# text. A sign is classed by the byte before it: after ":" (mantissa) or "e" (exponent), else
-# invalid. The automaton accepts a subset of the grammar (not "5." nor "5.e3"): the slow path takes
-# the rest.
-_OTHER, _WS, _DIGIT, _COLON, _DOT, _EXP, _SIGN, _MSIGN, _ESIGN = range(9)
-_CLASS = np.full(256, _OTHER, dtype=np.uint8)
-_CLASS[[ord(" "), ord("\t")]] = _WS
-_CLASS[ord("0") : ord("9") + 1] = _DIGIT
-_CLASS[ord(":")] = _COLON
-_CLASS[ord(".")] = _DOT
-_CLASS[[ord("e"), ord("E")]] = _EXP
-_CLASS[[ord("+"), ord("-")]] = _SIGN
-_NEVER, _ANY, _GAP0, _GAP1 = range(4)  # digits between the pair: any, none, at least one
-_RULE = np.full((9, 9), _NEVER, dtype=np.uint8)
-_RULE[_WS, _WS] = _GAP0
-_RULE[_WS, _COLON] = _GAP1
-_RULE[_COLON, [_WS, _EXP]] = _GAP1
-_RULE[_COLON, _DOT] = _ANY
-_RULE[_COLON, _MSIGN] = _GAP0
-_RULE[_MSIGN, _DOT] = _ANY
-_RULE[_MSIGN, [_WS, _EXP]] = _GAP1
-_RULE[_DOT, [_WS, _EXP]] = _GAP1
-_RULE[_EXP, _ESIGN] = _GAP0
-_RULE[_EXP, _WS] = _GAP1
-_RULE[_ESIGN, _WS] = _GAP1
-_RULE = _RULE.ravel()
-
-
-def _parse_features_fast(
-    feats: list[str], cap: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """``(rows, ids, values)`` of the feature parts ``feats`` of the lines, or None to decline."""
-    # 19 spaces of padding keep every ``colon - k`` below in bounds (ids have at most 18 digits).
-    text = " ".join([" " * 18, *feats, ""])
-    if not text.isascii():
-        return None
-    buf = bytearray(text, "ascii")  # blanked in place below; few copies of a 10 MB text
-    codes = np.frombuffer(buf, dtype=np.uint8)
-    scratch = codes - np.uint8(ord("0"))
-    nondigit = np.greater(scratch, 9, out=scratch.view(np.bool_))  # uint8 wraps below "0"
-    pos = np.flatnonzero(nondigit)
-    del scratch, nondigit
-    kind = _CLASS[codes[pos]]
-    prev = kind[:-1]
-    sign = np.flatnonzero(kind[1:] == _SIGN)
-    kind[sign + 1] = np.where(
-        prev[sign] == _COLON, _MSIGN, np.where(prev[sign] == _EXP, _ESIGN, _OTHER)
-    )
-    step = np.diff(pos)  # 1 + the number of digits between consecutive non-digits
-    rule = _RULE[kind[:-1] * np.uint8(9) + kind[1:]]
-    ok = (rule == _ANY) | ((rule == _GAP0) & (step == 1)) | ((rule == _GAP1) & (step > 1))
-    if not ok.all():
-        return None
-    at = np.flatnonzero(kind == _COLON)
-    colons = pos[at]
-    width = step[at - 1] - 1  # digits of the id
-    longest = int(width.max()) if width.size else 0
-    if longest > 18:  # beyond int64: surely out of range, let the slow path say so
-        return None
-    ids = np.zeros(colons.size, dtype=np.int64)
-    codes[colons] = ord(" ")
-    for k in range(1, longest + 1):
-        has = width >= k
-        digit = codes[colons - k].astype(np.int64) - ord("0")
-        ids += np.where(has, digit, 0) * 10 ** (k - 1)
-        codes[np.where(has, colons - k, colons)] = ord(" ")  # leaves the values alone
-    if ids.size and (ids.min() < 1 or ids.max() > cap):
-        return None
-    try:
-        values = np.fromstring(bytes(buf), dtype=np.float64, sep=" ")
-    except ValueError:  # unreachable after the automaton; declining is always safe
-        return None
-    if values.size != ids.size or not np.isfinite(values).all():
-        return None
-    starts = np.cumsum([0] + [len(f) + 1 for f in feats[:-1]]) + 19
-    rows = np.searchsorted(starts, colons, side="right") - 1
-    return rows, ids, values
-
-
 def _parse_fast(lines: list[str], need_qid: bool, cap: int) -> _Parsed | None:
     """Vectorised parse of well-formed files; None to leave the file to ``_parse_slow``."""
     labels, qid_tokens, feats, comments = [], [], [], []
@@ -554,37 +473,3 @@ def load_letor(
             )
         )
     return queries
-
-
-def read_scores(path: str | os.PathLike, n_expected: int | None = None) -> np.ndarray:
-    """Read a prediction file: one score per line (LETOR's format). Returns ``(n,)`` float64.
-
-    Blank lines are not allowed between scores (each line belongs to one document); a trailing
-    newline is fine. ``n_expected`` checks the count against the data file's number of documents.
-    A score is a finite decimal number, as a feature value in the module docstring's grammar.
-    """
-    n_expected = check_int(n_expected, "n_expected", low=0, allow_none=True)
-    path = as_path(path)
-    rows = _split_lines(_read_text(path), path)
-    while rows and not rows[-1].strip(" \t"):
-        rows.pop()
-    if not rows:
-        raise ValueError(f"{path}: empty score file")
-    scores = np.empty(len(rows), dtype=np.float64)
-    for lineno, row in enumerate(rows, start=1):
-        try:
-            tokens = _tokens(row)
-        except _Bad as bad:
-            raise _error(path, lineno, str(bad)) from None
-        if len(tokens) != 1:
-            raise _error(path, lineno, f"expected one score, got {_show(' '.join(tokens))}")
-        value = _number(tokens[0])
-        if isinstance(value, str):
-            problem = "is not finite" if value == "non-finite" else "is not a number"
-            raise _error(path, lineno, f"score {_show(tokens[0])} {problem}")
-        scores[lineno - 1] = value
-    if n_expected is not None and scores.size != n_expected:
-        raise ValueError(
-            f"{path}: {scores.size} scores for {n_expected} documents in the data file"
-        )
-    return scores

@@ -29,15 +29,21 @@ import numpy as np
 import optax
 
 from ..data.batch import ProblemBatch
-from ..data.checks import check_bool, check_choice, check_float, check_int
+from ..data.checks import check_bool, check_int
 from ..data.keys import check_key
 from ..data.problem import PreferenceProblem
 from ..inference import ep
-from ..inference.ep.fit import MAX_ITER_LIMIT, check_settings
 from ..kernels.xpgp import XPGP
 from ..parallel import prepare_batch
 from ..runtime import one_blas_thread, warn_if_float32
-from .config import Config, Settings, Structural, combine_host, default_trainable, split_leaves
+from .config import (
+    Config,
+    Settings,
+    Structural,
+    combine_host,
+    default_trainable,
+    split_leaves,
+)
 from .design import GlobalStart, check_design, global_starts, worth_running
 from .diagnostics import (
     LearningConvergenceWarning,
@@ -48,7 +54,6 @@ from .diagnostics import (
     warn_unconverged,
 )
 from .drive import drive
-from .em import check_optimizer
 from .evidence import final_posteriors, moments
 from .hyperpriors import check_hyperprior, feature_ranges, log_prior_fn
 from .initialize import (
@@ -60,7 +65,8 @@ from .initialize import (
     with_weights,
 )
 from .layout import bucket_sites, gather_sites, layout, merge, per_query_groups
-from .results import FitResult, choose_per_query, concatenate
+from .options import check_options
+from .results import FitResult, choose_per_query, concatenate, unbatched
 
 __all__ = [
     "GlobalStart",
@@ -68,23 +74,6 @@ __all__ = [
     "MultimodalEvidenceWarning",
     "fit_hyperparameters",
 ]
-
-
-def _check_options(o: dict) -> None:
-    if o["method"] not in ("em", "evidence"):
-        raise ValueError(f"method must be 'em' or 'evidence', got {o['method']!r}")
-    for name in ("n_iter", "m_steps", "ep_max_iter", "restarts"):
-        check_int(o[name], name, low=0 if name == "restarts" else 1, high=MAX_ITER_LIMIT)
-    for name in ("learning_rate", "tol"):
-        check_float(o[name], name, 0.0, low_open=True)
-    for name in ("hyperprior_scale", "ep_tol", "ep_step_tol"):
-        check_float(o[name], name, 0.0, low_open=True, allow_none=True)
-    scale = o["hyperprior_scale"]
-    if scale is not None and not (1e-150 < scale < 1e150):  # its precision scale^-2 in float64
-        raise ValueError(f"hyperprior_scale must be in (1e-150, 1e150) or None, got {scale!r}")
-    check_settings(o["schedule"], "full", 1.0)
-    check_choice(o["inference"], "inference", ("ep", "laplace"))
-    check_optimizer(o["optimizer"] or ("lbfgs" if o["method"] == "em" else "bfgs"), o["method"])
 
 
 def _fit(
@@ -404,7 +393,7 @@ def fit_hyperparameters(
         progress=progress,
         inference=inference,
     )
-    _check_options(options)
+    check_options(options)
     options["design"] = check_design(design, method, optimizer)
     options["hyperprior"] = check_hyperprior(hyperprior)
     if options["hyperprior"] and not (method == "evidence" and optimizer in (None, "bfgs")):
@@ -454,7 +443,7 @@ def _dispatch(prior, problems, options, per_query, bucket, coarse, laplace_start
     batch, groups, restrict, single = layout(problems, method, optimizer, per_query, bucket)
 
     def finish(result):
-        return result if per_query or not single else _unbatched(result, batch)
+        return result if per_query or not single else unbatched(result, batch)
 
     if laplace_start:
         if coarse is not None or per_query or method != "evidence" or options["inference"] != "ep":
@@ -491,31 +480,6 @@ def _dispatch(prior, problems, options, per_query, bucket, coarse, laplace_start
         start = jax.tree_util.tree_map(lambda x: np.asarray(x)[0], start)
     full = {**options, "init": False, "design": None}  # the first fit had the design
     return finish(_fit(start, batch, groups, restrict, single, center=center, sites=sites, **full))
-
-
-def _unbatched(result: FitResult, batch: ProblemBatch) -> FitResult:
-    """A single problem's fit as a shared one: the prior, trace and flag without the query
-    axis; the posteriors keep it, as every fit's do, over the problem's own entities and pairs
-    (the bucketed padding removed)."""
-
-    def drop(tree):  # on the host: an eager slice compiles a program per shape
-        return jax.device_put(jax.tree_util.tree_map(lambda x: np.asarray(x)[0], tree))
-
-    n, m = int(batch.mask[0].sum()), int(batch.pair_mask[0].sum())
-    post = jax.device_get(result.posteriors)
-    post = post._replace(
-        mean=post.mean[:, :n],
-        cov=post.cov[:, :n, :n],
-        sites=ep.Sites(post.sites.tau[:, :m], post.sites.nu[:, :m]),
-    )
-    return result._replace(
-        prior=drop(result.prior),
-        posteriors=jax.device_put(post),
-        trace=drop(result.trace),
-        converged=bool(result.converged[0]),
-        design=None if result.design is None else drop(result.design),
-        design_gap=None if result.design_gap is None else float(result.design_gap[0]),
-    )
 
 
 def _center(prior, batch, init):

@@ -141,3 +141,28 @@ def choose_per_query(better, new, old):
     return jax.tree_util.tree_map(
         pick, (carry_new, trace_new, flags_new), (carry_old, trace_old, flags_old)
     )
+
+
+def unbatched(result: FitResult, batch) -> FitResult:
+    """A single problem's fit as a shared one: the prior, trace and flag without the query
+    axis; the posteriors keep it, as every fit's do, over the problem's own entities and pairs
+    (the bucketed padding removed)."""
+
+    def drop(tree):  # on the host: an eager slice compiles a program per shape
+        return jax.device_put(jax.tree_util.tree_map(lambda x: np.asarray(x)[0], tree))
+
+    n, m = int(batch.mask[0].sum()), int(batch.pair_mask[0].sum())
+    post = jax.device_get(result.posteriors)
+    post = post._replace(
+        mean=post.mean[:, :n],
+        cov=post.cov[:, :n, :n],
+        sites=ep.Sites(post.sites.tau[:, :m], post.sites.nu[:, :m]),
+    )
+    return result._replace(
+        prior=drop(result.prior),
+        posteriors=jax.device_put(post),
+        trace=drop(result.trace),
+        converged=bool(result.converged[0]),
+        design=None if result.design is None else drop(result.design),
+        design_gap=None if result.design_gap is None else float(result.design_gap[0]),
+    )

@@ -14,7 +14,7 @@ entities EP is restricted to are padded to sizes that depend on the problems' si
 on which entities a split's pairs touch, so a new random split of the same query reuses every
 compiled program. Floats (tolerances, the learning rate, the hyperprior's scale) are traced.
 
-Length: over 500 lines because the façade documents its two dozen options in one place (about
+Length: near 500 lines because the façade documents its two dozen options in one place (about
 190 lines of docstring); the pieces a fit is made of live in the sibling modules (the design in
 ``design``, the starts in ``initialize``, the leaves' split in ``config``).
 """

@@ -84,6 +84,7 @@ def python_loop(K, cands, outcome, k, criterion, fit):
 
 
 @pytest.mark.parametrize("criterion", ["variance_ratio", "mutual_information"])
+@pytest.mark.slow
 def test_compiled_loop_equals_a_python_loop(criterion):
     """The same answers fed to a loop of the public ep.fit (cold starts) and scores from NumPy."""
     if not jax.config.jax_enable_x64:
@@ -130,6 +131,7 @@ def test_a_callable_oracle_asks_what_the_compiled_loop_asks():
     np.testing.assert_allclose(session.mean, compiled.mean, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_interactive_mode_writes_the_answers_and_resumes(tmp_path, monkeypatch, capsys):
     """Scripted standard input: answer, answer, skip, undo (the skip), answer, stop."""
     import io
@@ -213,6 +215,7 @@ def test_repeats_in_one_call_equal_single_runs_and_the_curve_is_the_error():
         assert float(one.curve[-1]) == pytest.approx(np.mean((p < 0.5) + 0.5 * (p == 0.5)))
 
 
+@pytest.mark.slow
 def test_the_laplace_engine_loop_equals_a_python_loop_of_laplace_fits():
     """engine="laplace": each answer updates the Laplace approximation (warm-started); against
     a loop of cold-started laplace.fit calls and NumPy scores."""
@@ -234,6 +237,7 @@ def test_the_laplace_engine_loop_equals_a_python_loop_of_laplace_fits():
 
 
 @pytest.mark.parametrize("criterion", ["variance_ratio", "random"])
+@pytest.mark.slow
 def test_a_collection_in_one_call_equals_each_query_alone(criterion):
     """Three queries of different sizes (so padded entities, candidates and test pairs) with
     their repetitions in one call: each query's result is its own run's, key fold_in(key, q)."""

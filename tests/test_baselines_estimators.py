@@ -93,6 +93,7 @@ ESTIMATORS = {
 
 
 @pytest.mark.parametrize("name", list(ESTIMATORS))
+@pytest.mark.slow
 def test_refits_of_similar_size_and_new_floats_compile_nothing(name):
     make, other_settings = ESTIMATORS[name]
     X, y, qid = problem()

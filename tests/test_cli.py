@@ -139,6 +139,7 @@ def _tiny_letor(tmp_path):
     return path
 
 
+@pytest.mark.slow
 def test_fit_save_load_predict_evaluate(tmp_path, capsys):
     """fit -> model folder -> predict (scores, pairs) -> evaluate: the scores are each entity's
     posterior mean (the model file loaded by bayesrank.io gives the same), the pair file's
@@ -188,6 +189,7 @@ def test_fit_and_predict_errors(tmp_path, capsys):
     assert "format_version 99 is newer" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_fit_predict_and_the_study_on_the_bundled_sample(tmp_path, capsys):
     """The default data is the bundled sample: fit one of its queries, predict every pair of
     it; and the study command on it, reduced to one query, one model, one repetition."""

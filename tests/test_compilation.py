@@ -7,6 +7,7 @@ split of the same query) compiles nothing either.
 
 import jax
 import numpy as np
+import pytest
 from helpers import count_compilations
 
 from bayesrank import RBF, XPGP, Independent, PreferenceProblem, RegularizedLaplacian, XPGPModel
@@ -108,6 +109,7 @@ def test_fit_hyperparameters_second_call_compiles_nothing():
     assert fit.posteriors.mean.shape == (1, 19)
 
 
+@pytest.mark.slow
 def test_a_new_optax_optimiser_of_the_same_kind_compiles_nothing():
     """An optax transformation is static (a pair of closures): a freshly built ``adam(0.05)``
     is equal by structure to the last one, so it reuses the compiled steps; ``adam(0.1)``

@@ -26,6 +26,7 @@ def ohsumed_query(shared_data):
 
 @pytest.mark.shared_data
 @pytest.mark.parametrize("learn", [False, True], ids=["fixed-prior", "learned"])
+@pytest.mark.slow
 def test_five_splits_of_a_query_compile_at_most_once(ohsumed_query, learn):
     """Five random splits of one OHSUMED query, 100 known pairs each: the first fit compiles,
     the other four reuse its programs (the entities a split touches never set a shape)."""
@@ -47,6 +48,7 @@ def test_five_splits_of_a_query_compile_at_most_once(ohsumed_query, learn):
     assert counts[1:] == [0, 0, 0, 0], counts
 
 
+@pytest.mark.slow
 def test_per_query_batch_equals_single_fits_and_compiles_once():
     """A per-query fit over a padded batch equals each query's own fit; a second batch of the
     same sizes compiles nothing."""
@@ -81,6 +83,7 @@ def memory_maps() -> int:
     return len(path.read_text().splitlines()) if path.exists() else 0
 
 
+@pytest.mark.slow
 def test_two_hundred_problems_of_varied_sizes_stay_bounded():
     """Fit (and predict) 200 problems of varied sizes in one process: the compiled programs, and
     the memory maps they hold, stop growing once every size bucket has been met (the crash this

@@ -223,6 +223,7 @@ def results(request) -> dict:
 
 
 @pytest.mark.parametrize("name", _params())
+@pytest.mark.slow
 def test_code_blocks_run(name, results):
     record = results.get(name)
     if record is None:

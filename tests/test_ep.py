@@ -216,6 +216,7 @@ def test_jit_vmap_and_loop_agree_and_no_retrace():
     assert len(traces) == n_traces
 
 
+@pytest.mark.slow
 def test_evidence_gradient_against_finite_differences_of_reconverged_evidence():
     from bayesrank.kernels import RBF
 
@@ -255,6 +256,7 @@ def dense_log_evidence(K, pairs, tau, nu):
     return jnp.sum(terms) - 0.5 * logdet + 0.5 * mu @ (A.T @ nu)
 
 
+@pytest.mark.slow
 def test_evidence_and_its_closed_form_gradient_at_arbitrary_sites():
     """Away from a fixed point too: value and dlogZ/dK against autodiff of dense inverses."""
     K, pairs = random_problem(11, n=6, m=9)
@@ -322,6 +324,7 @@ def test_validate_problem():
         ep.fit(jnp.asarray(K), jnp.asarray(pairs), damping=0.0)
 
 
+@pytest.mark.slow
 def test_adaptive_damping_rescues_an_oscillating_parallel_ep():
     """Separable pairs under a large RBF scale: undamped parallel EP oscillates forever; the
     default (damping halved when the marginals' change grows) converges to the sequential

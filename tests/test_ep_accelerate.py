@@ -28,6 +28,7 @@ def separable(seed, n=25, scale=300.0, rho=0.3):
     return K, jnp.asarray(pairs)
 
 
+@pytest.mark.slow
 def test_accelerated_fixed_point_is_eps_in_fewer_sweeps():
     K, pairs = separable(0)
     plain = ep.fit(K, pairs, max_iter=2000, tol=1e-9)
@@ -49,6 +50,7 @@ def test_accelerated_against_naive_ep():
     np.testing.assert_allclose(fast.cov, cov, atol=1e-8)
 
 
+@pytest.mark.slow
 def test_accelerated_vmap_with_padding_matches_a_loop():
     problems = [separable(s, n=n) for s, n in ((4, 8), (5, 12))]
     n, m = 12, 48

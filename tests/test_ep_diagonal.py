@@ -60,6 +60,7 @@ def test_small_problems_against_naive_ep(seed):
 
 
 @pytest.mark.parametrize(("n", "m"), [(300, 600)])
+@pytest.mark.slow
 def test_large_problems_match_the_dense_path(n, m):
     rng = np.random.default_rng(n)
     d = rng.uniform(0.5, 4.0, n)
@@ -95,6 +96,7 @@ def test_evidence_gradient_against_finite_differences():
         np.testing.assert_allclose(grad[k], fd, rtol=1e-6, atol=1e-8)
 
 
+@pytest.mark.slow
 def test_vmap_with_padding_matches_a_loop():
     """A batch of diagonal priors with padded pairs: vmap equals unpadded fits one by one."""
     rng = np.random.default_rng(3)

@@ -36,6 +36,7 @@ def test_small_problem_against_naive_ep():
 
 
 @pytest.mark.parametrize("prior", ["diagonal", "rbf"])
+@pytest.mark.slow
 def test_mixed_reaches_the_float64_fixed_point(prior):
     """At the default tol both paths are within ~1e-7 of the tight fixed point; at a tight tol
     the mixed path reaches it to float64 accuracy (float32 round-off does not persist). The
@@ -62,6 +63,7 @@ def test_mixed_reaches_the_float64_fixed_point(prior):
     np.testing.assert_allclose(default.log_evidence, ref.log_evidence, rtol=1e-8)
 
 
+@pytest.mark.slow
 def test_warm_start_and_vmap_with_padding():
     """Warm-started from converged sites, mixed EP stays there; vmap with padding equals a loop.
 

@@ -215,6 +215,7 @@ MODEL_VALID = {
 
 @FUZZ
 @given(data=st.data(), option=st.sampled_from(sorted(MODEL_OPTIONS)))
+@pytest.mark.slow
 def test_model_options_are_taken_or_named(data, option):
     value = data.draw(MODEL_OPTIONS[option])
     if option == "max_iter" and isinstance(value, int) and 10_000 < value < 2**31:

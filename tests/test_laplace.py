@@ -88,6 +88,7 @@ def test_mode_covariance_and_evidence_against_dense_newton(seed):
     np.testing.assert_allclose(post.log_evidence, logZ, rtol=1e-11)
 
 
+@pytest.mark.slow
 def test_evidence_gradient_against_finite_differences():
     """``d log Z / d (amplitude, inverse lengthscale)`` through ``K``: implicit differentiation
     (the mode moves with ``K``) against central differences of the re-converged evidence."""
@@ -108,6 +109,7 @@ def test_evidence_gradient_against_finite_differences():
     assert np.all(np.abs(grad) > 1e-3)
 
 
+@pytest.mark.slow
 def test_the_shared_prediction_face_and_vmap():
     _, K, pairs = problem(4)
     post = laplace.fit(jnp.asarray(K), jnp.asarray(pairs))
@@ -135,6 +137,7 @@ def test_duplicates_and_an_uninformative_pair():
     np.testing.assert_allclose(post.mean[0], post.mean[1], atol=1e-10)
 
 
+@pytest.mark.slow
 def test_laplace_evidence_maximisation_reaches_an_independent_optimiser():
     """``fit_hyperparameters(..., inference="laplace")``: BFGS on the Laplace evidence (gradient
     by implicit differentiation) reaches the optimum Nelder-Mead finds on the re-converged Laplace

@@ -110,6 +110,7 @@ def sample_problems():
     return synthetic_problems(0, n_queries=3, n=30, m=120)[0]
 
 
+@pytest.mark.slow
 def test_em_m_step_never_decreases_q_and_evidence_rises(sample_problems):
     prior = XPGP(RBF(), (RegularizedLaplacian(),), entity=Independent(0.1))
     fit = fit_hyperparameters(prior, sample_problems, method="em", n_iter=6)
@@ -122,6 +123,7 @@ def test_em_m_step_never_decreases_q_and_evidence_rises(sample_problems):
         assert np.all(np.isfinite(leaf))
 
 
+@pytest.mark.slow
 def test_frozen_scales_stay_and_constraints_hold(sample_problems):
     prior = XPGP(RBF(1.0, 1.0), (RegularizedLaplacian(1.0, 1.0),), jnp.ones(2))
     fit = fit_hyperparameters(prior, sample_problems, method="evidence", n_iter=4)
@@ -143,6 +145,7 @@ def test_initialize_median_heuristic(sample_problems):
     assert float(prior.attribute.rho) == pytest.approx(1 / np.median(d[d > 0]), rel=1e-12)
 
 
+@pytest.mark.slow
 def test_per_query_fits_match_single_query_fits(sample_problems):
     prior = XPGP(RBF(), (RegularizedLaplacian(),))
     joint = fit_hyperparameters(prior, sample_problems[:2], method="em", n_iter=3, per_query=True)
@@ -151,6 +154,7 @@ def test_per_query_fits_match_single_query_fits(sample_problems):
     np.testing.assert_allclose(joint.trace.log_evidence[1], single.trace.log_evidence, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_size_buckets_give_the_unbucketed_fit():
     """Evidence maximisation bucketed by query size equals one padded batch (up to round-off)."""
     problems = [

@@ -51,6 +51,7 @@ def numpy_covariance(X, w, rho, s):
     return w**2 * np.exp(-0.5 * rho**2 * d2) + s**2 * np.eye(len(X))
 
 
+@pytest.mark.slow
 def test_fisher_information_against_numpy():
     """``F_jk = 1/2 tr(W dK_j W dK_k)`` over queries, ``W = (K + S^-1)^-1``, log coordinates."""
     probs = problems(0)
@@ -101,6 +102,7 @@ def test_fisher_information_against_numpy():
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_bfgs_reaches_the_optimum_of_an_independent_optimiser():
     """BFGS's fitted ``theta`` maximises the converged EP evidence: Nelder-Mead agrees."""
     probs = problems(1)
@@ -148,6 +150,7 @@ def test_bfgs_reaches_the_optimum_of_an_independent_optimiser():
     np.testing.assert_allclose(u_fit, ref.x, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_bfgs_stops_early():
     """A loose ``tol`` stops sooner, a tight one later, both before the cap; size buckets
     against one padded batch: ``test_learning.py::test_size_buckets_give_the_unbucketed_fit``."""
@@ -159,6 +162,7 @@ def test_bfgs_stops_early():
     assert float(tight.trace.objective[-1]) >= float(loose.trace.objective[-1])
 
 
+@pytest.mark.slow
 def test_a_fit_that_hits_its_cap_warns_and_says_so():
     """``n_iter`` too small: ``converged`` is False and a LearningConvergenceWarning names the
     cap (per query: which queries); a fit given room converges without a warning."""
@@ -193,6 +197,7 @@ def test_restarts_that_end_at_distinct_optima_of_equal_evidence_are_reported():
         _warn_multimodal([(np.array(-10.0), same[:1])])
 
 
+@pytest.mark.slow
 def test_per_query_bfgs_fits_match_single_fits():
     """Per-query BFGS fits stop at different iterations; each equals its query's own fit."""
     probs = problems(4, n=12, m=30)
@@ -216,6 +221,7 @@ def assert_each_is_its_own_fit(joint, probs, prior):
         assert bool(joint.converged[b]) == bool(single.converged)
 
 
+@pytest.mark.slow
 def test_coarse_start_reaches_the_same_optimum_sooner():
     """``coarse``: a first fit on a subset of each query's entities starts the full fit; the
     hyperprior stays centred on the initial values, so both runs maximise the same objective

@@ -74,6 +74,7 @@ def test_check_design():
 
 
 @pytest.mark.parametrize("per_query", [False, True], ids=["single", "per-query"])
+@pytest.mark.slow
 def test_design_values_equal_single_evaluations(per_query):
     """Each design point's objective = the EP evidence of ``ep.fit`` at that prior (a separate
     program) plus the hyperprior, worked out from the unconstrained values."""

@@ -102,6 +102,7 @@ def test_a_fit_with_botorch_priors_moves_toward_their_mode():
         fit_hyperparameters(XPGP(ARD(1.0, np.ones(3))), problem, hyperprior="botorch", method="em")
 
 
+@pytest.mark.slow
 def test_learn_hyperparameters_nuts_predicts_by_the_average_over_draws():
     """``learn_hyperparameters="nuts"``: hyperparameters and preference degrees sampled
     together; each pair's probability is the mean of Phi(xi_i - xi_j) over the draws (scipy's

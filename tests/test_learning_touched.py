@@ -59,6 +59,7 @@ def _evidence(prior, data):
 
 
 @pytest.mark.parametrize("relations", [True, False], ids=["graph-kernel", "attributes-only"])
+@pytest.mark.slow
 def test_restricted_evidence_and_gradient_equal_the_whole_problems(relations):
     """Graph kernels: ``K`` whole, then restricted; attributes only: ``X`` restricted."""
     problems = sparse_problems(1, relations=relations)
@@ -81,6 +82,7 @@ def test_restricted_evidence_and_gradient_equal_the_whole_problems(relations):
 @pytest.mark.parametrize(
     "bucket, coarse", [(None, None), (16, None), (16, 15)], ids=["one-batch", "buckets", "coarse"]
 )
+@pytest.mark.slow
 def test_fit_posteriors_cover_untouched_entities(bucket, coarse):
     """The fit's posteriors over every entity equal EP on the whole problem at the fitted prior.
 

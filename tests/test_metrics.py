@@ -532,6 +532,7 @@ def make_args(kind, rng, n):
 
 
 @pytest.mark.parametrize(("f", "kw", "kind"), CASES, ids=IDS)
+@pytest.mark.slow
 def test_padding_and_jit(f, kw, kind):
     args = [canonical(a) for a in make_args(kind, np.random.default_rng(7), 9) if a is not None]
     eager = f(*args, **kw)  # no jit, no padding

@@ -223,6 +223,7 @@ CORRUPT = st.sampled_from(["none", "nan", "inf", "neg_label", "short_labels", "s
     CORRUPT,
     st.integers(0, 5),
 )
+@pytest.mark.slow
 def test_corrupted_inputs_raise_or_give_finite_results(scores, labels, corruption, where):
     scores = np.array(scores)
     n = len(scores)

@@ -40,6 +40,7 @@ def fits():
     return p, out
 
 
+@pytest.mark.slow
 def test_the_same_posterior_type_from_every_engine(fits):
     p, posts = fits
     test = np.c_[np.arange(p.n - 1), np.arange(1, p.n)]
@@ -90,6 +91,7 @@ def test_bad_options():
         XPGPModel(PRIOR, inference="nuts").fit(p)
 
 
+@pytest.mark.slow
 def test_learning_with_each_gaussian_engine():
     """``learn_hyperparameters`` with ``inference="laplace"`` maximises the Laplace evidence: the
     fitted posterior's evidence is at least that of the starting prior, and differs from EP's."""

@@ -42,6 +42,7 @@ def mcse_mean(x):
 
 
 @pytest.mark.parametrize("padded", [False, True])
+@pytest.mark.slow
 def test_one_pair_against_quadrature(padded):
     K = np.array([[2.5, 0.6], [0.6, 1.4]])
     pairs = np.array([[0, 1]])
@@ -102,6 +103,7 @@ def prob_mcse(post, queries):
     return np.array([mcse_mean(phi[..., q]) for q in range(len(queries))])
 
 
+@pytest.mark.slow
 def test_against_importance_sampling(small):
     K, pairs, post, queries = small
     assert post.diagnostics.divergences.sum() == 0
@@ -170,6 +172,7 @@ def test_prediction_interface(small):
     assert post.diagnostics.ess.shape == (len(K),)
 
 
+@pytest.mark.slow
 def test_batched_equals_loop_with_same_keys():
     rng = np.random.default_rng(5)
     problems = []
@@ -198,6 +201,7 @@ def test_batched_equals_loop_with_same_keys():
             )
 
 
+@pytest.mark.slow
 def test_fully_bayesian_without_data_returns_the_hyperprior():
     """With the only pair masked out, the posterior is the prior: u ~ N(u0, s^2) per weight."""
     rng = np.random.default_rng(2)

@@ -43,6 +43,7 @@ PRIOR = XPGP(
 )
 
 
+@pytest.mark.slow
 def test_fit_ep_over_a_collection_equals_each_problems_own_fit():
     """Sizes in three size groups (one padded with a repeated query): each posterior equals
     XPGPModel.fit on its problem alone."""
@@ -121,6 +122,7 @@ def test_a_second_process_with_the_cache_compiles_nothing(tmp_path):
     assert runs[1]["mean"] == runs[0]["mean"]
 
 
+@pytest.mark.slow
 def test_baselines_and_metrics_per_query_equal_the_single_query_cores():
     from bayesrank.baselines import rankboost, ranksvm
     from bayesrank.metrics import pairwise_error_from_scores

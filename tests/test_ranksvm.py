@@ -125,6 +125,7 @@ def test_linear_svc_on_the_pairwise_transform():
 
 
 @needs_x64
+@pytest.mark.slow
 def test_kernel_ranksvm_linear_kernel_gives_linear_solution_and_rbf_matches_scipy():
     X, _, _, pairs = problem(4)
     for loss in ("squared_hinge", "hinge"):
@@ -153,6 +154,7 @@ def test_kernel_ranksvm_linear_kernel_gives_linear_solution_and_rbf_matches_scip
 
 
 @needs_x64
+@pytest.mark.slow
 def test_gradients_in_C_and_X_match_finite_differences():
     X, _, _, pairs = problem(5)
     score = lambda X, C: jnp.sum(jnp.sin(X @ fit_linear(X, pairs, C).w))  # noqa: E731

@@ -65,6 +65,7 @@ def test_comparison_by_hand(study):
     assert got["wilcoxon_p"] == pytest.approx(0.5)  # two queries, both lower: exact 2 / 4
 
 
+@pytest.mark.slow
 def test_svm_scores_on_touched_entities_equal_a_full_solve():
     """A kernel RankSVM's beta vanishes off the entities its pairs touch: the study's solve on
     those alone scores every entity as the solve on all of them does."""
@@ -85,6 +86,7 @@ def test_svm_scores_on_touched_entities_equal_a_full_solve():
         np.testing.assert_allclose(g, f, rtol=1e-7, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_svm_path_along_c_equals_solves_from_zero():
     """The cross-validation's fits along the C grid, each started from the last C's solution,
     reach the optimum that a solve from zero at that C reaches (the tolerance is relative to
@@ -120,6 +122,7 @@ def _tiny_collection(folder):
     return queries
 
 
+@pytest.mark.slow
 def test_a_small_study_runs_end_to_end(tmp_path):
     """Two queries in the study format, two models, one repetition, in a child process (jobs 1;
     tests/test_cli.py runs the command in its own process): every test pair counted once in the
@@ -162,6 +165,7 @@ def test_a_study_folder_uses_every_query_and_says_what_it_drops(tmp_path):
     assert StudyConfig(collection="sample").queries == 10  # the others still choose 10
 
 
+@pytest.mark.slow
 def test_per_query_theta_equals_fits_by_hand(tmp_path):
     """Issue 32: the study fitted one theta shared by all queries, with no other choice. With
     ``theta="per-query"`` each query's posterior is that of its own fit, done here by hand with
@@ -260,6 +264,7 @@ def test_an_interrupted_study_leaves_no_child_running(tmp_path, signal_name):
 
 
 @pytest.mark.parametrize("jobs", [0, 1])
+@pytest.mark.slow
 def test_progress_counts_repetitions(tmp_path, capsys, jobs):
     """Issue 32: the progress bar counted tasks and sat at 13/14 for a quarter of an hour. It
     now counts every task's repetitions, from a child process (its stdout) or in process."""

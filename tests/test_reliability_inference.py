@@ -49,6 +49,7 @@ def _finite(post):
 
 @float64_only
 @pytest.mark.parametrize("n", [30, 100, 300])
+@pytest.mark.slow
 def test_ep_converges_by_default_across_kernel_scales(n):
     """Dense RBF and diagonal priors at scales 1e-6...1e8: converged, finite, and (at the large
     scales, where parallel EP is slowest) equal to the sequential schedule's fixed point."""
@@ -88,6 +89,7 @@ def test_parallel_ep_damps_a_slowly_decaying_oscillation(scale):
 
 
 @pytest.mark.parametrize("n", [30, 300])
+@pytest.mark.slow
 def test_float32_ep_never_returns_nan(n):
     X, pairs = _problem(n, 2 * n, seed=1)
     for scale in SCALES:
@@ -184,6 +186,7 @@ def test_a_bad_hyperparameter_is_named(prior, named):
     ],
 )
 @pytest.mark.parametrize("method", ["evidence", "em"])
+@pytest.mark.slow
 def test_learning_does_not_depend_on_the_features_units(kernel, units, method):
     """Features in units of 1e8 or 1e-8 (or one ARD feature in units of 1e-7) fit as in units
     of 1: the same predictions, lengthscales in the new units. Before, a ``Positive(1e-6)``
@@ -274,6 +277,7 @@ def test_an_adjacency_whose_degrees_overflow_is_named():
     assert problem.relations[0][0, 1] == 1e308
 
 
+@pytest.mark.slow
 def test_nuts_says_when_its_chains_have_not_mixed():
     K = np.eye(4) + 0.5
     pairs = np.array([[0, 1], [1, 2], [2, 3], [0, 3]])

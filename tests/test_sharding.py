@@ -18,6 +18,9 @@ from bayesrank.inference import ep
 from bayesrank.parallel.plan import make_plan
 from bayesrank.predict import predict_pairs
 
+#: Several devices and processes, each process compiling its own programs: minutes in all.
+pytestmark = pytest.mark.slow
+
 WORKER = os.path.join(os.path.dirname(__file__), "collection_worker.py")
 FIELDS = ("prob", "delta_var", "mean", "var", "log_evidence", "n_iter")
 x64_only = pytest.mark.skipif(

@@ -47,6 +47,7 @@ with warnings.catch_warnings():
 
 
 @CHECKS
+@pytest.mark.slow
 def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "Estimator .* does not inherit", UserWarning)

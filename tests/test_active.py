@@ -122,6 +122,7 @@ def test_explore_input_errors_name_the_culprit():
         active.explore(K, np.array([[0, 9]]), np.array([True]), 1)
 
 
+@pytest.mark.slow
 def test_a_callable_oracle_asks_what_the_compiled_loop_asks():
     K, cands, outcome = problem(seed=4)
     lookup = {tuple(c): bool(o) for c, o in zip(cands, outcome, strict=True)}

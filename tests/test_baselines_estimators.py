@@ -109,6 +109,7 @@ def test_refits_of_similar_size_and_new_floats_compile_nothing(name):
 
 
 @needs_x64
+@pytest.mark.slow
 def test_padded_problems_give_the_unpadded_answer():
     """The estimators pad documents and pairs (and trace C, tol, smoothing, gamma); the cores
     here get the unpadded problem with Python floats."""

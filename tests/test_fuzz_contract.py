@@ -99,6 +99,7 @@ def _pairs(seed, n, m):
     log_scale=st.floats(-6, 8),
     diagonal=st.booleans(),
 )
+@pytest.mark.slow
 def test_ep_on_any_valid_covariance_is_finite_and_honest(seed, n, m, log_scale, diagonal):
     """Any scale from 1e-6 to 1e8, random (also contradicting, duplicate) pairs: a finite
     posterior; converged, or flagged and warned; probabilities in [0, 1]."""
@@ -248,6 +249,7 @@ LEARNING_OPTIONS = {
 
 @settings(max_examples=10, deadline=None, database=None)
 @given(data=st.data(), option=st.sampled_from(sorted(LEARNING_OPTIONS)))
+@pytest.mark.slow
 def test_learning_options_are_taken_or_named(data, option):
     strategy, rule = LEARNING_OPTIONS[option]
     value = data.draw(strategy)

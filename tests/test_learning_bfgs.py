@@ -243,6 +243,7 @@ def test_coarse_start_reaches_the_same_optimum_sooner():
         fit_hyperparameters(prior, probs, method="evidence", coarse=1)
 
 
+@pytest.mark.slow
 def test_laplace_start_reaches_the_same_ep_optimum():
     """``laplace_start``: the Laplace evidence's optimum and sites start EP's evidence
     maximisation; the hyperprior stays centred on the initial values, so it ends at the EP fit's
@@ -259,6 +260,7 @@ def test_laplace_start_reaches_the_same_ep_optimum():
         fit_hyperparameters(prior, probs, method="em", laplace_start=True)
 
 
+@pytest.mark.slow
 def test_per_query_fits_of_different_sizes_run_by_size_group():
     """Queries of 12 and 40 entities: fitted per size group (two calls), returned in the
     problems' order, each as its own fit; padded entities keep their prior, shorter traces

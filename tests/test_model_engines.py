@@ -54,6 +54,7 @@ def test_the_same_posterior_type_from_every_engine(fits):
         assert post.converged
 
 
+@pytest.mark.slow
 def test_laplace_through_the_model_is_laplace_on_K(fits):
     p, posts = fits
     K = PRIOR.covariance(jnp.asarray(p.X))
@@ -107,6 +108,7 @@ def test_learning_with_each_gaussian_engine():
     assert not np.allclose(got["ep"].weights, got["laplace"].weights)
 
 
+@pytest.mark.slow
 def test_the_readmes_default_fit_on_the_bundled_sample():
     """The README's default: ``XPGP(RBF(), entity=Independent())`` fitted with
     ``learn_hyperparameters=True`` (EP-evidence maximisation) converges without a warning, raises

@@ -126,6 +126,7 @@ def test_against_importance_sampling(small):
     )
 
 
+@pytest.mark.slow
 def test_against_ep(small):
     K, pairs, post, queries = small
     fit = ep.fit(jnp.asarray(K), jnp.asarray(pairs), tol=1e-10, max_iter=1000)
@@ -143,6 +144,7 @@ def test_second_call_does_not_recompile(small):
     assert not np.allclose(again.samples, post.samples)  # a new key, new draws
 
 
+@pytest.mark.slow
 def test_sample_problem_is_sample_on_the_prior_covariance():
     X = np.array([[0.0, 1.0], [1.0, 0.5]])
     prior = XPGP(RBF(jnp.asarray(1.2), jnp.asarray(0.9)))

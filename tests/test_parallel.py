@@ -107,6 +107,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_second_process_with_the_cache_compiles_nothing(tmp_path):
     """``runtime.enable_compilation_cache``: the second process loads every program from disk."""
     tests = os.path.dirname(os.path.abspath(__file__))

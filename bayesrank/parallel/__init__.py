@@ -22,8 +22,8 @@ Every function of bayesrank computes for ONE query; this module runs them over a
 
 Learning (``bayesrank.learning``) builds its shared and per-query objectives on these pieces;
 the collection façades (``fit_predict``, ``fit_ep``, ``sample_nuts``,
-``letor_metrics``, ``fit_ranksvm``, ...) are the ones users call. Modules: ``mapping``
-(the query map), ``batching`` (stacked problems, covariances), ``plan``,
+``letor_metrics``, ``fit_ranksvm``, ...) are the ones users call. Modules (the query map is
+``bayesrank.querymap``, a lower layer): ``batching`` (stacked problems, covariances), ``plan``,
 ``sharding``, ``distributed``, ``program`` (the collection's compiled program),
 ``collection`` (EP, prediction, NUTS, metrics), ``baselines`` (RankSVM, RankBoost,
 pairwise errors per query). ``docs/guide/devices.md``: how to run on many devices and hosts;
@@ -32,6 +32,7 @@ pairwise errors per query). ``docs/guide/devices.md``: how to run on many device
 
 from __future__ import annotations
 
+from ..querymap import map_queries, query_map_method
 from .baselines import fit_rankboost, fit_ranksvm, pairwise_errors
 from .batching import PreparedBatch, covariances, prepare_batch, size_groups
 from .collection import (
@@ -43,7 +44,6 @@ from .collection import (
     sample_nuts,
 )
 from .distributed import initialize, process_share
-from .mapping import map_queries, query_map_method
 from .plan import CollectionPlan, make_plan
 from .sharding import query_mesh
 

@@ -13,8 +13,8 @@ from ..baselines import rankboost, ranksvm
 from ..data.batch import bucket_size
 from ..data.checks import check_choice, check_features, check_float, check_index_pairs, check_int
 from ..metrics import pairwise_error_from_scores
+from ..querymap import map_queries
 from ..runtime import one_blas_thread
-from .mapping import map_queries
 
 
 def _stack_queries(Xs, pairs_list):

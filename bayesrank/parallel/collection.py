@@ -28,9 +28,9 @@ from ..kernels.xpgp import XPGP
 from ..metrics import LetorMetrics
 from ..metrics import letor_metrics as _letor_metrics_one
 from ..predict import PairPrediction
+from ..querymap import query_map_method
 from ..runtime import warn_if_float32
 from .batching import check_problems, covariances, prepare_batch, size_groups
-from .mapping import query_map_method
 from .plan import CollectionPlan
 from .program import QueryResult, run_collection
 

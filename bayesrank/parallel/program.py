@@ -24,10 +24,10 @@ from ..inference import ep
 from ..inference.ep.sites import site_precision
 from ..kernels.xpgp import check_prior, mask_covariance
 from ..predict import predict_new, predict_pairs
+from ..querymap import map_queries, query_map_method
 from ..runtime import one_blas_thread
 from .batching import check_problems
 from .distributed import all_sizes
-from .mapping import map_queries, query_map_method
 from .plan import Group, make_plan
 from .sharding import check_mesh, gather, place, query_mesh, shard_queries
 

@@ -70,6 +70,7 @@ from ...kernels.xpgp import check_prior, default_trainable
 from ...predict import draw_entity_scores as entity_scores
 from ...predict import draw_pair_predictions as predict_pairs
 from ...predict import draw_probability_matrix as probability_matrix
+from ...querymap import map_queries
 from ...runtime import one_blas_thread, warn_if_float32
 from .models import (
     build_prior,
@@ -173,12 +174,10 @@ def sample_problem(key, prior, problem, **options) -> NUTSPosterior:
 
 @partial(jax.jit, static_argnames=("settings", "method"))
 def _sample_batch(keys, K, pairs, pair_mask, tuning, settings, method):
-    def one(args):
-        return sample_fixed(*args, settings, tuning)
+    def one(key, K, pairs, pair_mask):
+        return sample_fixed(key, K, pairs, pair_mask, settings, tuning)
 
-    if method == "vmap":
-        return jax.vmap(one)((keys, K, pairs, pair_mask))
-    return jax.lax.map(one, (keys, K, pairs, pair_mask))
+    return map_queries(one, keys, K, pairs, pair_mask, method=method)
 
 
 def sample_batch(key, K, pairs, *, pair_mask=None, method: str = "vmap", **options):

@@ -1,5 +1,6 @@
 """The query map: a single-query function over a leading query axis, ``vmap`` on accelerators and
-``lax.map`` on the CPU (the jaxlib CPU LAPACK workaround lives here)."""
+``lax.map`` on the CPU (the jaxlib CPU LAPACK workaround lives here). A low layer, so that the
+inference engines (NUTS's batches), the baselines and ``parallel`` share the one switch."""
 
 from __future__ import annotations
 

@@ -70,7 +70,7 @@ def test_svm_scores_on_touched_entities_equal_a_full_solve():
     """A kernel RankSVM's beta vanishes off the entities its pairs touch: the study's solve on
     those alone scores every entity as the solve on all of them does."""
     from bayesrank.baselines.ranksvm import fit_kernel, rbf_kernel
-    from bayesrank.study.models import _scores
+    from bayesrank.study.models import _solve_all
 
     rng = np.random.default_rng(3)
     Ks, pair_lists, full = [], [], []
@@ -81,7 +81,7 @@ def test_svm_scores_on_touched_entities_equal_a_full_solve():
         Ks.append(K)
         pair_lists.append(pairs)
         full.append(K @ np.asarray(fit_kernel(K, pairs, 10.0, tol=1e-12).beta))
-    got = _scores(Ks, pair_lists, [10.0, 10.0])
+    got = [s[0] for s in _solve_all(Ks, pair_lists, [[10.0], [10.0]])]
     for g, f in zip(got, full, strict=True):
         np.testing.assert_allclose(g, f, rtol=1e-7, atol=1e-9)
 

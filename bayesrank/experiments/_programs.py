@@ -4,6 +4,8 @@ platform (``--device``) before JAX is first imported."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 
@@ -36,13 +38,12 @@ def prior_alone(prior, X, mask, test, test_mask):
     return K, pairwise_error(prob, test_mask)
 
 
-@jax.jit
-def covariances(prior, X, mask):
-    """``K: (B, n, n)`` of a stacked batch ``X: (B, n, d)`` under one shared ``prior``."""
-    return jax.vmap(lambda x, m: prior.covariance(x, (), m))(X, mask)
+@partial(jax.jit, static_argnames=("per_query",))
+def covariances(prior, X, mask, per_query):
+    """``K: (B, n, n)`` of a stacked batch ``X: (B, n, d)`` under one shared ``prior``, or
+    (``per_query``) under a prior whose leaves are batched per query ``(B, ...)``."""
 
+    def one(p, x, m):
+        return p.covariance(x, (), m)
 
-@jax.jit
-def covariances_per_query(prior, X, mask):
-    """As ``covariances``, with the prior's leaves batched per query ``(B, ...)``."""
-    return jax.vmap(lambda p, x, m: p.covariance(x, (), m))(prior, X, mask)
+    return jax.vmap(one, in_axes=(0 if per_query else None, 0, 0))(prior, X, mask)

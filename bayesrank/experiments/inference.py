@@ -185,8 +185,7 @@ def sample_nuts(prior, problems, opt: dict):
 
     from . import _programs
 
-    covariances = _programs.covariances_per_query if per_query else _programs.covariances
-    K = covariances(prior, batch.X, batch.mask)
+    K = _programs.covariances(prior, batch.X, batch.mask, per_query)
     posts = nuts.sample_batch(
         jax.random.PRNGKey(opt["seed"] + 1),
         K,

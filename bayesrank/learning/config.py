@@ -153,4 +153,4 @@ def _structure(obj, seen: set):
     if isinstance(obj, dict):
         items = sorted(obj.items(), key=lambda kv: repr(kv[0]))
         return ("dict", tuple((repr(k), _structure(v, seen)) for k, v in items))
-    return ("object", id(obj), obj)  # identity: kept alive by the wrapper's reference
+    return ("object", id(obj))  # identity: alive as long as the wrapper holds the transformation

@@ -166,11 +166,6 @@ def _solve_all(Ks, pair_lists, Cs):
     ]
 
 
-def _scores(Ks, pair_lists, Cs):
-    """RankSVM scores ``K beta`` of every entity per query, for one ``C`` each."""
-    return [s[0] for s in _solve_all(Ks, pair_lists, np.asarray(Cs, float)[:, None])]
-
-
 def _cross_validate(kernels, splits, Cs, seed):
     """3-fold cross-validation of RankSVM along a grid of ``C``, every setting in one call.
 

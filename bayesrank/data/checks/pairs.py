@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._format import _as_array, _at, _first, _show
+from ._format import _as_array, _at, _first, _is_bool, _show
 from .options import check_int
 
 
@@ -48,7 +48,7 @@ def _integer_array(pairs, name: str) -> np.ndarray:
 def _first_bool(items, where=()):
     """The index path of the first bool in nested lists or tuples (None: none)."""
     for i, item in enumerate(items):
-        if isinstance(item, bool | np.bool_):
+        if _is_bool(item):
             return (*where, i)
         if isinstance(item, list | tuple) and (found := _first_bool(item, (*where, i))):
             return found

@@ -235,8 +235,12 @@ def test_an_interrupted_study_leaves_no_child_running(tmp_path, signal_name):
     import time
 
     _tiny_collection(tmp_path / "data")
+    # Ctrl-C's handler as a terminal's Python has it: a parent started from a background job
+    # (CI's) inherits SIGINT ignored, and Python then installs no KeyboardInterrupt for it
     script = textwrap.dedent(
         f"""
+        import signal
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         from bayesrank.study import StudyConfig, run_study
         run_study(StudyConfig(collection="dir", data_dir={str(tmp_path / "data")!r},
                               known=(10,), repeats=5000, models=("PGP",), jobs=1),

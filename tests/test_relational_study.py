@@ -247,7 +247,9 @@ def test_an_interrupted_study_leaves_no_child_running(tmp_path, signal_name):
                   verbose=False)
         """
     )
-    parent = subprocess.Popen([sys.executable, "-c", script])
+    # the scratch folder of a parent killed by SIGKILL stays: in the test's folder, not /tmp
+    env = dict(__import__("os").environ, TMPDIR=str(tmp_path))
+    parent = subprocess.Popen([sys.executable, "-c", script], env=env)
     try:
         deadline = time.monotonic() + 120
         while not _processes_with(str(tmp_path / "data")):

@@ -2,7 +2,8 @@
 LapRankSVM task, compilation included.
 
 Issue 32's measure. For each collection, a fresh process runs
-``bayesrank.study.run_study(StudyConfig(collection, models=("RankSVM", "LapRankSVM"), ...))``
+``bayesrank.experiments.relational.run_study(StudyConfig(collection,
+models=("RankSVM", "LapRankSVM"), ...))``
 with the collection's default numbers of known pairs and repetitions (or ``--repeats``), every
 task in that process (``jobs=0``), the persistent compilation cache off (a user's first run);
 also, with ``--gp``, the GP models' tasks in the same way, for the comparison the issue draws
@@ -36,7 +37,7 @@ def worker(collection: str, data_dir: str, repeats: int, models: list[str]) -> d
     import jax
 
     jax.config.update("jax_enable_x64", True)  # as the study's command and its children
-    from bayesrank.study import StudyConfig, run_study
+    from bayesrank.experiments.relational import StudyConfig, run_study
 
     config = StudyConfig(
         collection=collection,

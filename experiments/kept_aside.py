@@ -16,8 +16,8 @@ import argparse
 from pathlib import Path
 
 from bayesrank.data.study import StudyQuery, write_study_dir
-from bayesrank.study import StudyConfig
-from bayesrank.study.collections import movielens
+from bayesrank.experiments.relational import StudyConfig
+from bayesrank.experiments.relational.collections import movielens
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

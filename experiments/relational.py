@@ -1,6 +1,7 @@
 """The paper's relational study (Kersting & Xu 2009, Sec. 6, Fig. 2), with the controls it lacks,
 on the full data in ``../shared/data``: the protocol, models and measures are
-:mod:`bayesrank.study`'s (``bayesrank experiment relational`` is the same command; this script
+``bayesrank.experiments.relational``'s (``bayesrank experiment relational`` is the same
+command; this script
 only sets the data folder and the output folder).
 
     python experiments/relational.py --collection OHSUMED|MovieLens|MQ2008|all|dir|sample
@@ -20,9 +21,9 @@ from pathlib import Path
 import jax
 
 jax.config.update("jax_enable_x64", True)
+from bayesrank.experiments.relational import COLLECTIONS, StudyConfig, run_all, run_study, table  # noqa: E402
+from bayesrank.experiments.relational.config import THETA  # noqa: E402
 from bayesrank.runtime import enable_compilation_cache  # noqa: E402
-from bayesrank.study import COLLECTIONS, StudyConfig, run_all, run_study, table  # noqa: E402
-from bayesrank.study.config import THETA  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

@@ -34,7 +34,6 @@ LAYERS = {
     "active": 6,
     "plot": 6,
     "io": 6,
-    "study": 6,
     "experiments": 6,
     "cli": 7,
     "__main__": 7,

@@ -1,6 +1,6 @@
-"""The relational study (bayesrank.study): its tables from predictions against a hand-computed
-table, the SVMs' touched-entity solve against a full one, and a small end-to-end run on a study
-directory, in this process and in a child process."""
+"""The relational study (bayesrank.experiments.relational): its tables from predictions against
+a hand-computed table, the SVMs' touched-entity solve against a full one, and a small end-to-end
+run on a study directory, in this process and in a child process."""
 
 import json
 
@@ -10,7 +10,7 @@ import pytest
 
 from bayesrank.data.pairs import pairs_from_grades
 from bayesrank.data.study import StudyQuery, write_study_dir
-from bayesrank.study import StudyConfig, measures, run_study
+from bayesrank.experiments.relational import StudyConfig, measures, run_study
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def test_svm_scores_on_touched_entities_equal_a_full_solve():
     """A kernel RankSVM's beta vanishes off the entities its pairs touch: the study's solve on
     those alone scores every entity as the solve on all of them does."""
     from bayesrank.baselines.ranksvm import fit_kernel, rbf_kernel
-    from bayesrank.study.models import _solve_all
+    from bayesrank.experiments.relational.models import _solve_all
 
     rng = np.random.default_rng(3)
     Ks, pair_lists, full = [], [], []
@@ -92,7 +92,7 @@ def test_svm_path_along_c_equals_solves_from_zero():
     reach the optimum that a solve from zero at that C reaches (the tolerance is relative to
     the residual at zero, not at the warm start)."""
     from bayesrank.baselines.ranksvm import fit_kernel, rbf_kernel
-    from bayesrank.study.models import SVM_C, _solve_all
+    from bayesrank.experiments.relational.models import SVM_C, _solve_all
 
     rng = np.random.default_rng(4)
     Ks, pair_lists = [], []
@@ -154,7 +154,7 @@ def test_a_study_folder_uses_every_query_and_says_what_it_drops(tmp_path):
     """Issue 32: ``--collection dir`` took 10 query folders by default and dropped the rest in
     silence. Now every folder counts unless --queries says otherwise, and a dropped folder is
     named in a warning."""
-    from bayesrank.study.collections import load_collection
+    from bayesrank.experiments.relational.collections import load_collection
 
     _tiny_collection(tmp_path / "data")
     every = load_collection(StudyConfig(collection="dir", data_dir=tmp_path / "data"))
@@ -172,8 +172,8 @@ def test_per_query_theta_equals_fits_by_hand(tmp_path):
     ``fit_hyperparameters`` on that query alone; and the study runs with it (in this process)."""
     from bayesrank.data.problem import PreferenceProblem
     from bayesrank.data.study import split_known
+    from bayesrank.experiments.relational.models import fit_gp, gp_prior
     from bayesrank.learning import fit_hyperparameters
-    from bayesrank.study.models import fit_gp, gp_prior
 
     queries = _tiny_collection(tmp_path / "data")
     splits = [
@@ -217,7 +217,7 @@ def _processes_with(text: str) -> list[int]:
                 cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
             except OSError:
                 continue
-            if text in cmdline and "bayesrank.study.runner" in cmdline:
+            if text in cmdline and "bayesrank.experiments.relational.runner" in cmdline:
                 found.append(int(entry.name))
     return found
 
@@ -241,7 +241,7 @@ def test_an_interrupted_study_leaves_no_child_running(tmp_path, signal_name):
         f"""
         import signal
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        from bayesrank.study import StudyConfig, run_study
+        from bayesrank.experiments.relational import StudyConfig, run_study
         run_study(StudyConfig(collection="dir", data_dir={str(tmp_path / "data")!r},
                               known=(10,), repeats=5000, models=("PGP",), jobs=1),
                   verbose=False)

@@ -1,8 +1,8 @@
 """``bayesrank experiment NAME``: the project's studies as commands, on the bundled sample by
 default (a few minutes on a laptop CPU) or on a collection in ``--data-dir``.
 
-- ``relational``: the relational study of ``bayesrank.study`` (Kersting & Xu 2009, Sec. 6)
-  with the controls (PGP+I, placebo graphs) and the ranking SVMs;
+- ``relational``: the relational study of ``bayesrank.experiments.relational`` (Kersting &
+  Xu 2009, Sec. 6) with the controls (PGP+I, placebo graphs) and the ranking SVMs;
 - ``active``, ``baselines``, ``ep-vs-nuts``, ``inference``: ``bayesrank.experiments``.
 
 Each prints its summary table, shows progress on stderr and writes ``results.json``, a table
@@ -53,7 +53,7 @@ def _device(args) -> None:
 def _relational(args) -> int:
     _device(args)
     setup_jax()
-    from ..study import StudyConfig, run_all, run_study, table
+    from ..experiments.relational import StudyConfig, run_all, run_study, table
 
     collection = args.collection or ("sample" if args.data_dir is None else "dir")
     out = args.out or Path(f"bayesrank-relational-{collection.lower()}")
@@ -88,8 +88,8 @@ def _other(module):
 
 
 def add_parser(sub) -> None:
-    from ..study import COLLECTIONS
-    from ..study.config import DEFAULT_KNOWN, THETA
+    from ..experiments.relational import COLLECTIONS
+    from ..experiments.relational.config import DEFAULT_KNOWN, THETA
 
     experiment = sub.add_parser(
         "experiment",

@@ -1,6 +1,10 @@
-"""The experiments as package commands, reduced to run on the bundled OHSUMED sample in well
-under a minute (``bayesrank experiment NAME``; the full-data versions are the scripts in
-``experiments/``).
+"""The experiments as package code, one home each: ``bayesrank experiment NAME`` runs them, and
+the scripts in ``experiments/`` are front ends for the full-data runs.
+
+``relational`` (a subpackage: ``bayesrank.experiments.relational``) is the relational study of
+Kersting & Xu (2009, Sec. 6) with its controls; ``StudyConfig`` is its protocol, from the
+bundled sample (the command's default) to the full study over three collections. The four
+modules below run on the bundled OHSUMED sample in well under a minute by default:
 
 =================  ==========================================================================
 ``active``         ``active``: active exploration, variance ratio / mutual information /

@@ -234,8 +234,9 @@ def study(
     """The relational study's figure: one panel per metric, each model's mean against the number
     of known pairs with a band, in the style of the XPGP paper's Fig. 2. One collection a call.
 
-    ``results`` is what the relational study (``experiments/relational.py``, ``bayesrank.study``)
-    writes to ``results.json`` (the dict, or the file's path); only these keys are read::
+    ``results`` is what the relational study (``experiments/relational.py``,
+    ``bayesrank.experiments.relational``) writes to ``results.json`` (the dict, or the file's
+    path); only these keys are read::
 
         {"collection": "OHSUMED",                  # optional: the panels' title
          "settings": {                             # one entry per number of known pairs k

@@ -4,7 +4,7 @@ relations help beyond an independent per-entity effect, and beyond a placebo gra
 ``bayesrank experiment relational`` runs it (on the bundled sample by default);
 ``run_study`` is the same from Python::
 
-    from bayesrank.study import StudyConfig, run_study
+    from bayesrank.experiments.relational import StudyConfig, run_study
     results = run_study(StudyConfig(collection="sample", repeats=1, known=(20,)))
 
 ``collections`` (the data), ``models`` (the GPs and SVMs), ``measures`` (error,

@@ -87,7 +87,7 @@ def plot(results, path: Path) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
-    from ..plot import paired, save, study
+    from ...plot import paired, save, study
 
     written = [save(study(results), path, close=True)]
     ran = {m for block in results["settings"].values() for m in block.get("rows", {})}

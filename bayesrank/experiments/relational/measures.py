@@ -19,11 +19,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import log_ndtr
 
-from ..data.batch import bucket_size
-from ..data.study import SEEN, seen_category
-from ..metrics import pairwise_auc, pairwise_error
-from ..metrics.calibration import brier_score, expected_calibration_error
-from ..predict import predict_pairs
+from ...data.batch import bucket_size
+from ...data.study import SEEN, seen_category
+from ...metrics import pairwise_auc, pairwise_error
+from ...metrics.calibration import brier_score, expected_calibration_error
+from ...predict import predict_pairs
 
 __all__ = ["COMPARATORS", "TIE", "compare", "evaluate", "gp_numbers", "summarize", "svm_numbers"]
 

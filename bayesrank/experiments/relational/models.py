@@ -36,14 +36,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..baselines.ranksvm import fit_kernel, rbf_kernel
-from ..data.batch import bucket_size
-from ..data.graphs import permute_graph
-from ..data.problem import PreferenceProblem
-from ..kernels import RBF, XPGP, Diffusion, HiddenCommonCause, Independent, RegularizedLaplacian
-from ..learning import default_trainable, fit_hyperparameters
-from ..learning.initialize import median_distance
-from ..parallel import map_queries
+from ...baselines.ranksvm import fit_kernel, rbf_kernel
+from ...data.batch import bucket_size
+from ...data.graphs import permute_graph
+from ...data.problem import PreferenceProblem
+from ...kernels import RBF, XPGP, Diffusion, HiddenCommonCause, Independent, RegularizedLaplacian
+from ...learning import default_trainable, fit_hyperparameters
+from ...learning.initialize import median_distance
+from ...parallel import map_queries
 
 __all__ = ["SVMS", "fit_gp", "fit_svms", "gp_prior", "model_names"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from ..data.checks import check_choice, check_int
+from ...data.checks import check_choice, check_int
 
 __all__ = ["DEFAULT_KNOWN", "THETA", "StudyConfig"]
 
@@ -29,7 +29,7 @@ class StudyConfig:
     """One run: ``collection`` (see ``collections``), read from ``data_dir``; ``queries``
     chosen (seeded by ``seed``; default every query folder of ``dir``, 10 of the others); for
     each ``k`` in ``known``, ``repeats`` random splits;
-    ``models`` (``None``: every model of ``bayesrank.study.models.model_names``);
+    ``models`` (``None``: every model of ``bayesrank.experiments.relational.models.model_names``);
     ``jobs`` child processes at a time (0: everything in this process); results to ``out``;
     ``theta``: the GPs' hyperparameters shared by the queries or one per query (``THETA``)."""
 

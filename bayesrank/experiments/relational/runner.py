@@ -14,7 +14,8 @@ and one process running every model of a full study hit the kernel's limit of 65
 ("LLVM ERROR: Unable to allocate section memory"). The persistent compilation cache
 (``bayesrank.runtime.enable_compilation_cache``) lets the children share compiled programs.
 
-    python -m bayesrank.study.runner --part PATH ...   (a child: one task's rows to PATH)
+    python -m bayesrank.experiments.relational.runner --part PATH ...
+        (a child: one task's rows to PATH)
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from ..data.study import split_known
+from ...data.study import split_known
 from .children import Children, die_with_parent
 from .collections import load_collection
 from .config import StudyConfig
@@ -90,7 +91,7 @@ def groups(models) -> list[list[str]]:
 def _child(config: StudyConfig, k: int, models: list[str], path: Path, children, progress) -> None:
     """One task in a child process (started by ``children``, a ``children.Children``):
     its rows to ``path``; ``progress(rep)`` after each repetition (the child's stdout lines)."""
-    command = [sys.executable, "-m", "bayesrank.study.runner", "--part", str(path)]
+    command = [sys.executable, "-m", "bayesrank.experiments.relational.runner", "--part", str(path)]
     # every k, not just this one: the queries are chosen among those with pairs for the largest
     command += ["--setting", str(k), "--known", *map(str, config.known), "--models", *models]
     for name in ("collection", "queries", "repeats", "max_movies", "seed", "theta"):
@@ -246,10 +247,10 @@ def main(argv=None) -> None:
     """A child process: one task (``--setting k --models ...``), its rows as JSON to ``--part``."""
     die_with_parent()
     jax.config.update("jax_enable_x64", True)
-    from ..runtime import enable_compilation_cache
+    from ...runtime import enable_compilation_cache
 
     enable_compilation_cache()
-    p = argparse.ArgumentParser(prog="python -m bayesrank.study.runner")
+    p = argparse.ArgumentParser(prog="python -m bayesrank.experiments.relational.runner")
     p.add_argument("--part", type=Path, required=True)
     p.add_argument("--collection", required=True)
     p.add_argument("--data-dir", type=Path, default=None)

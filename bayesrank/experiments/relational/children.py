@@ -104,4 +104,4 @@ def die_with_parent() -> None:
         except (OSError, AttributeError):  # no prctl: the parent's own stop() remains
             pass
     if os.getppid() != int(parent):
-        sys.exit("bayesrank.study.runner: the parent process is gone")
+        sys.exit("bayesrank.experiments.relational.runner: the parent process is gone")

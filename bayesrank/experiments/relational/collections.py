@@ -28,17 +28,17 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.graphs import (
+from ...data.graphs import (
     feature_similarity_graph,
     load_hetrec_relations,
     ohsumed_keyword_graph,
 )
-from ..data.graphs.relations import bipartite_projection_from_pairs
-from ..data.letor import load_letor
-from ..data.movielens import movie_attributes, scale01, user_ratings
-from ..data.pairs import pairs_from_grades
-from ..data.sample import load_sample, sample_meta_path
-from ..data.study import StudyQuery, read_study_dir
+from ...data.graphs.relations import bipartite_projection_from_pairs
+from ...data.letor import load_letor
+from ...data.movielens import movie_attributes, scale01, user_ratings
+from ...data.pairs import pairs_from_grades
+from ...data.sample import load_sample, sample_meta_path
+from ...data.study import StudyQuery, read_study_dir
 
 __all__ = ["COLLECTIONS", "load_collection"]
 

@@ -222,3 +222,32 @@ def test_validate_rejects_bad_pairs(pairs, message):
 def test_validate_rejects_negative_n():
     with pytest.raises(ValueError, match=r"n=-1 must be non-negative"):
         validate_pairs(np.zeros((0, 2), dtype=int), -1)
+
+
+@pytest.mark.float32
+@pytest.mark.parametrize("make_key", [jax.random.key, jax.random.PRNGKey])
+def test_permutation_is_jax_permutation_for_every_size(make_key):
+    """The host-side shuffle draws JAX's bits at a power-of-two size: the same permutation as
+    ``jax.random.permutation`` (reference: JAX itself), at sizes of one and two sorting rounds,
+    both key kinds."""
+    from bayesrank.data.keys import permutation
+
+    for m in [0, 1, 2, 3, 63, 64, 65, 100, 257, 1625, 1626, 4099, 70_001]:
+        key = make_key(m + 11)
+        np.testing.assert_array_equal(
+            permutation(key, m), np.asarray(jax.random.permutation(key, m)), err_msg=str(m)
+        )
+
+
+def test_sampling_pairs_of_many_sizes_compiles_per_size_class_only():
+    """A collection's queries each have their own number of pairs; drawing from each compiled a
+    program per size. Now the programs are per power of two: once one size of a class has run,
+    40 other sizes of it compile nothing (``jax.random.permutation`` compiled 40)."""
+    from helpers import count_compilations
+
+    pairs = np.tile([0, 1], (300, 1))
+    sample_pairs(jax.random.key(0), pairs[:257], 10)  # the 512 class compiled once
+    with count_compilations() as n:
+        for m in range(260, 300):
+            sample_pairs(jax.random.key(m), pairs[:m], 10)
+    assert n[0] == 0

@@ -12,11 +12,10 @@ an explicit ``jax.random`` key, so results are deterministic given the key. Bad 
 
 from __future__ import annotations
 
-import jax
 import numpy as np
 
 from .checks import PairSummary, check_grades, check_int, check_pair_array, check_pairs
-from .keys import check_key
+from .keys import check_key, permutation
 
 __all__ = ["PairSummary", "pairs_from_grades", "sample_pairs", "split_pairs", "validate_pairs"]
 
@@ -50,7 +49,7 @@ def _random_partition(key, m: int, k: int, name: str) -> tuple[np.ndarray, np.nd
         raise ValueError(
             f"{name}={k} exceeds the number of pairs m={m} (drawn without replacement)"
         )
-    perm = np.asarray(jax.random.permutation(key, m))
+    perm = permutation(key, m)
     return np.sort(perm[:k]), np.sort(perm[k:])
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Sequence
 from typing import NamedTuple
 
-import jax
 import numpy as np
 
 from ..checks import check_adjacency, check_distinct, check_matrix
+from ..keys import permutation
 
 __all__ = [
     "Projection",
@@ -183,5 +183,5 @@ def permute_graph(key, W) -> tuple[np.ndarray, np.ndarray]:
         ``(W_perm, perm)``: ``(n, n)`` float64 and ``(n,)`` int64.
     """
     W = check_adjacency(W)
-    perm = np.asarray(jax.random.permutation(key, W.shape[0])).astype(np.int64)
+    perm = permutation(key, W.shape[0]).astype(np.int64)
     return W[np.ix_(perm, perm)], perm

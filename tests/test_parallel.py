@@ -61,6 +61,24 @@ def test_fit_ep_over_a_collection_equals_each_problems_own_fit():
         np.testing.assert_allclose(pred.prob, post.predict_pairs(p.pairs[:5]).prob)
 
 
+@pytest.mark.slow
+def test_sample_nuts_over_a_collection_agrees_with_ep():
+    """``parallel.sample_nuts`` (its import of the sampler was broken and nothing ran it): two
+    size groups, each posterior over its own entities, its mean within Monte Carlo reach of the
+    other engine's (EP at the same prior; they differ by EP's small bias, a few hundredths
+    here), its sds within 15% of EP's (EP's are a few percent smaller, and 800 draws give an sd
+    to about 4%)."""
+    probs = problems(3, [(8, 14), (21, 30)])
+    posts = parallel.sample_nuts(
+        jax.random.key(5), PRIOR, probs, num_warmup=300, num_samples=400, num_chains=2
+    )
+    for p, post in zip(probs, posts, strict=True):
+        ref = XPGPModel(PRIOR).fit(p)
+        assert post.mean.shape == (p.n,)
+        np.testing.assert_allclose(post.mean, ref.mean, atol=0.12)
+        np.testing.assert_allclose(np.sqrt(np.diag(post.cov)), np.sqrt(np.diag(ref.cov)), rtol=0.15)
+
+
 @pytest.mark.parametrize("method", ["map", "vmap"])
 def test_map_queries_equals_a_loop(method):
     rng = np.random.default_rng(1)

@@ -198,7 +198,7 @@ def sample_nuts(key, prior: XPGP, problems, *, method: str | None = None, **opti
     ``method`` as ``query_map_method``; ``options``: the sampler's settings
     (``NUTSSettings``). Returns one
     ``NUTSPosterior`` per problem over its own entities."""
-    from .inference import nuts  # NumPyro loads only when sampling is asked for
+    from ..inference import nuts  # NumPyro loads only when sampling is asked for
 
     problems = check_problems(problems)
     keys = jax.random.split(key, len(problems))

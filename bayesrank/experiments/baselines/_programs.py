@@ -1,0 +1,31 @@
+"""The study's compiled programs: the pure cores of ``bayesrank.baselines`` under one ``jit``
+each. Imported inside the functions that fit (the command line imports the study to build its
+parser, and chooses JAX's platform before JAX is first imported)."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+
+from ...baselines import rankboost, ranksvm
+
+
+@partial(jax.jit, static_argnames=("loss",))
+def fit_ranksvm(X, pairs, C, w0, loss):
+    """``ranksvm.fit_linear`` from the warm start ``w0: (d,)`` (``C`` traced: a grid compiles
+    once)."""
+    return ranksvm.fit_linear(X, pairs, C, loss=loss, w0=w0)
+
+
+@partial(jax.jit, static_argnames=("n_rounds", "complements"))
+def fit_rankboost(X, pairs, thresholds, n_rounds, complements):
+    """``rankboost.fit`` for ``n_rounds`` rounds."""
+    return rankboost.fit(X, pairs, thresholds, n_rounds=n_rounds, complements=complements)
+
+
+@jax.jit
+def predict_rankboost(model, X, n_rounds):
+    """``rankboost.predict`` of the first ``n_rounds`` rounds (traced: every prefix of a grid
+    shares one program)."""
+    return rankboost.predict(model, X, None, n_rounds)

@@ -1,0 +1,161 @@
+"""The rankers of the baselines study, each trained once on a training set and scored at every
+value of its grid: bayesrank's RankSVM and RankBoost (two variants each) and, where their
+packages are installed, the peers XGBoost and LightGBM.
+
+The peers are imported here lazily, inside the functions that use them: they are the ``bench``
+extra, never a dependency of the package. ``check_peers`` imports them before any slow work.
+"""
+
+from __future__ import annotations
+
+import importlib
+import platform
+import time
+
+import numpy as np
+
+__all__ = ["METHODS", "PEERS", "check_peers", "fit_grid", "param_name", "versions"]
+
+#: Every method, in the order of the tables.
+METHODS = ("RankSVM", "RankSVM-hinge", "RankBoost", "RankBoost-RankLib", "XGBoost", "LightGBM")
+
+#: The methods that need a peer package: method -> (module to import, what pip installs).
+PEERS = {"XGBoost": ("xgboost", "xgboost-cpu (or xgboost)"), "LightGBM": ("lightgbm", "lightgbm")}
+
+
+def param_name(method: str) -> str:
+    """The name of the value a method's grid runs over: ``C``, ``T`` or ``n_trees``."""
+    if method.startswith("RankSVM"):
+        return "C"
+    return "T" if method.startswith("RankBoost") else "n_trees"
+
+
+def check_peers(methods, explicit: bool, import_module=importlib.import_module):
+    """``(methods to run, {skipped method: one-line reason})``. A peer whose package does not
+    import (not installed, or a broken install: any ``ImportError`` or ``OSError``, e.g. a
+    missing shared library) is skipped where the protocol's preset named it, and is a
+    ``ValueError`` naming ``--methods`` where the user did (``explicit``)."""
+    keep, skipped = [], {}
+    for method in methods:
+        if method in PEERS:
+            module, pip_name = PEERS[method]
+            try:
+                import_module(module)
+            except (ImportError, OSError) as err:
+                why = f"cannot import {module} ({type(err).__name__}: "
+                why += f"{(str(err).splitlines() or [''])[0]}); pip install {pip_name}, "
+                why += "or the bench extra (benchmarks/README.md)"
+                if explicit:
+                    raise ValueError(f"--methods {method}: {why}") from None
+                skipped[method] = f"skipping {method}: {why}"
+                continue
+        keep.append(method)
+    return keep, skipped
+
+
+def _ranksvm(X, pairs, grid, loss):
+    """``ranksvm.fit_linear`` at each ``C``, warm-started along the grid in its order."""
+    import jax.numpy as jnp
+
+    from ._programs import fit_ranksvm
+
+    X, pairs = jnp.asarray(X), jnp.asarray(pairs)
+    w = jnp.zeros(X.shape[1], X.dtype)
+    out = {}
+    for C in grid:
+        w, info = fit_ranksvm(X, pairs, C, w, loss=loss)
+        weights = np.asarray(w)
+        info = {"n_iter": int(info.n_iter), "converged": bool(info.converged)}
+        out[C] = (lambda Z, weights=weights: Z @ weights, info)
+    return out
+
+
+def _rankboost(X, pairs, grid, n_thresholds, complements):
+    """``rankboost.fit`` for ``max(grid)`` rounds; each ``T`` scores with the first ``T``."""
+    import jax.numpy as jnp
+
+    from ...baselines.rankboost import candidate_thresholds
+    from ._programs import fit_rankboost, predict_rankboost
+
+    thresholds = jnp.asarray(candidate_thresholds(X, n_thresholds))
+    model, info = fit_rankboost(
+        jnp.asarray(X), jnp.asarray(pairs), thresholds, n_rounds=max(grid), complements=complements
+    )
+    loss = np.asarray(info.loss)
+    return {
+        T: (
+            lambda Z, T=T: predict_rankboost(model, jnp.asarray(Z), T),
+            {"train_exp_loss": float(loss[T - 1])},
+        )
+        for T in grid
+    }
+
+
+def _xgboost(X, y, sizes, grid, seed):
+    import xgboost as xgb
+
+    model = xgb.XGBRanker(
+        objective="rank:pairwise",
+        n_estimators=max(grid),
+        learning_rate=0.1,
+        max_depth=6,
+        n_jobs=2,
+        tree_method="hist",
+        random_state=seed,
+    )
+    model.fit(X, y, group=sizes)
+    return {n: (lambda Z, n=n: model.predict(Z, iteration_range=(0, n)), {}) for n in grid}
+
+
+def _lightgbm(X, y, sizes, grid, seed):
+    import lightgbm as lgb
+
+    model = lgb.LGBMRanker(
+        objective="lambdarank",
+        n_estimators=max(grid),
+        learning_rate=0.05,
+        num_leaves=31,
+        min_child_samples=20,
+        n_jobs=2,
+        random_state=seed,
+        verbose=-1,
+    )
+    model.fit(X, y, group=sizes)
+    return {n: (lambda Z, n=n: model.predict(Z, num_iteration=n), {}) for n in grid}
+
+
+def fit_grid(method: str, train, opt: dict) -> tuple[dict, float]:
+    """``({value: (score function X: (n, d) -> (n,), fit info)}, fit seconds)`` of ``method``
+    trained on the queries ``train`` (all pairs within each query) at each value of its grid
+    (``opt["C"]``, ``opt["rounds"]`` or ``opt["trees"]``; boosting fits ``max`` of its grid
+    once and scores its prefixes)."""
+    from ...baselines._data import pairs_within_queries
+    from ...data.userdata import queries_to_arrays
+
+    X, y, qid = queries_to_arrays(train, by_position=True)  # files may reuse a qid
+    start = time.perf_counter()
+    if method.startswith("RankSVM"):
+        loss = "hinge" if method == "RankSVM-hinge" else "squared_hinge"
+        grid = _ranksvm(X, pairs_within_queries(y, qid), opt["C"], loss)
+    elif method.startswith("RankBoost"):
+        complements = method == "RankBoost"
+        pairs = pairs_within_queries(y, qid)
+        grid = _rankboost(X, pairs, opt["rounds"], opt["n_thresholds"], complements)
+    else:
+        sizes = [q.n_docs for q in train]
+        fit = _xgboost if method == "XGBoost" else _lightgbm
+        grid = fit(X, y, sizes, opt["trees"], opt["seed"])
+    return grid, time.perf_counter() - start
+
+
+def versions() -> dict:
+    """The versions that the numbers depend on (a peer absent: None)."""
+    import jax
+
+    out = {"python": platform.python_version(), "jax": jax.__version__, "numpy": np.__version__}
+    for name in ("xgboost", "lightgbm"):
+        try:
+            out[name] = importlib.import_module(name).__version__
+        except (ImportError, OSError):
+            out[name] = None
+    return out

@@ -33,21 +33,14 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import importlib
-import json
 import os
 import platform
-import statistics
 import sys
-import time
 from pathlib import Path
 
-import jax
+import _harness as harness
 
-jax.config.update("jax_enable_x64", True)
-from bayesrank.runtime import enable_compilation_cache  # noqa: E402
-
-enable_compilation_cache()  # compiled programs kept on disk between runs
+jax = harness.setup_jax()  # float64; compiled programs kept on disk between runs
 
 import numpy as np  # noqa: E402
 
@@ -57,34 +50,6 @@ from bayesrank.baselines import RankBoost, RankSVM  # noqa: E402
 from bayesrank.baselines._data import pairs_within_queries  # noqa: E402
 from bayesrank.data.letor import load_letor  # noqa: E402
 from bayesrank.data.userdata import queries_to_arrays  # noqa: E402
-
-
-def optional(name):
-    """The module ``name``, or None (saying so) when it is not installed or fails to load."""
-    try:
-        return importlib.import_module(name)
-    except Exception as err:  # ImportError, or a native library missing (e.g. OpenMP)
-        print(f"{name} not available ({type(err).__name__}: {err}): skipped", flush=True)
-        return None
-
-
-def timed(fn, repeats):
-    times, out = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return out, times
-
-
-def cpu_model():
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def main(argv=None):
@@ -113,8 +78,7 @@ def main(argv=None):
         row = {
             "method": method,
             "compile_s": compile_s,
-            "best_s": min(times),
-            "median_s": statistics.median(times),
+            **harness.best_and_median(times),
             "runs": len(times),
             **extra,
         }
@@ -129,10 +93,8 @@ def main(argv=None):
     def bayes(method, make, **extra_fn):
         """``make().fit(X, y, qid)``: the estimators return NumPy arrays, so a fit is finished
         when it returns."""
-        t0 = time.perf_counter()
-        make().fit(X, y, qid)
-        first = time.perf_counter() - t0
-        est, times = timed(lambda: make().fit(X, y, qid), args.repeats)
+        first, _ = harness.timed(lambda: make().fit(X, y, qid))
+        times, est = harness.repeat(lambda: make().fit(X, y, qid), args.repeats)
         extra = {k: f(est) for k, f in extra_fn.items()}
         record(method, times, compile_s=first - min(times), **extra)
         return est
@@ -162,7 +124,7 @@ def main(argv=None):
         "jax": jax.__version__,
         "numpy": np.__version__,
     }
-    sklearn = optional("sklearn")
+    sklearn = harness.optional("sklearn")
     if sklearn is not None:
         from sklearn.svm import LinearSVC
 
@@ -172,32 +134,32 @@ def main(argv=None):
             flip = np.where(np.arange(len(pairs)) % 2 == 0, 1.0, -1.0)
             return (X[pairs[:, 0]] - X[pairs[:, 1]]) * flip[:, None], flip
 
-        (Ap, yp), times = timed(transform, args.repeats)
+        times, (Ap, yp) = harness.repeat(transform, args.repeats)
         record("sklearn-transform", times)
         LinearSVC(C=args.C, fit_intercept=False).fit(Ap[:2000], yp[:2000])  # warm-up
         clf = LinearSVC(C=args.C, loss="squared_hinge", fit_intercept=False, max_iter=100000)
-        _, times = timed(lambda: clf.fit(Ap, yp), args.repeats)
+        times, _ = harness.repeat(lambda: clf.fit(Ap, yp), args.repeats)
         record(
             "sklearn-linearsvc",
             times,
             objective=round(objective(clf.coef_.ravel()), 6),
             max_abs_w_diff=float(np.max(np.abs(clf.coef_.ravel() - svm.coef_))),
         )
-    xgb = optional("xgboost")
+    xgb = harness.optional("xgboost")
     if xgb is not None:
         versions["xgboost"] = xgb.__version__
         kw = dict(objective="rank:pairwise", max_depth=6, learning_rate=0.1, n_jobs=2)
         xgb.XGBRanker(n_estimators=2, tree_method="hist", **kw).fit(X[:500], y[:500], group=[500])
         model = xgb.XGBRanker(n_estimators=args.trees, tree_method="hist", random_state=0, **kw)
-        _, times = timed(lambda: model.fit(X, y, group=groups), args.repeats)
+        times, _ = harness.repeat(lambda: model.fit(X, y, group=groups), args.repeats)
         record("xgboost-pairwise", times)
-    lgb = optional("lightgbm")
+    lgb = harness.optional("lightgbm")
     if lgb is not None:
         versions["lightgbm"] = lgb.__version__
         kw = dict(objective="lambdarank", learning_rate=0.05, n_jobs=2, verbose=-1)
         lgb.LGBMRanker(n_estimators=2, **kw).fit(X[:500], y[:500], group=[500])
         model = lgb.LGBMRanker(n_estimators=args.trees, random_state=0, **kw)
-        _, times = timed(lambda: model.fit(X, y, group=groups), args.repeats)
+        times, _ = harness.repeat(lambda: model.fit(X, y, group=groups), args.repeats)
         record("lightgbm-lambdarank", times)
 
     base = next(r["best_s"] for r in rows if r["method"] == "bayesrank-ranksvm")
@@ -209,8 +171,6 @@ def main(argv=None):
         print(
             f"{r['method']:24s} {c:>9s} {r['best_s']:8.3f} {r['median_s']:8.3f} {r['ratio']:7.2f}"
         )
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "settings": vars(args),
         "data": {
@@ -220,11 +180,14 @@ def main(argv=None):
             "pairs": len(pairs),
         },
         "versions": versions,
-        "machine": {"cpu": cpu_model(), "cpus": os.cpu_count(), "platform": platform.platform()},
+        "machine": {
+            "cpu": harness.cpu_model(),
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+        },
         "rows": rows,
     }
-    out.write_text(json.dumps(payload, indent=1))
-    print(f"wrote {out}")
+    print(f"wrote {harness.write_json(args.out, payload, indent=1)}")
 
 
 if __name__ == "__main__":

@@ -39,13 +39,11 @@ import argparse
 import json
 import os
 import platform
-import resource
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
+
+import _harness as harness
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 OUT = REPO_ROOT / "benchmarks" / "out"
@@ -56,19 +54,9 @@ MSLR_MEAN_DOCS = 119.6
 MSLR_MAX_DOCS = 1_251
 
 
-def peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def setup_jax(cache_dir: str | None):
-    import jax
-
-    jax.config.update("jax_enable_x64", os.environ.get("BENCH_FLOAT32") != "1")
-    from bayesrank.runtime import enable_compilation_cache
-
-    if cache_dir:
-        enable_compilation_cache(cache_dir)
-    return jax
+    """float64 unless ``--float32``; the compilation cache in ``cache_dir`` (none without)."""
+    return harness.setup_jax(x64=os.environ.get("BENCH_FLOAT32") != "1", cache=cache_dir or False)
 
 
 # --- part 1: OHSUMED ---------------------------------------------------------------------------
@@ -105,14 +93,8 @@ def worker_ohsumed(args) -> dict:
 
     problems, tests = ohsumed_problems(Path(args.data_dir))
     prior = XPGP(RBF(), (RegularizedLaplacian(),), entity=Independent(0.1))
-    start = time.perf_counter()
-    result = parallel.fit_predict(prior, problems, tests)
-    first = time.perf_counter() - start
-    steady = []
-    for _ in range(3):
-        start = time.perf_counter()
-        result = parallel.fit_predict(prior, problems, tests)
-        steady.append(time.perf_counter() - start)
+    first, result = harness.timed(parallel.fit_predict, prior, problems, tests)
+    steady, result = harness.repeat(lambda: parallel.fit_predict(prior, problems, tests), 3)
     out = {
         "queries": len(problems),
         "entities": [int(p.n) for p in problems],
@@ -127,16 +109,17 @@ def worker_ohsumed(args) -> dict:
         "heldout_pair_error": float(
             np.mean([np.mean(p.prob < 0.5) for p in result.predictions if len(p.prob)])
         ),
-        "peak_rss_mb_after_collection": peak_mb(),
+        "peak_rss_mb_after_collection": harness.peak_rss_mb(),
     }
     if args.loop:
         model = XPGPModel(prior)
-        loops = []
-        for _ in range(2):  # the first compiles one program per size bucket
-            start = time.perf_counter()
+
+        def loop():
             preds = [model.fit(p).predict_pairs(t) for p, t in zip(problems, tests, strict=True)]
             jax.block_until_ready(preds)
-            loops.append(time.perf_counter() - start)
+            return preds
+
+        loops, preds = harness.repeat(loop, 2)  # the first compiles one program per size bucket
         out["loop_first_s"], out["loop_s"] = loops
         out["loop_max_prob_diff"] = float(
             max(
@@ -153,15 +136,15 @@ def worker_ohsumed(args) -> dict:
         plain = [PreferenceProblem.create(p.pairs, n=p.n) for p in problems]
         iid = XPGP(None, (), entity=Independent(1.0))
         parallel.fit_predict(iid, plain, tests)
-        start = time.perf_counter()
-        parallel.fit_predict(iid, plain, tests)
-        out["collection_iid_prior_s"] = time.perf_counter() - start
-        start = time.perf_counter()
-        for p in problems:
-            if len(p.pairs):
-                choix.ep_pairwise(p.n, [tuple(r) for r in p.pairs], 1.0, model="probit")
-        out["choix_loop_s"] = time.perf_counter() - start
-    out["peak_rss_mb"] = peak_mb()
+        out["collection_iid_prior_s"], _ = harness.timed(parallel.fit_predict, iid, plain, tests)
+
+        def choix_loop():
+            for p in problems:
+                if len(p.pairs):
+                    choix.ep_pairwise(p.n, [tuple(r) for r in p.pairs], 1.0, model="probit")
+
+        out["choix_loop_s"], _ = harness.timed(choix_loop)
+    out["peak_rss_mb"] = harness.peak_rss_mb()
     return out
 
 
@@ -190,10 +173,12 @@ def worker_scaling(args) -> dict:
     def fit(max_iter):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            start = time.perf_counter()
-            post = ep.fit(K, pairs, max_iter=max_iter, tol=1e-30, rtol=0.0)
-            jax.block_until_ready(post)
-            return time.perf_counter() - start, int(post.n_iter)
+            seconds, post = harness.timed(
+                lambda: jax.block_until_ready(
+                    ep.fit(K, pairs, max_iter=max_iter, tol=1e-30, rtol=0.0)
+                )
+            )
+            return seconds, int(post.n_iter)
 
     first, _ = fit(1)
     t_short, s_short = fit(k)
@@ -216,13 +201,9 @@ def worker_scaling(args) -> dict:
     inputs = {"cholesky": (B,), "triangular_solve": (L, A), "product": (A, B)}
     floor = {}
     for name, op in ops.items():
-        jax.block_until_ready(op(*inputs[name]))
-        times = []
-        for _ in range(3 if n >= 2000 else 7):
-            start = time.perf_counter()
-            jax.block_until_ready(op(*inputs[name]))
-            times.append(time.perf_counter() - start)
-        floor[name] = min(times)
+        call = lambda op=op, args=inputs[name]: jax.block_until_ready(op(*args))  # noqa: E731
+        call()  # compiles
+        floor[name] = min(harness.repeat(call, 3 if n >= 2000 else 7)[0])
     total = sum(floor.values())
     return {
         "n": n,
@@ -233,7 +214,7 @@ def worker_scaling(args) -> dict:
         "floor_parts_s": floor,
         "multiple_of_floor": per_sweep / total,
         "gflops_product": 2 * n**3 / floor["product"] / 1e9,
-        "peak_rss_mb": peak_mb(),
+        "peak_rss_mb": harness.peak_rss_mb(),
     }
 
 
@@ -280,12 +261,8 @@ def worker_mslr(args) -> dict:
 
     problems, tests = mslr_problems(args.mslr_queries)
     prior = XPGP(RBF(1.0, 1.0 / np.sqrt(136)), (), entity=Independent(0.1))
-    start = time.perf_counter()
-    result = parallel.fit_predict(prior, problems, tests)
-    first = time.perf_counter() - start
-    start = time.perf_counter()
-    result = parallel.fit_predict(prior, problems, tests)
-    steady = time.perf_counter() - start
+    first, result = harness.timed(parallel.fit_predict, prior, problems, tests)
+    steady, result = harness.timed(parallel.fit_predict, prior, problems, tests)
     plan = result.plan
     groups = []
     for g in plan.groups:  # each group alone, for the projection
@@ -293,11 +270,8 @@ def worker_mslr(args) -> dict:
         sub_p = [problems[q] for q in members]
         sub_t = [tests[q] for q in members]
         parallel.fit_predict(prior, sub_p, sub_t)
-        start = time.perf_counter()
-        parallel.fit_predict(prior, sub_p, sub_t)
-        groups.append(
-            {"t": g.t, "n": g.n, "queries": len(members), "s": time.perf_counter() - start}
-        )
+        seconds, _ = harness.timed(parallel.fit_predict, prior, sub_p, sub_t)
+        groups.append({"t": g.t, "n": g.n, "queries": len(members), "s": seconds})
     return {
         "queries": len(problems),
         "docs_mean": float(np.mean([p.n for p in problems])),
@@ -309,7 +283,7 @@ def worker_mslr(args) -> dict:
         "plan": plan.describe(),
         "padding_waste": plan.padding_waste(),
         "groups": groups,
-        "peak_rss_mb": peak_mb(),
+        "peak_rss_mb": harness.peak_rss_mb(),
     }
 
 
@@ -372,12 +346,11 @@ def project_hosts(groups, hosts_list=(1, 8, 64)) -> dict:
 # --- driver --------------------------------------------------------------------------------------
 
 
-def run_worker(part: str, extra: list[str], env=None) -> dict:
-    cmd = [sys.executable, __file__, "--worker", part, *extra]
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if done.returncode != 0:
-        raise SystemExit(f"{part} worker failed:\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+def run_worker(part: str, extra: list[str]) -> dict:
+    try:
+        return harness.spawn(__file__, "--worker", part, *extra)
+    except harness.WorkerError as err:
+        raise SystemExit(f"{part} worker failed:\n{err}") from None
 
 
 def main():
@@ -398,7 +371,7 @@ def main():
         os.environ["BENCH_FLOAT32"] = "1"  # the workers inherit it
     if args.worker:
         fn = {"ohsumed": worker_ohsumed, "scaling": worker_scaling, "mslr": worker_mslr}
-        print(json.dumps(fn[args.worker](args)))
+        harness.emit(fn[args.worker](args))
         return
 
     import jax
@@ -418,9 +391,11 @@ def main():
     common += [] if args.choix else ["--no-choix"]
     common += [] if args.loop else ["--no-loop"]
     if "ohsumed" in args.parts:
-        with tempfile.TemporaryDirectory() as cache:
-            cold = run_worker("ohsumed", [*common, "--cache-dir", cache])
-            warm = run_worker("ohsumed", [*common, "--cache-dir", cache, "--no-choix", "--no-loop"])
+        runs = {}  # the warm process times the collection only
+        for state, cache in harness.cold_and_warm():
+            skip = ["--no-choix", "--no-loop"] if state == "warm" else []
+            runs[state] = run_worker("ohsumed", [*common, "--cache-dir", cache, *skip])
+        cold, warm = runs["cold"], runs["warm"]
         row = dict(cold)
         row["compile_cold_s"] = cold["first_call_s"] - cold["steady_s"]
         row["compile_warm_cache_s"] = warm["first_call_s"] - warm["steady_s"]
@@ -481,9 +456,7 @@ def main():
                 f"  projected, all {MSLR_QUERIES} queries on {hosts} device(s) like this CPU:",
                 f"{proj['seconds'] / 60:.2f} min (busiest device / mean {proj['balance']:.2f})",
             )
-    OUT.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=1))
-    print(f"written {path}")
+    print(f"written {harness.write_json(path, report, indent=1)}")
 
 
 if __name__ == "__main__":

@@ -47,21 +47,14 @@ is skipped at that size and the output says so. Results go to ``benchmarks/out/b
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import math
-import os
-import platform
-import resource
-import statistics
 import subprocess
-import sys
 import tempfile
-import time
-from importlib import metadata
 from pathlib import Path
 
+import _harness as harness
 import numpy as np
+from _harness import fmt
 
 D = 5
 ALPHA = 1.0  # choix prior precision; bayesrank gets K = I / ALPHA
@@ -118,40 +111,8 @@ def make_problem(n: int, m: int, seed: int = SEED):
 # ---------------------------------------------------------------------------------------------
 
 
-def _timed(fn):
-    start = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - start, out
-
-
-def _repeat(fn, first_time, repeats, budget, min_calls):
-    """Further calls after the first, until ``repeats`` steady calls or the time budget is spent.
-
-    ``min_calls`` calls are always made (1 for a jitted function: its compile time needs it).
-    """
-    times, out, spent = [], None, first_time
-    while len(times) < repeats:
-        last = times[-1] if times else first_time
-        if len(times) >= min_calls and spent + last > budget:
-            break
-        t, out = _timed(fn)
-        times.append(t)
-        spent += t
-    return times, out
-
-
-def _jax_setup():
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
-    from bayesrank.runtime import enable_compilation_cache
-
-    enable_compilation_cache()  # compiled programs kept on disk between runs
-    return jax
-
-
 def worker_bayesrank(n, m, kernel, schedule, repeats, budget, save, precision="full"):
-    jax = _jax_setup()
+    jax = harness.setup_jax()  # x64, compiled programs kept on disk between runs
     import jax.numpy as jnp
 
     from bayesrank.inference import ep
@@ -169,8 +130,9 @@ def worker_bayesrank(n, m, kernel, schedule, repeats, budget, save, precision="f
     def call():  # the public façade, as the README calls it
         return jax.block_until_ready(ep.fit(K, pairs, **kw))
 
-    first, post = _timed(call)
-    times, post = _repeat(call, first, repeats, budget, min_calls=1)
+    first, post = harness.timed(call)
+    # further calls until `repeats` or the budget; one at least (the compile time needs it)
+    times, post = harness.repeat(call, repeats, budget=budget, first=first, min_calls=1)
     if save:
         np.savez(save, mean=np.asarray(post.mean), cov=np.asarray(post.cov))
     return {
@@ -202,9 +164,9 @@ def worker_choix(n, m, repeats, budget, save):
         np.random.seed(SEED)  # noqa: NPY002 (choix draws its site order from the global RNG)
         return choix.ep_pairwise(n, data, ALPHA, model="probit", max_iter=MAX_ITER)
 
-    first, out = _timed(call)
+    first, out = harness.timed(call)
     iters = choix.ep._ep_pairwise.iterations
-    times, _ = _repeat(call, first, repeats - 1, budget, min_calls=0)
+    times, _ = harness.repeat(call, repeats - 1, budget=budget, first=first)
     if save:
         np.savez(save, mean=out[0], cov=out[1])
     return {
@@ -214,15 +176,8 @@ def worker_choix(n, m, repeats, budget, save):
         "iterations": int(iters),
         "converged": True,  # choix raises RuntimeError if it does not converge
         "extra": {"threshold": choix.ep.THRESHOLD},
-        "versions": {"choix": metadata.version("choix"), "numpy": np.__version__},
+        "versions": {**harness.versions("choix"), "numpy": np.__version__},
     }
-
-
-def _torch_setup():
-    import torch
-
-    torch.set_num_threads(2)
-    return torch
 
 
 def _botorch_model(X, pairs):
@@ -254,7 +209,7 @@ def _botorch_model(X, pairs):
 def worker_botorch(n, m, fit, repeats, budget, save):
     import warnings
 
-    torch = _torch_setup()
+    torch = harness.setup_torch()
     import botorch
     import gpytorch
     from botorch.fit import fit_gpytorch_mll
@@ -277,8 +232,8 @@ def worker_botorch(n, m, fit, repeats, budget, save):
         def call():
             return _botorch_model(X, pairs)
 
-        first, model = _timed(call)
-        times, _ = _repeat(call, first, repeats - 1, budget, min_calls=0)
+        first, model = harness.timed(call)
+        times, _ = harness.repeat(call, repeats - 1, budget=budget, first=first)
         if save:
             np.savez(save, mean=model.utility.detach().numpy() / math.sqrt(2.0))
         iterations, converged, extra = None, None, {}
@@ -294,7 +249,7 @@ def worker_botorch(n, m, fit, repeats, budget, save):
                 return _update(*args, **kwargs)
 
             model._update = counted
-            t, (mll, caught) = _timed(lambda model=model: do_fit(model))
+            t, (mll, caught) = harness.timed(do_fit, model)
             first = t if first is None else first
             times.append(t)
             spent += t
@@ -327,7 +282,7 @@ def worker_botorch(n, m, fit, repeats, budget, save):
 def worker_idle(n, m, family):
     """Import the family's libraries and build the problem, without fitting (memory baseline)."""
     if family == "jax":
-        jax = _jax_setup()
+        jax = harness.setup_jax()  # x64, compiled programs kept on disk between runs
         from bayesrank.inference import ep  # noqa: F401
         from bayesrank.kernels import RBF
 
@@ -338,7 +293,7 @@ def worker_idle(n, m, family):
 
         make_problem(n, m)
     else:
-        _torch_setup()
+        harness.setup_torch()
         from botorch.fit import fit_gpytorch_mll  # noqa: F401
         from botorch.models.pairwise_gp import PairwiseGP  # noqa: F401
 
@@ -348,7 +303,7 @@ def worker_idle(n, m, family):
 
 def worker_agreement(n, m):
     """Untimed: choix with its stop threshold tightened to 1e-11 vs bayesrank at tol 1e-10."""
-    jax = _jax_setup()
+    jax = harness.setup_jax()  # x64, compiled programs kept on disk between runs
     import choix
     import choix.ep
 
@@ -396,8 +351,8 @@ def run_worker(args) -> None:
         result = worker_botorch(n, m, True, **kw)
     else:
         raise SystemExit(f"unknown method {method!r}")
-    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    Path(args.result).write_text(json.dumps(result))
+    result["peak_rss_mb"] = harness.peak_rss_mb()
+    harness.emit(result)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -406,22 +361,19 @@ def run_worker(args) -> None:
 
 
 def spawn(method, n, m, args, tmp: Path, save=False, timeout=None):
-    result = tmp / f"{method.replace(':', '_')}-{n}-{m}.json"
+    """One worker in a fresh process: its result, ``{"skipped": ...}`` or ``{"error": ...}``."""
     save_path = tmp / f"{method}-{n}-{m}.npz" if save else None
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", method]
-    cmd += ["--n", str(n), "--m", str(m), "--repeats", str(args.repeats)]
-    cmd += ["--budget", str(args.budget), "--result", str(result)]
+    argv = [Path(__file__).resolve(), "--worker", method, "--n", n, "--m", m]
+    argv += ["--repeats", args.repeats, "--budget", args.budget]
     if save_path:
-        cmd += ["--save", str(save_path)]
-    start = time.perf_counter()
+        argv += ["--save", save_path]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+        wall, out = harness.timed(harness.spawn, *argv, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"skipped": f"killed after {timeout:.0f} s (single run > {args.max_single:.0f} s)"}
-    if proc.returncode != 0 or not result.exists():
-        return {"error": (proc.stderr or proc.stdout)[-2000:]}
-    out = json.loads(result.read_text())
-    out["wall_s"] = time.perf_counter() - start
+    except harness.WorkerError as err:
+        return {"error": str(err)[-2000:]}
+    out["wall_s"] = wall
     out["save"] = str(save_path) if save_path else None
     return out
 
@@ -431,35 +383,10 @@ def cost_scale(n, m, n0, m0):
     return max((n / n0) ** 3, (n / n0) ** 2 * (m / m0))
 
 
-def machine_info():
-    cpu = platform.processor() or "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {
-        "cpu": cpu,
-        "cores": cores,
-        "memory_gib": round(mem, 1),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-    }
-
-
-def fmt(x, spec):
-    width = "".join(ch for ch in spec.split(".")[0] if ch.isdigit())
-    return format("-", f">{width}") if x is None else format(x, spec)
-
-
 def main_driver(args) -> None:
-    sizes = [tuple(int(v) for v in s.lower().split("x")) for s in args.sizes.split(",")]
+    sizes = harness.parse_sizes(args.sizes)
     methods = [mth for mth in METHODS if not args.methods or mth in args.methods.split(",")]
-    info = machine_info()
+    info = harness.machine_info()
     print(f"machine: {info['cpu']}, {info['cores']} cores, {info['memory_gib']} GiB; ", end="")
     print(f"repeats {args.repeats}, budget {args.budget:.0f} s, max single {args.max_single:.0f} s")
     records, agreement, versions = [], [], {}
@@ -488,8 +415,7 @@ def main_driver(args) -> None:
                     timeout = 3 * args.max_single + 120
                     rec.update(spawn(mth, n, m, args, tmp, save=save, timeout=timeout))
                 if "times_s" in rec:
-                    rec["best_s"] = min(rec["times_s"])
-                    rec["median_s"] = statistics.median(rec["times_s"])
+                    rec.update(harness.best_and_median(rec["times_s"]))
                     rec["idle_rss_mb"] = idle.get(fam)
                     versions.update(rec.pop("versions", {}))
                     single = max(rec["best_s"], rec["first_call_s"] - (rec["compile_s"] or 0))
@@ -508,9 +434,8 @@ def main_driver(args) -> None:
                 rec.pop("save", None)
     summary = summarise(records)
     report(records, agreement, summary, info, args)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
     payload = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": harness.utc_now(),
         "machine": info,
         "versions": versions,
         "settings": {
@@ -529,7 +454,7 @@ def main_driver(args) -> None:
         "agreement": agreement,
         "summary": summary,
     }
-    OUT.write_text(json.dumps(payload, indent=2))
+    harness.write_json(OUT, payload)
     print(f"\nwrote {OUT}")
 
 
@@ -679,7 +604,6 @@ def main() -> None:
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
     p.add_argument("--m", type=int, help=argparse.SUPPRESS)
-    p.add_argument("--result", help=argparse.SUPPRESS)
     p.add_argument("--save", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:

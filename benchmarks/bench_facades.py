@@ -24,16 +24,12 @@ drawn uniformly, the winner has the larger ``u + noise``. Seeded.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
-import subprocess
-import sys
-import tempfile
-import time
 from pathlib import Path
 
+import _harness as harness
 import numpy as np
 
 OUT = Path(__file__).resolve().parent / "out" / "bench_facades.json"
@@ -52,12 +48,6 @@ def make_problem(n: int, m: int, seed: int):
     return X, pairs
 
 
-def timed(fn):
-    start = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - start, out
-
-
 def bench_ep_vs_choix(repeats: int) -> dict:
     import jax
 
@@ -73,10 +63,9 @@ def bench_ep_vs_choix(repeats: int) -> dict:
         ("bayesrank ep.fit, K = I as (n,)", K_diag),
         ("bayesrank ep.fit, RBF K", K_rbf),
     ):
-        first, post = timed(lambda K=K: jax.block_until_ready(ep.fit(K, pairs)))
-        times = [
-            timed(lambda K=K: jax.block_until_ready(ep.fit(K, pairs)))[0] for _ in range(repeats)
-        ]
+        call = lambda K=K: jax.block_until_ready(ep.fit(K, pairs))  # noqa: E731
+        first, post = harness.timed(call)
+        times, _ = harness.repeat(call, repeats)
         rows[name] = {
             "first_s": first,
             "median_s": statistics.median(times),
@@ -84,9 +73,8 @@ def bench_ep_vs_choix(repeats: int) -> dict:
             "sweeps": int(post.n_iter),
             "converged": bool(post.converged),
         }
-    try:
-        import choix
-    except ImportError:
+    choix = harness.optional("choix", say=False)
+    if choix is None:
         rows["choix.ep_pairwise"] = {"skipped": "choix is not installed (pip install choix)"}
         return rows
     data = [tuple(p) for p in pairs]
@@ -95,8 +83,8 @@ def bench_ep_vs_choix(repeats: int) -> dict:
         np.random.seed(0)  # noqa: NPY002 (choix draws its site order from the global RNG)
         return choix.ep_pairwise(n, data, 1.0, model="probit")
 
-    first, (mean, _) = timed(run_choix)
-    times = [timed(run_choix)[0] for _ in range(repeats)]
+    first, (mean, _) = harness.timed(run_choix)
+    times, _ = harness.repeat(run_choix, repeats)
     rows["choix.ep_pairwise"] = {
         "first_s": first,
         "median_s": statistics.median(times),
@@ -117,8 +105,8 @@ def bench_model_n30(repeats: int) -> dict:
     for seed in range(repeats + 1):
         X, pairs = make_problem(30, 60, seed)
         problems.append(PreferenceProblem.create(pairs, X=X))
-    first, _ = timed(lambda: model.fit(problems[0]).mean)
-    times = [timed(lambda p=p: model.fit(p).mean)[0] for p in problems[1:]]
+    first, _ = harness.timed(lambda: model.fit(problems[0]).mean)
+    times = [harness.timed(lambda p=p: model.fit(p).mean)[0] for p in problems[1:]]
     return {"first_s": first, "median_s": statistics.median(times), "times_s": times}
 
 
@@ -146,16 +134,12 @@ print(json.dumps({{"import_s": imported, "fit_s": fit, "converged": bool(post.re
 
 def bench_fresh_process() -> dict:
     here = str(Path(__file__).resolve().parent)
-    with tempfile.TemporaryDirectory() as cache:
+    out = {}
+    for state, cache in harness.cold_and_warm():
         code = WORKER.format(here=here, cache=cache)
-        out = {}
-        for label in ("cold cache", "warm cache"):
-            env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-            result = subprocess.run(
-                [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
-            )
-            out[label] = json.loads(result.stdout.strip().splitlines()[-1])
-        out["cache_files"] = len(os.listdir(cache))
+        out[f"{state} cache"] = harness.spawn("-c", code, env={"PYTHONUNBUFFERED": "1"})
+        if state == "warm":
+            out["cache_files"] = len(os.listdir(cache))
     return out
 
 
@@ -165,9 +149,7 @@ def main(argv=None) -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
 
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
+    jax = harness.setup_jax(cache=False)
     results = {
         "machine": {
             "platform": platform.platform(),
@@ -205,9 +187,7 @@ def main(argv=None) -> None:
             f"3. fresh process, n = 150, {label}: fit {row['fit_s']:.3f} s "
             f"(imports {row['import_s']:.2f} s)"
         )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2))
-    print(f"written {args.out}")
+    print(f"written {harness.write_json(args.out, results)}")
 
 
 if __name__ == "__main__":

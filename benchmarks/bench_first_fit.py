@@ -18,20 +18,13 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
-import sys
-import tempfile
-import time
+
+import _harness as harness
 
 
 def worker() -> dict:
     import collections
 
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
     import jax.monitoring
     import numpy as np
 
@@ -39,10 +32,9 @@ def worker() -> dict:
     jax.monitoring.register_event_duration_secs_listener(
         lambda name, duration, **_: events[name].append(duration)
     )
-    import bayesrank
+    harness.setup_jax()  # float64, the compilation cache (BAYESRANK_CACHE_DIR)
     from bayesrank import RBF, XPGP, PreferenceProblem, XPGPModel
 
-    bayesrank.runtime.enable_compilation_cache()
     rng = np.random.default_rng(0)
     n, d, m = 150, 21, 150
     X = rng.normal(size=(n, d))
@@ -53,12 +45,15 @@ def worker() -> dict:
         if i != j and (j, i) not in pairs:
             pairs.add((i, j) if u[i] > u[j] else (j, i))
     problem = PreferenceProblem.create(np.array(sorted(pairs)), X=X)
-    out = {}
-    for label in ("first_s", "second_s"):
-        start = time.perf_counter()
+
+    def fit():  # the README's call
         post = XPGPModel(XPGP(RBF())).fit(problem, learn_hyperparameters=True)
         jax.block_until_ready(post.mean)
-        out[label] = time.perf_counter() - start
+        return post
+
+    out = {}
+    for label in ("first_s", "second_s"):
+        out[label], _ = harness.timed(fit)
         if label == "first_s":
             compile_events = list(events["/jax/core/compile/backend_compile_duration"])
             out["programs"] = len(compile_events)
@@ -71,13 +66,10 @@ def worker() -> dict:
 
 
 def spawn(cache: str, pythonpath: str | None) -> dict:
-    env = dict(os.environ, BAYESRANK_CACHE_DIR=cache, JAX_PLATFORMS="cpu")
+    env = {"BAYESRANK_CACHE_DIR": cache, "JAX_PLATFORMS": "cpu"}
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
-    result = subprocess.run(
-        [sys.executable, __file__, "--worker"], env=env, capture_output=True, text=True, check=True
-    )
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return harness.spawn(__file__, "--worker", env=env)
 
 
 def main():
@@ -87,20 +79,19 @@ def main():
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(worker()))
+        harness.emit(worker())
         return
     print("| run | cache | first fit s | second fit s | programs | compile s | trace+lower s |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for r in range(args.repeats):
-        with tempfile.TemporaryDirectory() as cache:
-            for state in ("cold", "warm"):
-                row = spawn(cache, args.pythonpath)
-                print(
-                    f"| {r + 1} | {state} | {row['first_s']:.2f} | {row['second_s']:.3f} | "
-                    f"{row['programs'] - row['cache_hits']} | {row['compile_s']:.2f} | "
-                    f"{row['trace_lower_s']:.2f} |",
-                    flush=True,
-                )
+        for state, cache in harness.cold_and_warm():
+            row = spawn(cache, args.pythonpath)
+            print(
+                f"| {r + 1} | {state} | {row['first_s']:.2f} | {row['second_s']:.3f} | "
+                f"{row['programs'] - row['cache_hits']} | {row['compile_s']:.2f} | "
+                f"{row['trace_lower_s']:.2f} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -73,10 +73,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -86,7 +83,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_ep import SEED, D, machine_info, make_problem
+import _harness as harness
+from _harness import fmt
+from bench_ep import SEED, D, make_problem
 
 OUT = Path(__file__).resolve().parent / "out" / "bench_learning.json"
 OUT_OHSUMED = Path(__file__).resolve().parent / "out" / "bench_learning_ohsumed.json"
@@ -136,11 +135,6 @@ def held_out_scores(mean, cov, pairs, noise_var):
     return float(np.mean(log_phi(z))), float(np.mean(z < 0))
 
 
-def since_spawn(spawned_at):
-    """Seconds from the driver's spawn (``time.monotonic()``, system-wide on Linux) to now."""
-    return None if spawned_at is None else time.monotonic() - spawned_at
-
-
 def cache_entries():
     """Files in ``BAYESRANK_CACHE_DIR`` (the worker's compilation cache), or ``None``."""
     path = os.environ.get("BAYESRANK_CACHE_DIR")
@@ -154,12 +148,8 @@ def cache_entries():
 # ---------------------------------------------------------------------------------------------
 
 
-def worker_bayesrank(n, m, held_out, method, repeats, device, spawned_at=None):
-    if device == "cpu":
-        os.environ["JAX_PLATFORMS"] = "cpu"
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
+def worker_bayesrank(n, m, held_out, method, repeats, device):
+    jax = harness.setup_jax(cache=False, platforms="cpu" if device == "cpu" else None)
     from bayesrank.runtime import enable_compilation_cache
 
     cache = enable_compilation_cache()  # BAYESRANK_CACHE_DIR, a directory set by the driver
@@ -168,7 +158,7 @@ def worker_bayesrank(n, m, held_out, method, repeats, device, spawned_at=None):
     from bayesrank import ARD, XPGP, PreferenceProblem
     from bayesrank.learning import fit_hyperparameters
 
-    import_s = since_spawn(spawned_at)
+    import_s = harness.since_spawn()
     X, known, test = split_problem(n, m, held_out)
     problem = PreferenceProblem.create(known, X=X)
     prior = XPGP(ARD(1.0, jnp.ones(D)), ())
@@ -183,11 +173,7 @@ def worker_bayesrank(n, m, held_out, method, repeats, device, spawned_at=None):
         fit = fit_hyperparameters(prior, problem, method=method, **options)
         return jax.block_until_ready(fit)
 
-    times = []
-    for _ in range(repeats + 1):
-        start = time.perf_counter()
-        fit = call()
-        times.append(time.perf_counter() - start)
+    times, fit = harness.repeat(call, repeats + 1)  # the first call, then the steady state
     post = jax.tree_util.tree_map(lambda x: np.asarray(x[0]), fit.posteriors)
     fitted = fit.prior
     return {
@@ -222,16 +208,14 @@ def botorch_fit(PairwiseGP, MLL, fit_gpytorch_mll, Xt, comp):
     return model
 
 
-def worker_botorch(n, m, held_out, repeats, device, spawned_at=None):
-    import torch
-
-    torch.set_num_threads(2)
+def worker_botorch(n, m, held_out, repeats, device):
+    torch = harness.setup_torch()
     dev = torch.device("cuda" if device == "gpu" else "cpu")
     import botorch
     from botorch.fit import fit_gpytorch_mll
     from botorch.models.pairwise_gp import PairwiseGP, PairwiseLaplaceMarginalLogLikelihood
 
-    import_s = since_spawn(spawned_at)
+    import_s = harness.since_spawn()
     X, known, test = split_problem(n, m, held_out)
     Xt = torch.tensor(X, dtype=torch.float64, device=dev)
     comp = torch.tensor(known, dtype=torch.long, device=dev)
@@ -244,17 +228,11 @@ def worker_botorch(n, m, held_out, repeats, device, spawned_at=None):
             torch.cuda.synchronize()
         return model
 
-    start = time.perf_counter()
-    call(Xt, comp)  # the first call in this process: its first-use costs included
-    first = time.perf_counter() - start
+    first, _ = harness.timed(call, Xt, comp)  # the first call here: first-use costs included
     Xw, pw, _ = split_problem(20, 30, 0)
     warm = torch.tensor(Xw, dtype=torch.float64, device=dev), torch.tensor(pw, device=dev)
     call(*warm)  # warm-up (first-use costs at another shape)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        model = call(Xt, comp)
-        times.append(time.perf_counter() - start)
+    times, model = harness.repeat(lambda: call(Xt, comp), repeats)
     model.eval()
     with torch.no_grad():
         post = model.posterior(Xt)
@@ -288,12 +266,8 @@ def load_ohsumed_npz(path):
     return qids, queries
 
 
-def worker_ohsumed_bayesrank(data, kernel, engine, device, spawned_at=None):
-    if device == "cpu":
-        os.environ["JAX_PLATFORMS"] = "cpu"
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
+def worker_ohsumed_bayesrank(data, kernel, engine, device):
+    jax = harness.setup_jax(cache=False, platforms="cpu" if device == "cpu" else None)
     from bayesrank.runtime import enable_compilation_cache
 
     cache = enable_compilation_cache()  # BAYESRANK_CACHE_DIR, a directory set by the driver
@@ -302,16 +276,19 @@ def worker_ohsumed_bayesrank(data, kernel, engine, device, spawned_at=None):
     from bayesrank import ARD, RBF, XPGP, PreferenceProblem
     from bayesrank.learning import fit_hyperparameters
 
-    import_s = since_spawn(spawned_at)
+    import_s = harness.since_spawn()
     qids, queries = load_ohsumed_npz(data)
     d = queries[0][0].shape[1]
     problems = [PreferenceProblem.create(known, X=X) for X, known, _ in queries]
     prior = XPGP(ARD(1.0, jnp.ones(d)), ()) if kernel == "ard" else XPGP(RBF(1.0, 1.0), ())
 
-    start = time.perf_counter()
-    fit = fit_hyperparameters(prior, problems, per_query=True, method="evidence", inference=engine)
-    fit = jax.block_until_ready(fit)
-    total = time.perf_counter() - start
+    def call():
+        fit = fit_hyperparameters(
+            prior, problems, per_query=True, method="evidence", inference=engine
+        )
+        return jax.block_until_ready(fit)
+
+    total, fit = harness.timed(call)
 
     post = jax.device_get(fit.posteriors)  # leading query axis, entities padded
     fitted = jax.device_get(fit.prior)
@@ -350,16 +327,14 @@ def worker_ohsumed_bayesrank(data, kernel, engine, device, spawned_at=None):
     }
 
 
-def worker_ohsumed_botorch(data, device, spawned_at=None):
-    import torch
-
-    torch.set_num_threads(2)
+def worker_ohsumed_botorch(data, device):
+    torch = harness.setup_torch()
     dev = torch.device("cuda" if device == "gpu" else "cpu")
     import botorch
     from botorch.fit import fit_gpytorch_mll
     from botorch.models.pairwise_gp import PairwiseGP, PairwiseLaplaceMarginalLogLikelihood
 
-    import_s = since_spawn(spawned_at)
+    import_s = harness.since_spawn()
     qids, queries = load_ohsumed_npz(data)
     tensors = [
         (
@@ -424,20 +399,16 @@ def run_worker(args):
     if args.data:
         kernel, engine, _ = OHSUMED_METHODS[args.worker]
         if args.worker == "botorch-loop":
-            out = worker_ohsumed_botorch(args.data, args.device, args.spawned_at)
+            out = worker_ohsumed_botorch(args.data, args.device)
         else:
-            out = worker_ohsumed_bayesrank(args.data, kernel, engine, args.device, args.spawned_at)
+            out = worker_ohsumed_bayesrank(args.data, kernel, engine, args.device)
     elif args.worker == "botorch-fit":
-        out = worker_botorch(
-            args.n, args.m, args.held_out, args.repeats, args.device, args.spawned_at
-        )
+        out = worker_botorch(args.n, args.m, args.held_out, args.repeats, args.device)
     else:
         method = args.worker.split("-", 1)[1]
-        out = worker_bayesrank(
-            args.n, args.m, args.held_out, method, args.repeats, args.device, args.spawned_at
-        )
-    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    Path(args.result).write_text(json.dumps(out))
+        out = worker_bayesrank(args.n, args.m, args.held_out, method, args.repeats, args.device)
+    out["peak_rss_mb"] = harness.peak_rss_mb()
+    harness.emit(out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -445,37 +416,29 @@ def run_worker(args):
 # ---------------------------------------------------------------------------------------------
 
 
-def spawn(method, args, result, cache=None, extra=()):
+def spawn(method, args, cache=None, extra=()):
     """Run one worker in a fresh process; its JSON result, or ``{"error": ...}``."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", method]
-    cmd += ["--result", str(result), "--device", args.device, *extra]
-    env = dict(os.environ, BAYESRANK_CACHE_DIR=str(cache) if cache else "off")
+    argv = [Path(__file__).resolve(), "--worker", method, "--device", args.device, *extra]
+    env = {"BAYESRANK_CACHE_DIR": str(cache) if cache else "off"}
     if args.device == "cpu":
         env["JAX_PLATFORMS"] = "cpu"
-    cmd += ["--spawned-at", repr(time.monotonic())]
     try:
-        proc = subprocess.run(
-            cmd, capture_output=True, text=True, check=False, env=env, timeout=args.timeout
-        )
+        return harness.spawn(*argv, env=env, timeout=args.timeout)
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {args.timeout} s"}
-    if proc.returncode != 0 or not result.exists():
-        return {"error": (proc.stderr or proc.stdout)[-3000:]}
-    return json.loads(result.read_text())
+    except harness.WorkerError as err:
+        return {"error": str(err)[-3000:]}
 
 
-def spawn_size(method, n, m, args, tmp, cache=None, tag=""):
-    result = tmp / f"{method}-{n}-{m}{tag}.json"
-    extra = ["--n", str(n), "--m", str(m), "--held-out", str(args.held_out)]
-    extra += ["--repeats", str(args.repeats)]
-    return spawn(method, args, result, cache, extra)
+def spawn_size(method, n, m, args, cache=None):
+    extra = ["--n", n, "--m", m, "--held-out", args.held_out, "--repeats", args.repeats]
+    return spawn(method, args, cache, extra)
 
 
-def cold_and_warm(method, n, m, args, tmp):
+def cold_and_warm(method, n, m, args):
     """A bayesrank method at one size: a cold and a warm process on a new cache directory."""
-    with tempfile.TemporaryDirectory(prefix="bayesrank-cache-", dir=tmp) as cache:
-        cold = spawn_size(method, n, m, args, tmp, cache, "-cold")
-        warm = spawn_size(method, n, m, args, tmp, cache, "-warm")
+    runs = {state: spawn_size(method, n, m, args, dir_) for state, dir_ in harness.cold_and_warm()}
+    cold, warm = runs["cold"], runs["warm"]
     if "error" in cold:
         return {"error": cold["error"], "warm": warm}
     rec = dict(cold)
@@ -499,31 +462,25 @@ def cold_and_warm(method, n, m, args, tmp):
     return rec
 
 
-def fmt(x, spec):
-    width = "".join(ch for ch in spec.split(".")[0] if ch.isdigit())
-    return format("-", f">{width}") if x is None else format(x, spec)
-
-
 def main_driver(args):
-    sizes = [tuple(int(v) for v in s.lower().split("x")) for s in args.sizes.split(",")]
+    sizes = harness.parse_sizes(args.sizes)
     methods = [mth for mth in METHODS if not args.methods or mth in args.methods.split(",")]
-    info = machine_info()
+    info = harness.machine_info()
     print(f"machine: {info['cpu']}, {info['cores']} cores; held-out pairs {args.held_out}")
     print(f"device: {args.device}")
     records = []
-    with tempfile.TemporaryDirectory() as tmpdir:
-        for n, m in sizes:
-            for mth in methods:
-                if mth == "botorch-fit":
-                    out = spawn_size(mth, n, m, args, Path(tmpdir))
-                else:
-                    out = cold_and_warm(mth, n, m, args, Path(tmpdir))
-                rec = {"n": n, "m": m, "method": mth, **out}
-                if rec.get("times_s") and "best_s" not in rec:
-                    rec["best_s"] = min(rec["times_s"])
-                records.append(rec)
-                status = rec.get("error", rec.get("warm_error", "ok"))
-                print(f"  done n={n} m={m} {mth}: {status[-300:]}", flush=True)
+    for n, m in sizes:
+        for mth in methods:
+            if mth == "botorch-fit":
+                out = spawn_size(mth, n, m, args)
+            else:
+                out = cold_and_warm(mth, n, m, args)
+            rec = {"n": n, "m": m, "method": mth, **out}
+            if rec.get("times_s") and "best_s" not in rec:
+                rec["best_s"] = min(rec["times_s"])
+            records.append(rec)
+            status = rec.get("error", rec.get("warm_error", "ok"))
+            print(f"  done n={n} m={m} {mth}: {status[-300:]}", flush=True)
     index = {(r["n"], r["m"], r["method"]): r for r in records}
     for r in records:
         peer = index.get((r["n"], r["m"], "botorch-fit"))
@@ -567,10 +524,8 @@ def main_driver(args):
         "= steady state; 1st/cold, 1st/warm = BoTorch's fresh first call\nover our cold, warm "
         "first call. ll = mean held-out log P."
     )
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     payload = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": harness.utc_now(),
         "machine": info,
         "settings": {
             "d": D,
@@ -581,8 +536,7 @@ def main_driver(args):
         },
         "results": records,
     }
-    out.write_text(json.dumps(payload, indent=2))
-    print(f"wrote {out}")
+    print(f"wrote {harness.write_json(args.out, payload)}")
 
 
 def prepare_ohsumed(data_dir, max_queries, path):
@@ -634,7 +588,7 @@ def main_ohsumed(args):
     if args.device == "cpu":
         os.environ["JAX_PLATFORMS"] = "cpu"  # the driver's own JAX (pair splits only)
     names = [m for m in OHSUMED_METHODS if not args.methods or m in args.methods.split(",")]
-    info = machine_info()
+    info = harness.machine_info()
     print(f"machine: {info['cpu']}, {info['cores']} cores; device: {args.device}")
     records = []
     with tempfile.TemporaryDirectory() as tmpdir:
@@ -652,13 +606,9 @@ def main_ohsumed(args):
         for name in names:
             _, _, warm = OHSUMED_METHODS[name]
             if name == "botorch-loop":
-                runs = [("-", spawn(name, args, tmp / f"{name}.json", None, extra))]
+                runs = [("-", spawn(name, args, None, extra))]
             else:
-                with tempfile.TemporaryDirectory(prefix="bayesrank-cache-", dir=tmp) as cache:
-                    runs = [("cold", spawn(name, args, tmp / f"{name}-c.json", cache, extra))]
-                    if warm:
-                        out = spawn(name, args, tmp / f"{name}-w.json", cache, extra)
-                        runs.append(("warm", out))
+                runs = [(s, spawn(name, args, c, extra)) for s, c in harness.cold_and_warm(warm)]
             for cache_state, out in runs:
                 records.append({"method": name, "cache": cache_state, **out})
                 print(f"  done {name} ({cache_state}): {out.get('error', 'ok')[-300:]}", flush=True)
@@ -697,10 +647,8 @@ def main_ohsumed(args):
             f"BoTorch: predictions {peer['predict_s']:.2f} s (untimed above); slowest query: qid "
             f"{prep['per_query'][slow]['qid']}, {peer['per_query_s'][slow]:.2f} s"
         )
-    out = Path(args.out or OUT_OHSUMED)
-    out.parent.mkdir(parents=True, exist_ok=True)
     payload = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": harness.utc_now(),
         "machine": info,
         "settings": {
             "data_dir": str(args.ohsumed),
@@ -713,8 +661,7 @@ def main_ohsumed(args):
         "data": prep,
         "results": records,
     }
-    out.write_text(json.dumps(payload, indent=2))
-    print(f"wrote {out}")
+    print(f"wrote {harness.write_json(args.out or OUT_OHSUMED, payload)}")
 
 
 def main():
@@ -743,9 +690,7 @@ def main():
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
     p.add_argument("--m", type=int, help=argparse.SUPPRESS)
-    p.add_argument("--result", help=argparse.SUPPRESS)
     p.add_argument("--data", help=argparse.SUPPRESS)
-    p.add_argument("--spawned-at", type=float, default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
         run_worker(args)

@@ -12,8 +12,9 @@ from __future__ import annotations
 import gzip
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+import _harness as harness
 
 from bayesrank.data.letor import load_letor
 
@@ -29,12 +30,7 @@ def plain_python(path):
 
 
 def best_of(fn, repeats=5):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+    return min(harness.repeat(fn, repeats)[0])
 
 
 def main(data_dir: Path) -> None:

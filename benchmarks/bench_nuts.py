@@ -24,22 +24,12 @@ gets per second). The script pins itself to one CPU (the jaxlib 0.10 deadlock no
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
-import os
 import platform
-import time
-from importlib import metadata
 from pathlib import Path
 
-import jax
+import _harness as harness
 
-jax.config.update("jax_enable_x64", True)
-from bayesrank.runtime import enable_compilation_cache, pin_to_one_cpu  # noqa: E402
-
-pin_to_one_cpu()  # before the first computation (runtime.pin_to_one_cpu; --all-cpus: not)
-
-enable_compilation_cache()  # compiled programs kept on disk between runs
+jax = harness.setup_jax(pin=True)  # float64, one CPU (--all-cpus: not), programs cached on disk
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
@@ -68,16 +58,19 @@ def problem(seed: int, n: int, m: int):
 
 
 def timed(fn, repeats: int):
-    start = time.perf_counter()
-    out = fn(0)
-    jax.block_until_ready(out[0].samples)
-    first = time.perf_counter() - start
+    """``fn(0)`` (compiling), then ``fn(1)`` ... ``fn(repeats)``: the last result, the first
+    call's seconds and the best later call's."""
+
+    def call(r):
+        out = fn(r)
+        jax.block_until_ready(out[0].samples)
+        return out
+
+    first, out = harness.timed(call, 0)
     times = []
     for r in range(repeats):
-        start = time.perf_counter()
-        out = fn(r + 1)
-        jax.block_until_ready(out[0].samples)
-        times.append(time.perf_counter() - start)
+        t, out = harness.timed(call, r + 1)
+        times.append(t)
     return out, first, min(times)
 
 
@@ -134,7 +127,7 @@ def main(argv=None) -> None:
     print(
         f"\nn={args.n}, m={args.m}, {args.chains} chains x {args.samples} draws after "
         f"{args.warmup} warm-up, float64, CPU ({platform.processor() or platform.machine()}, "
-        f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'} CPU(s))\n"
+        f"{harness.cores()} CPU(s))\n"
     )
     print(
         "| run | queries | first call s | run s | s / query | min ESS / query | "
@@ -155,20 +148,14 @@ def main(argv=None) -> None:
             f"{name} / single: min-ESS/s x{r['min_ess_per_s'] / s1['min_ess_per_s']:.2f}, "
             f"median-ESS/s x{r['median_ess_per_s'] / s1['median_ess_per_s']:.2f}"
         )
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(
-        json.dumps(
-            {
-                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-                "config": vars(args),
-                "versions": {p: metadata.version(p) for p in ("jax", "jaxlib", "numpyro")},
-                "machine": platform.machine(),
-                "results": rows,
-            },
-            indent=1,
-        )
-    )
-    print(f"wrote {OUT}")
+    payload = {
+        "date": harness.utc_now("auto"),
+        "config": vars(args),
+        "versions": harness.versions("jax", "jaxlib", "numpyro"),
+        "machine": platform.machine(),
+        "results": rows,
+    }
+    print(f"wrote {harness.write_json(OUT, payload, indent=1)}")
 
 
 if __name__ == "__main__":

@@ -35,13 +35,11 @@ Writes ``benchmarks/out/bench_study.json``.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+import _harness as harness
 
 HERE = Path(__file__).resolve().parent
 METHODS = ("bayesrank", "bayesrank-plain", "bayesrank+e", "bayesrank-ard", "botorch")
@@ -49,9 +47,7 @@ METHODS = ("bayesrank", "bayesrank-plain", "bayesrank+e", "bayesrank-ard", "boto
 
 def worker(method: str, data_dir: str) -> dict:
     start = time.perf_counter()
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
+    harness.setup_jax(cache=False)  # float64; the cache below, for bayesrank only
     import warnings
 
     import numpy as np
@@ -71,9 +67,9 @@ def worker(method: str, data_dir: str) -> dict:
         import botorch.models.pairwise_gp  # noqa: F401
         from inference_accuracy import fit_botorch
     ready = time.perf_counter()
-    rows = []
-    for p in problems:
-        t = time.perf_counter()
+
+    def fit(p):
+        """``(mean, cov, noise variance, extra)`` of one problem's fit."""
         extra = {}
         if method.startswith("bayesrank"):
             prior = XPGP(RBF(), entity=Independent()) if method.endswith("+e") else XPGP(RBF())
@@ -91,7 +87,11 @@ def worker(method: str, data_dir: str) -> dict:
         else:  # PairwiseGP's defaults, float64, 2 threads, seeded (inference_accuracy.py)
             fitted = fit_botorch(p, 0)
             mean, cov, noise = fitted["mean"], fitted["cov"], fitted["noise_var"]
-        seconds = time.perf_counter() - t
+        return mean, cov, noise, extra
+
+    rows = []
+    for p in problems:
+        seconds, (mean, cov, noise, extra) = harness.timed(fit, p)
         i, j = p["held_out"][:, 0], p["held_out"][:, 1]
         z = (mean[i] - mean[j]) / np.sqrt(noise + cov[i, i] + cov[j, j] - 2 * cov[i, j])
         error = float(np.mean(z < 0) + 0.5 * np.mean(z == 0))
@@ -114,15 +114,8 @@ def worker(method: str, data_dir: str) -> dict:
 
 
 def spawn(method, data_dir, cache):
-    env = dict(os.environ, BAYESRANK_CACHE_DIR=cache, JAX_PLATFORMS="cpu")
-    out = subprocess.run(
-        [sys.executable, __file__, "--worker", method, "--data-dir", data_dir],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    env = {"BAYESRANK_CACHE_DIR": cache, "JAX_PLATFORMS": "cpu"}
+    return harness.spawn(__file__, "--worker", method, "--data-dir", data_dir, env=env)
 
 
 def main():
@@ -132,17 +125,15 @@ def main():
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.worker, args.data_dir)))
+        harness.emit(worker(args.worker, args.data_dir))
         return
     import numpy as np
     from scipy.stats import wilcoxon
 
     runs = []
     for method in args.methods.split(","):
-        with tempfile.TemporaryDirectory() as cache:
-            runs.append({**spawn(method, args.data_dir, cache), "cache": "cold"})
-            if method in ("bayesrank", "bayesrank+e"):
-                runs.append({**spawn(method, args.data_dir, cache), "cache": "warm"})
+        for state, cache in harness.cold_and_warm(warm=method in ("bayesrank", "bayesrank+e")):
+            runs.append({**spawn(method, args.data_dir, cache), "cache": state})
         print(f"done: {method}", file=sys.stderr, flush=True)
     peer = next((r for r in runs if r["method"] == "botorch"), None)
     print(
@@ -167,9 +158,7 @@ def main():
             f"{np.median(sec):.3f} | {max(sec):.2f} | {err.mean():.4f} | {ll:+.4f} | "
             f"{versus} | {ratio} | {gap} |"
         )
-    out = HERE / "out"
-    out.mkdir(exist_ok=True)
-    (out / "bench_study.json").write_text(json.dumps(runs, indent=1))
+    harness.write_json(HERE / "out" / "bench_study.json", runs, indent=1)
 
 
 if __name__ == "__main__":

@@ -20,11 +20,9 @@ the chosen settings' error (mean held-out pair error over queries and repetition
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+import _harness as harness
 
 HERE = Path(__file__).resolve().parent
 SVMS = ("RankSVM", "LapRankSVM")
@@ -32,11 +30,7 @@ GPS = ("PGP", "PGP+I", "XPGP", "XPGP-Silva", "XPGP-diffusion", "placebo")
 
 
 def worker(collection: str, data_dir: str, repeats: int, models: list[str]) -> dict:
-    import time
-
-    import jax
-
-    jax.config.update("jax_enable_x64", True)  # as the study's command and its children
+    harness.setup_jax(cache=False)  # x64, as the study's command and its children
     from bayesrank.experiments.relational import StudyConfig, run_study
 
     config = StudyConfig(
@@ -46,9 +40,7 @@ def worker(collection: str, data_dir: str, repeats: int, models: list[str]) -> d
         models=tuple(models),
         jobs=0,
     )
-    start = time.perf_counter()
-    results = run_study(config, verbose=False)
-    seconds = time.perf_counter() - start
+    seconds, results = harness.timed(run_study, config, verbose=False)
     errors = {
         k: {m: round(s["summary"][m]["err"]["mean"], 4) for m in models}
         for k, s in results["settings"].items()
@@ -58,11 +50,9 @@ def worker(collection: str, data_dir: str, repeats: int, models: list[str]) -> d
 
 
 def spawn(collection, data_dir, repeats, models) -> dict:
-    env = dict(os.environ, BAYESRANK_CACHE_DIR="off", JAX_PLATFORMS="cpu")
-    command = [sys.executable, __file__, "--worker", collection, "--data-dir", data_dir,
-               "--repeats", str(repeats), "--models", *models]
-    out = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    env = {"BAYESRANK_CACHE_DIR": "off", "JAX_PLATFORMS": "cpu"}
+    argv = [__file__, "--worker", collection, "--data-dir", data_dir, "--repeats", repeats]
+    return harness.spawn(*argv, "--models", *models, env=env)
 
 
 def main(argv=None) -> None:
@@ -75,7 +65,7 @@ def main(argv=None) -> None:
     parser.add_argument("--models", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        print(json.dumps(worker(args.worker, args.data_dir, args.repeats, args.models)))
+        harness.emit(worker(args.worker, args.data_dir, args.repeats, args.models))
         return
     report = {}
     for collection in args.collections:
@@ -85,9 +75,7 @@ def main(argv=None) -> None:
         for group, r in report[collection].items():
             print(f"{collection} {group}: {r['seconds']:.1f} s ({r['queries']} queries, known "
                   f"{r['known']}, {r['repeats']} repetitions); error {r['error']}", flush=True)
-    out = HERE / "out" / "bench_study_svm.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(report, indent=1))
+    harness.write_json(HERE / "out" / "bench_study_svm.json", report, indent=1)
 
 
 if __name__ == "__main__":

@@ -26,28 +26,41 @@ from .kernels import (
     Linear,
     RegularizedLaplacian,
 )
-from .learning import FitResult, GlobalStart, default_trainable, fit_hyperparameters
+from .learning import (
+    BFGS,
+    EPSettings,
+    FitResult,
+    GlobalStart,
+    Optax,
+    Start,
+    default_trainable,
+    fit_hyperparameters,
+)
 from .model import Posterior, XPGPModel
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "ARD",
+    "BFGS",
     "RBF",
     "XPGP",
     "Diffusion",
+    "EPSettings",
     "FitResult",
     "Fixed",
     "GlobalStart",
     "HiddenCommonCause",
     "Independent",
     "Linear",
+    "Optax",
     "Posterior",
     "PreferenceProblem",
     "Query",
     "RankBoost",
     "RankSVM",
     "RegularizedLaplacian",
+    "Start",
     "XPGPModel",
     "active",
     "default_trainable",

@@ -228,7 +228,8 @@ class XPGPModel:
         heuristic, and ``result.hyper`` holds the hyperparameters' draws), or ``False`` (keep
         the prior as given); with ``inference="laplace"`` the learning uses the Laplace
         evidence too (with ``"nuts"``, EP's). ``learning_options`` go to
-        ``bayesrank.learning.fit_hyperparameters``. The fitted prior is the posterior's
+        ``bayesrank.learning.fit_hyperparameters`` (e.g. ``optimizer=BFGS(max_steps=50)``,
+        ``ep=EPSettings(...)``, ``start=Start(restarts=2)``). The fitted prior is the posterior's
         ``prior`` and the learning result its ``learning``; ``self.prior`` stays as it was.
         """
         warn_if_float32("XPGPModel.fit")
@@ -248,7 +249,7 @@ class XPGPModel:
             raise ValueError(
                 "learn_hyperparameters must be True, False, 'evidence', 'em' or 'nuts', got "
                 f"{learn_hyperparameters!r} (learning options go as keywords of fit, e.g. "
-                "fit(problem, learn_hyperparameters=True, restarts=2, key=key))"
+                "fit(problem, learn_hyperparameters=True, start=Start(restarts=2), key=key))"
             )
         if learn_hyperparameters == "nuts":
             return self._marginalise(problem, key, learning_options)
@@ -256,8 +257,10 @@ class XPGPModel:
             import inspect
 
             from .learning import fit_hyperparameters
+            from .learning.options import DEPRECATED
 
-            known = set(inspect.signature(fit_hyperparameters).parameters) - {"prior", "problems"}
+            named = inspect.signature(fit_hyperparameters).parameters
+            known = (set(named) - {"prior", "problems", "deprecated"}) | set(DEPRECATED)
             if unknown := sorted(set(learning_options) - known):
                 raise ValueError(
                     f"unknown learning option(s) {unknown}; fit_hyperparameters takes "
@@ -332,14 +335,17 @@ class XPGPModel:
     def _learned_posterior(self, options: dict) -> bool:
         """Whether hyperparameter learning with ``options`` ends with the posterior this model
         computes: EP with the model's schedule, iteration cap and tolerance, no damping."""
+        from .learning.options import ep_settings
+
+        ep = ep_settings(options)
         return (
             self.inference == "ep"
             and options.get("inference", "ep") == "ep"
             and self.precision == "full"
             and self.damping == 1.0
-            and self.schedule == options.get("schedule", "parallel")
-            and self.max_iter == options.get("ep_max_iter", 200)
-            and self.tol == options.get("ep_tol")
+            and self.schedule == ep.schedule
+            and self.max_iter == ep.max_iter
+            and self.tol == ep.tol
         )
 
     def _check_settings(self, n_features: int | None) -> str:

@@ -10,7 +10,15 @@ import numpy as np
 import pytest
 from helpers import count_compilations
 
-from bayesrank import RBF, XPGP, Independent, PreferenceProblem, RegularizedLaplacian, XPGPModel
+from bayesrank import (
+    BFGS,
+    RBF,
+    XPGP,
+    Independent,
+    PreferenceProblem,
+    RegularizedLaplacian,
+    XPGPModel,
+)
 from bayesrank.data.graphs import feature_similarity_graph
 from bayesrank.data.letor import load_letor
 from bayesrank.data.pairs import pairs_from_grades, split_pairs
@@ -34,7 +42,7 @@ def test_five_splits_of_a_query_compile_at_most_once(ohsumed_query, learn):
     pairs = pairs_from_grades(q.grades)
     prior = XPGP(RBF(1.0, 0.5), (RegularizedLaplacian(),), jnp.array([2.0, 1.0]))
     model = XPGPModel(prior)
-    options = {"learn_hyperparameters": True, "n_iter": 3} if learn else {}
+    options = {"learn_hyperparameters": True, "optimizer": BFGS(max_steps=3)} if learn else {}
     counts = []
     for seed in range(5):
         known, held_out = split_pairs(jax.random.key(seed), pairs, n_known=100)

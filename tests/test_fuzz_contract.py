@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from bayesrank import RBF, XPGP, PreferenceProblem, XPGPModel
+from bayesrank import BFGS, RBF, XPGP, Optax, PreferenceProblem, XPGPModel
 from bayesrank.diagnostics import ConvergenceWarning
 from bayesrank.inference import ep
 from bayesrank.learning import fit_hyperparameters
@@ -232,16 +232,16 @@ def test_model_options_are_taken_or_named(data, option):
         assert np.all(np.isfinite(np.asarray(post.mean)))
 
 
-LEARNING_OPTIONS = {
-    "n_iter": (
+LEARNING_OPTIONS = {  # a keyword of fit_hyperparameters, or a field of its optimizer
+    "max_steps": (  # BFGS's
         ODD_NUMBERS,
-        lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and 1 <= v < 2**31),
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v < 2**31,
     ),
     "hyperprior_scale": (  # its precision, scale^-2, must be a float64 number
         ODD_NUMBERS,
         lambda v: v is None or (_real(v) and 1e-150 < v < 1e150),
     ),
-    "learning_rate": (ODD_NUMBERS, lambda v: _real(v) and 0 < v < math.inf),
+    "learning_rate": (ODD_NUMBERS, lambda v: _real(v) and 0 < v < math.inf),  # Optax's
     "method": (st.sampled_from(["em", "evidence", "Evidence", "mle", 0]), None),
     "inference": (st.sampled_from(["ep", "laplace", "nuts", None]), None),
 }
@@ -253,22 +253,25 @@ LEARNING_OPTIONS = {
 def test_learning_options_are_taken_or_named(data, option):
     strategy, rule = LEARNING_OPTIONS[option]
     value = data.draw(strategy)
-    if option == "n_iter" and isinstance(value, int) and 3 < value < 2**31:
+    if option == "max_steps" and isinstance(value, int) and 3 < value < 2**31:
         value = 3  # the cap's size is not under test here; keep the run short
     valid = {
         "method": lambda v: v in ("em", "evidence"),
         "inference": lambda v: v in ("ep", "laplace"),
     }.get(option, rule)(value)
-    if option == "learning_rate":  # only the optax optimisers read it
-        extra = {"method": "em"}
-    else:
-        extra = {}
     rng = np.random.default_rng(0)
     problem = PreferenceProblem.create(_pairs(0, 10, 20), X=rng.normal(size=(10, 2)))
-    options = {"n_iter": 2, **extra, option: value}
-    fit = _taken_or_named(
-        lambda: fit_hyperparameters(XPGP(RBF()), problem, **options), option, value, valid
-    )
+
+    def fit():
+        if option == "max_steps":
+            return fit_hyperparameters(XPGP(RBF()), problem, optimizer=BFGS(max_steps=value))
+        if option == "learning_rate":  # only the optax optimisers read it
+            optimizer = Optax(steps=2, learning_rate=value)
+            return fit_hyperparameters(XPGP(RBF()), problem, method="em", optimizer=optimizer)
+        optimizer = Optax(steps=2) if value == "em" else BFGS(max_steps=2)
+        return fit_hyperparameters(XPGP(RBF()), problem, optimizer=optimizer, **{option: value})
+
+    fit = _taken_or_named(fit, option, value, valid)
     if fit is not None:
         for leaf in jax.tree_util.tree_leaves(fit.prior):
             assert np.all(np.isfinite(np.asarray(leaf)))

@@ -2,17 +2,23 @@
 
 References: the M-step objective against NumPy (dense inverse, slogdet) and against a Monte Carlo
 average of scipy's Gaussian log density; its gradient against central finite differences.
+In float32 (x64 off) the M-step objective's round-off tolerance is scaled to float32
+(``helpers.assert_close``); the learning tests that are not in the float32 run say why.
 """
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import assert_close, float32_not_run, float64_only
 from scipy import stats
 
 from bayesrank.data.problem import PreferenceProblem
 from bayesrank.kernels import RBF, XPGP, Independent, RegularizedLaplacian, laplacian_spectrum
 from bayesrank.learning import (
+    BFGS,
+    Optax,
+    Start,
     default_trainable,
     expected_log_prior,
     fit_hyperparameters,
@@ -20,9 +26,12 @@ from bayesrank.learning import (
 )
 from bayesrank.model import XPGPModel
 
-pytestmark = pytest.mark.skipif(not jax.config.jax_enable_x64, reason="float64 references")
-
-EPS = 1e-6  # the M-step's nugget in float64
+EPS = 1e-6 if jax.config.jax_enable_x64 else 1e-4  # the M-step's nugget (learning/objectives.py)
+#: The slow learning tests left out of the float32 run (they run EM or BFGS for many steps).
+LEARNING = (
+    "slow (a learning run of many EP fits); float32 learning: the M-step objective here, the "
+    "evidence gradient in test_learning_touched.py, the Fisher start in test_learning_bfgs.py"
+)
 
 
 def random_gaussians(seed, n=5):
@@ -31,6 +40,7 @@ def random_gaussians(seed, n=5):
     return A @ A.T / n + 0.2 * np.eye(n), rng.normal(size=n), B @ B.T / (4 * n)
 
 
+@pytest.mark.float32
 def test_expected_log_prior_against_numpy_and_monte_carlo():
     K, mu, Sigma = random_gaussians(0)
     n = len(K)
@@ -40,13 +50,17 @@ def test_expected_log_prior_against_numpy_and_monte_carlo():
         n * np.log(2 * np.pi) + np.linalg.slogdet(Ke)[1] + mu @ Kinv @ mu + np.trace(Kinv @ Sigma)
     )
     Q = expected_log_prior(jnp.asarray(K), jnp.asarray(mu), jnp.asarray(Sigma))
-    np.testing.assert_allclose(Q, ref, rtol=1e-12)
+    assert_close(Q, ref, rtol=1e-12)
     draws = np.random.default_rng(1).multivariate_normal(mu, Sigma, size=200_000)
     logpdf = stats.multivariate_normal(np.zeros(n), Ke).logpdf(draws)
     se = logpdf.std() / np.sqrt(len(draws))
     assert abs(float(Q) - logpdf.mean()) < 5 * se
 
 
+@float64_only(
+    "central differences at h = 1e-6 checked to 1e-5: float32 rounds Q (~10) by ~1e-6, ~0.5 "
+    "in the difference quotient"
+)
 def test_m_step_objective_gradient_against_finite_differences():
     rng = np.random.default_rng(2)
     X = rng.normal(size=(6, 2))
@@ -111,9 +125,10 @@ def sample_problems():
 
 
 @pytest.mark.slow
+@float32_not_run(LEARNING)
 def test_em_m_step_never_decreases_q_and_evidence_rises(sample_problems):
     prior = XPGP(RBF(), (RegularizedLaplacian(),), entity=Independent(0.1))
-    fit = fit_hyperparameters(prior, sample_problems, method="em", n_iter=6)
+    fit = fit_hyperparameters(prior, sample_problems, method="em", optimizer=Optax(steps=6))
     before, after = np.asarray(fit.trace.objective_before), np.asarray(fit.trace.objective)
     assert np.all(after >= before - 1e-8 * np.abs(before))
     evidence = np.asarray(fit.trace.log_evidence)
@@ -124,9 +139,10 @@ def test_em_m_step_never_decreases_q_and_evidence_rises(sample_problems):
 
 
 @pytest.mark.slow
+@float32_not_run(LEARNING)
 def test_frozen_scales_stay_and_constraints_hold(sample_problems):
     prior = XPGP(RBF(1.0, 1.0), (RegularizedLaplacian(1.0, 1.0),), jnp.ones(2))
-    fit = fit_hyperparameters(prior, sample_problems, method="evidence", n_iter=4)
+    fit = fit_hyperparameters(prior, sample_problems, optimizer=BFGS(max_steps=4))
     assert float(fit.prior.sigma) == pytest.approx(0.5**0.5)
     assert float(fit.prior.attribute.kappa) == 1.0
     assert float(fit.prior.relations[0].beta) == 1.0
@@ -135,6 +151,7 @@ def test_frozen_scales_stay_and_constraints_hold(sample_problems):
     assert trainable.sigma is False and trainable.attribute.rho is True
 
 
+@pytest.mark.float32
 def test_initialize_median_heuristic(sample_problems):
     from bayesrank.data.batch import stack_problems
 
@@ -142,19 +159,22 @@ def test_initialize_median_heuristic(sample_problems):
     X = np.concatenate([p.X for p in sample_problems])
     d = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))[np.triu_indices(len(X), 1)]
     prior = initialize(XPGP(RBF(), (RegularizedLaplacian(),)), batch)
-    assert float(prior.attribute.rho) == pytest.approx(1 / np.median(d[d > 0]), rel=1e-12)
+    assert_close(prior.attribute.rho, 1 / np.median(d[d > 0]), rtol=1e-12)
 
 
 @pytest.mark.slow
+@float32_not_run(LEARNING)
 def test_per_query_fits_match_single_query_fits(sample_problems):
     prior = XPGP(RBF(), (RegularizedLaplacian(),))
-    joint = fit_hyperparameters(prior, sample_problems[:2], method="em", n_iter=3, per_query=True)
-    single = fit_hyperparameters(prior, sample_problems[1], method="em", n_iter=3)
+    em = {"method": "em", "optimizer": Optax(steps=3)}
+    joint = fit_hyperparameters(prior, sample_problems[:2], per_query=True, **em)
+    single = fit_hyperparameters(prior, sample_problems[1], **em)
     np.testing.assert_allclose(joint.prior.weights[1], single.prior.weights, rtol=1e-6)
     np.testing.assert_allclose(joint.trace.log_evidence[1], single.trace.log_evidence, rtol=1e-6)
 
 
 @pytest.mark.slow
+@float32_not_run(LEARNING)
 def test_size_buckets_give_the_unbucketed_fit():
     """Evidence maximisation bucketed by query size equals one padded batch (up to round-off)."""
     problems = [
@@ -163,7 +183,7 @@ def test_size_buckets_give_the_unbucketed_fit():
         for p in synthetic_problems(seed, n_queries=1, n=n, m=3 * n)[0]
     ]
     prior = XPGP(RBF(), (RegularizedLaplacian(),), entity=Independent(0.1))
-    kw = {"method": "evidence", "n_iter": 3}
+    kw = {"optimizer": BFGS(max_steps=3)}
     bucketed = fit_hyperparameters(prior, problems, bucket=32, **kw)
     padded = fit_hyperparameters(prior, problems, bucket=None, **kw)
     np.testing.assert_allclose(bucketed.trace.log_evidence, padded.trace.log_evidence, rtol=1e-9)
@@ -181,20 +201,25 @@ def test_size_buckets_give_the_unbucketed_fit():
         )
 
 
+# passes in float32; not in the float32 run (time)
 def test_model_fit_learns(sample_problems):
     """The fitted prior and the learning trace come back on the posterior; the model and the
     prior it was given stay as they were (issue 17: a second problem fitted with the same
     object must not start from, or centre its hyperprior on, the first one's fit)."""
     prior = XPGP(RBF(), (RegularizedLaplacian(),))
     model = XPGPModel(prior)
-    posterior = model.fit(sample_problems[0], learn_hyperparameters="evidence", n_iter=5)
+    posterior = model.fit(
+        sample_problems[0], learn_hyperparameters="evidence", optimizer=BFGS(max_steps=5)
+    )
     assert model.prior is prior and prior.weights is None
     assert posterior.prior is posterior.learning.prior
     assert not np.allclose(np.asarray(posterior.prior.weights), 1.0)
     assert np.isfinite(float(posterior.log_evidence))
     assert len(posterior.learning.trace.objective) <= 5
-    again = model.fit(sample_problems[0], learn_hyperparameters="evidence", n_iter=5)
-    np.testing.assert_allclose(again.prior.weights, posterior.prior.weights, rtol=1e-12)
+    again = model.fit(
+        sample_problems[0], learn_hyperparameters="evidence", optimizer=BFGS(max_steps=5)
+    )
+    assert_close(again.prior.weights, posterior.prior.weights, rtol=1e-12)
 
 
 def test_bad_options(sample_problems):
@@ -204,7 +229,7 @@ def test_bad_options(sample_problems):
     with pytest.raises(ValueError, match="optimizer"):
         fit_hyperparameters(prior, sample_problems, optimizer="sgd")
     with pytest.raises(ValueError, match="key"):
-        fit_hyperparameters(prior, sample_problems, restarts=1)
+        fit_hyperparameters(prior, sample_problems, start=Start(restarts=1))
 
 
 # Spread of the estimates over 8 independent draws of `synthetic_problems(seed)`, seeds 0-7,
@@ -217,12 +242,16 @@ RECOVERY_SD = {"rho": 0.43, "w1": 0.57, "w2": 0.20, "iota": 0.23}
 
 
 @pytest.mark.slow
+@float32_not_run(LEARNING)
 def test_recovery_from_the_prior_and_comparable_held_out_likelihood():
     problems, held_out = synthetic_problems(0)
     start = XPGP(RBF(), (RegularizedLaplacian(),))
     scores = {}
     for method in ("em", "evidence"):
-        fit = fit_hyperparameters(start, problems, method=method, n_iter=30, hyperprior_scale=None)
+        optimizer = Optax(steps=30) if method == "em" else BFGS(max_steps=30)
+        fit = fit_hyperparameters(
+            start, problems, method=method, optimizer=optimizer, hyperprior_scale=None
+        )
         got = {
             "rho": float(fit.prior.attribute.rho),
             "w1": float(fit.prior.weights[0]),

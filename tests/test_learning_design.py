@@ -14,7 +14,7 @@ from helpers import count_compilations
 from bayesrank import RBF, XPGP, Independent, PreferenceProblem, XPGPModel
 from bayesrank.inference import ep
 from bayesrank.kernels.params import unconstrain
-from bayesrank.learning import GlobalStart, fit_hyperparameters
+from bayesrank.learning import EPSettings, GlobalStart, Start, fit_hyperparameters
 from bayesrank.learning.design import check_design, design_points, halton, pick_starts
 
 
@@ -81,7 +81,11 @@ def test_design_values_equal_single_evaluations(per_query):
     problems = [_problem(0), _problem(1, n=20, m=30)] if per_query else [_problem(0)]
     prior = XPGP(RBF(), entity=Independent())
     fit = fit_hyperparameters(
-        prior, problems, per_query=per_query, design=GlobalStart(6, 2), ep_step_tol=1e-10
+        prior,
+        problems,
+        per_query=per_query,
+        start=Start(design=GlobalStart(6, 2)),
+        ep=EPSettings(step_tol=1e-10),
     )
     design = fit.design
     scale = 2.0  # the default hyperprior_scale
@@ -114,8 +118,8 @@ def test_design_values_equal_single_evaluations(per_query):
 
 
 def test_a_fit_without_a_design_is_the_plain_fit():
-    """design=None: BFGS from the start alone, no design in the result."""
-    fit = fit_hyperparameters(XPGP(RBF()), _problem(2), design=None)
+    """Start(design=None): BFGS from the start alone, no design in the result."""
+    fit = fit_hyperparameters(XPGP(RBF()), _problem(2), start=Start(design=None))
     assert fit.design is None and fit.design_gap is None
 
 
@@ -145,7 +149,9 @@ def test_global_start_finds_the_higher_mode(shared_data):
     problem, held = _hetrec_user_problem(shared_data)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        plain = XPGPModel(XPGP(RBF())).fit(problem, learn_hyperparameters=True, design=None)
+        plain = XPGPModel(XPGP(RBF())).fit(
+            problem, learn_hyperparameters=True, start=Start(design=None)
+        )
         found = XPGPModel(XPGP(RBF())).fit(problem, learn_hyperparameters=True)
     evidence = [
         float(ep.fit(p.prior.covariance(problem.X), problem.pairs, tol=1e-10).log_evidence)

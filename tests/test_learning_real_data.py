@@ -17,7 +17,7 @@ from bayesrank.data.letor import load_letor
 from bayesrank.data.pairs import pairs_from_grades
 from bayesrank.data.problem import PreferenceProblem
 from bayesrank.kernels import RBF, XPGP, Independent
-from bayesrank.learning import fit_hyperparameters
+from bayesrank.learning import BFGS, Optax, fit_hyperparameters
 
 pytestmark = [pytest.mark.shared_data, pytest.mark.slow]
 
@@ -66,7 +66,7 @@ def collection(request, shared_data):
 
 def test_one_shared_theta_for_every_query(collection):
     # three BFGS steps: the first already takes the scales far up (the regime that strains EP)
-    fit = fit_hyperparameters(PRIOR, collection, method="evidence", n_iter=3)
+    fit = fit_hyperparameters(PRIOR, collection, optimizer=BFGS(max_steps=3))
     check_fit(fit, collection, [float(fit.prior.attribute.rho)] * len(collection))
     evidence = np.asarray(fit.trace.log_evidence)
     assert evidence[-1] > evidence[0]
@@ -75,5 +75,7 @@ def test_one_shared_theta_for_every_query(collection):
 def test_one_theta_per_query(collection):
     rng = np.random.default_rng(7)
     sample = [collection[k] for k in rng.choice(len(collection), 4, replace=False)]
-    fit = fit_hyperparameters(PRIOR, sample, method="em", n_iter=2, m_steps=5, per_query=True)
+    fit = fit_hyperparameters(
+        PRIOR, sample, method="em", optimizer=Optax(steps=2, m_steps=5), per_query=True
+    )
     check_fit(fit, sample, list(np.asarray(fit.prior.attribute.rho)))

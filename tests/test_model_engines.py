@@ -2,20 +2,25 @@
 
 References: each engine's own pure function on the same ``K`` (no padding, no model), and NUTS
 as the gold standard for the predicted probabilities (EP closer to it than Laplace, beyond the
-Monte Carlo standard error)."""
+Monte Carlo standard error). In float32 (x64 off) each engine runs at its float32 defaults; the
+comparisons between engines hold as they are, identities to float32 round-off."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import count_compilations
+from helpers import assert_close, count_compilations, float32_not_run
 
-from bayesrank import RBF, XPGP, Independent, PreferenceProblem, XPGPModel
+from bayesrank import BFGS, RBF, XPGP, Independent, PreferenceProblem, XPGPModel
 from bayesrank.inference import laplace
 from bayesrank.inference.posterior import GaussianPosterior, SamplePosterior
 from bayesrank.model import Posterior
 
-pytestmark = pytest.mark.skipif(not jax.config.jax_enable_x64, reason="float64 references")
+#: The slow tests left out of the float32 run (what covers each engine there instead).
+FLOAT32_ELSEWHERE = (
+    "slow; float32 engines: test_predict_new_at_a_training_entity_is_its_posterior here, "
+    "test_ep.py, test_laplace.py, test_nuts.py"
+)
 
 PRIOR = XPGP(RBF(1.0, 0.7), weights=jnp.array([1.5]), entity=Independent(0.3))
 NUTS = {"num_warmup": 400, "num_samples": 1000, "num_chains": 2}
@@ -41,6 +46,7 @@ def fits():
 
 
 @pytest.mark.slow
+@float32_not_run(FLOAT32_ELSEWHERE)
 def test_the_same_posterior_type_from_every_engine(fits):
     p, posts = fits
     test = np.c_[np.arange(p.n - 1), np.arange(1, p.n)]
@@ -55,6 +61,7 @@ def test_the_same_posterior_type_from_every_engine(fits):
 
 
 @pytest.mark.slow
+@float32_not_run(FLOAT32_ELSEWHERE)
 def test_laplace_through_the_model_is_laplace_on_K(fits):
     p, posts = fits
     K = PRIOR.covariance(jnp.asarray(p.X))
@@ -67,6 +74,7 @@ def test_laplace_through_the_model_is_laplace_on_K(fits):
     assert n[0] == 0
 
 
+# passes in float32; not in the float32 run (time)
 def test_ep_is_closer_to_nuts_than_laplace(fits):
     """Mean |p_engine - p_NUTS| over all pairs of entities: EP's is the smaller, by more than
     4 Monte Carlo standard errors of NUTS's probabilities (Takeno et al. 2023 ask which)."""
@@ -93,6 +101,7 @@ def test_bad_options():
 
 
 @pytest.mark.slow
+@float32_not_run(FLOAT32_ELSEWHERE)
 def test_learning_with_each_gaussian_engine():
     """``learn_hyperparameters`` with ``inference="laplace"`` maximises the Laplace evidence: the
     fitted posterior's evidence is at least that of the starting prior, and differs from EP's."""
@@ -101,7 +110,7 @@ def test_learning_with_each_gaussian_engine():
     for engine in ("ep", "laplace"):
         model = XPGPModel(PRIOR, inference=engine)
         start = model.fit(p)
-        fitted = model.fit(p, learn_hyperparameters="evidence", n_iter=20)
+        fitted = model.fit(p, learn_hyperparameters="evidence", optimizer=BFGS(max_steps=20))
         assert float(fitted.log_evidence) >= float(start.log_evidence) - 1e-8
         assert fitted.learning.converged
         got[engine] = fitted.prior
@@ -109,6 +118,7 @@ def test_learning_with_each_gaussian_engine():
 
 
 @pytest.mark.slow
+@float32_not_run(FLOAT32_ELSEWHERE)
 def test_the_readmes_default_fit_on_the_bundled_sample():
     """The README's default: ``XPGP(RBF(), entity=Independent())`` fitted with
     ``learn_hyperparameters=True`` (EP-evidence maximisation) converges without a warning, raises
@@ -140,6 +150,7 @@ def test_the_readmes_default_fit_on_the_bundled_sample():
     assert loglik(fitted) > loglik(before)
 
 
+@pytest.mark.float32
 @pytest.mark.parametrize("engine", ["ep", "laplace"])
 def test_predict_new_at_a_training_entity_is_its_posterior(engine):
     """At an input equal to a fitted entity's, the inductive prediction of an attribute-only
@@ -149,5 +160,8 @@ def test_predict_new_at_a_training_entity_is_its_posterior(engine):
     p = problem(2, n=7, m=6)
     post = XPGPModel(prior, inference=engine).fit(p)
     mean, cov = post.predict_new(p.X[[4, 1]])
-    np.testing.assert_allclose(mean, np.asarray(post.mean)[[4, 1]], atol=1e-8)
-    np.testing.assert_allclose(cov, np.asarray(post.cov)[np.ix_([4, 1], [4, 1])], atol=1e-8)
+    # float32: K^-1 k_* = e_i up to solves with K, of condition 1.5e4 (seven points under an
+    # RBF): the bound 4 cond eps32 on O(1) values, 7e-3 (measured: 5e-7)
+    f32 = {"atol32": 4 * 1.5e4 * float(np.finfo(np.float32).eps)}
+    assert_close(mean, np.asarray(post.mean)[[4, 1]], atol=1e-8, **f32)
+    assert_close(cov, np.asarray(post.cov)[np.ix_([4, 1], [4, 1])], atol=1e-8, **f32)

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bayesrank import ARD, RBF, XPGP, PreferenceProblem, XPGPModel
+from bayesrank import ARD, BFGS, RBF, XPGP, Optax, PreferenceProblem, Start, XPGPModel
 from bayesrank.diagnostics import ConvergenceWarning
 from bayesrank.inference import ep
 from bayesrank.learning import fit_hyperparameters
@@ -174,7 +174,7 @@ def test_a_bad_hyperparameter_is_named(prior, named):
     with pytest.raises(ValueError, match=named.replace("[", r"\[").replace("]", r"\]")):
         XPGPModel(prior).fit(problem)
     with pytest.raises(ValueError, match=named.replace("[", r"\[").replace("]", r"\]")):
-        fit_hyperparameters(prior, problem, n_iter=2)
+        fit_hyperparameters(prior, problem, optimizer=BFGS(max_steps=2))
 
 
 @pytest.mark.parametrize(
@@ -199,7 +199,8 @@ def test_learning_does_not_depend_on_the_features_units(kernel, units, method):
         problem = PreferenceProblem.create(pairs, X=X * scale)
         with warnings.catch_warnings():  # two runs of 5 iterations compared, converged or not
             warnings.simplefilter("ignore", LearningConvergenceWarning)
-            fit = fit_hyperparameters(XPGP(kernel), problem, method=method, n_iter=5)
+            optimizer = Optax(steps=5) if method == "em" else BFGS(max_steps=5)
+            fit = fit_hyperparameters(XPGP(kernel), problem, method=method, optimizer=optimizer)
         mean, cov = np.asarray(fit.posteriors.mean[0]), np.asarray(fit.posteriors.cov[0])
         fits.append((fit.prior.attribute, np.asarray(predict_pairs(mean, cov, test).prob)))
     (plain, p_plain), (scaled, p_scaled) = fits
@@ -325,10 +326,10 @@ def test_restarts_work_on_one_problem_and_through_the_model():
     prior = XPGP(RBF(), entity=Independent())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        one = fit_hyperparameters(prior, problem, restarts=2, key=jax.random.key(0))
+        one = fit_hyperparameters(prior, problem, start=Start(restarts=2), key=jax.random.key(0))
         none = fit_hyperparameters(prior, problem)
         post = XPGPModel(prior).fit(
-            problem, learn_hyperparameters=True, restarts=2, key=jax.random.key(0)
+            problem, learn_hyperparameters=True, start=Start(restarts=2), key=jax.random.key(0)
         )
     # the best of three starts (one of them the default start) is at least as good
     assert float(one.trace.objective[-1]) >= float(none.trace.objective[-1]) - 1e-6
@@ -387,7 +388,7 @@ def test_bad_structure_flags_and_arrays_are_named():
         ),
         (
             "key must be a JAX PRNG key",
-            lambda: fit_hyperparameters(XPGP(RBF()), problem, restarts=1, key=0),
+            lambda: fit_hyperparameters(XPGP(RBF()), problem, start=Start(restarts=1), key=0),
         ),
         (
             r"sites.tau\[0\] = nan is not finite",

@@ -12,7 +12,11 @@ The package, one concept a module:
 - ``initialize``: the median heuristic, restarts with an explicit key, coarse subsets;
 - ``design``: the global start, a space-filling design scored by the evidence, BFGS from
   its best distinct points;
+- ``settings``: the façade's grouped settings, the optimiser (``BFGS``, ``Optax``) and the
+  start (``Start``); EP's are ``bayesrank.inference.ep.EPSettings``, re-exported here;
+- ``options``: the groups resolved, with their defaults and the old keywords, before a fit;
 - ``fit``: ``fit_hyperparameters``, the façade;
+- ``stages``: a fit of one layout: prepare, run from every start, finish;
 - ``results``: ``FitResult`` and ``Trace``;
 - ``diagnostics``: the warnings a fit gives (its cap reached; restarts at distinct optima).
 
@@ -22,6 +26,7 @@ fit into MAP-II; it is what keeps a lengthscale from collapsing on a query with 
 pairs.
 """
 
+from ..inference.ep.settings import EPSettings
 from .config import FROZEN_BY_DEFAULT, default_trainable
 from .design import GlobalStart
 from .diagnostics import LearningConvergenceWarning, MultimodalEvidenceWarning, NonFiniteStartError
@@ -29,15 +34,20 @@ from .fit import fit_hyperparameters
 from .initialize import initialize
 from .objectives import expected_log_prior
 from .results import Design, FitResult, Trace
+from .settings import BFGS, Optax, Start
 
 __all__ = [
+    "BFGS",
     "FROZEN_BY_DEFAULT",
     "Design",
+    "EPSettings",
     "FitResult",
     "GlobalStart",
     "LearningConvergenceWarning",
     "MultimodalEvidenceWarning",
     "NonFiniteStartError",
+    "Optax",
+    "Start",
     "Trace",
     "default_trainable",
     "expected_log_prior",

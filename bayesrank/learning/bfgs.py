@@ -17,7 +17,7 @@ on the same objective it took fewer evaluations (``docs/development/learning.md`
   holds.
 - A fit stops when a step gains less than ``tol`` nats and the quasi-Newton model predicts less
   than that to come (``g^T H g / 2``), or when no step along the direction gains: it has then
-  converged. One that reaches ``n_iter`` iterations has not.
+  converged. One that reaches ``max_steps`` iterations has not.
 
 **Many fits at once.** ``x: (B, p)`` holds ``B`` independent fits (one ``theta`` per query); a
 round evaluates every fit's next trial point in one compiled call (``evaluate``), and each fit

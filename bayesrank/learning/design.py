@@ -50,6 +50,7 @@ __all__ = [
     "SPAN",
     "GlobalStart",
     "check_design",
+    "design_form",
     "design_points",
     "global_starts",
     "pick_starts",
@@ -75,12 +76,11 @@ class GlobalStart(NamedTuple):
     starts: int = 2
 
 
-def check_design(design, method: str, optimizer) -> GlobalStart | None:
-    """``design`` as a ``GlobalStart``, or ``None`` (off); ``"auto"`` is the default design
-    for BFGS evidence maximisation and off otherwise. ``ValueError`` naming a bad value."""
-    bfgs = method == "evidence" and optimizer in (None, "bfgs")
+def design_form(design) -> GlobalStart | str | None:
+    """``design`` as ``"auto"``, ``None`` (off) or a checked ``GlobalStart`` (``True``: the
+    default design; an integer: that many points); ``ValueError`` naming a bad value."""
     if isinstance(design, str) and design == "auto":
-        return GlobalStart() if bfgs else None
+        return design
     if design is None or design is False:
         return None
     if isinstance(design, bool) or isinstance(design, int | np.integer):
@@ -95,12 +95,22 @@ def check_design(design, method: str, optimizer) -> GlobalStart | None:
             raise ValueError(f"design {name} must be a positive integer, got {value!r}")
     if starts > points:
         raise ValueError(f"design starts ({starts}) must not exceed its points ({points})")
-    if not bfgs:
+    return GlobalStart(int(points), int(starts))
+
+
+def check_design(design, method: str, optimizer) -> GlobalStart | None:
+    """``design`` as a ``GlobalStart``, or ``None`` (off); ``"auto"`` is the default design
+    for BFGS evidence maximisation and off otherwise. ``ValueError`` naming a bad value."""
+    bfgs = method == "evidence" and optimizer in (None, "bfgs")
+    design = design_form(design)
+    if isinstance(design, str):
+        return GlobalStart() if bfgs else None
+    if design is not None and not bfgs:
         raise ValueError(
             "a design (global start) needs method='evidence' with the BFGS optimizer; pass "
-            "design=None for EM or the optax optimizers"
+            "start=Start(design=None) for EM or the optax optimizers"
         )
-    return GlobalStart(int(points), int(starts))
+    return design
 
 
 def halton(count: int, dim: int) -> np.ndarray:

@@ -1,7 +1,7 @@
 """What a fit tells its user about itself: the convergence and multimodality warnings.
 
-- ``LearningConvergenceWarning``: a fit stopped at its iteration cap (``n_iter``) before its
-  own convergence rule held (``FitResult.converged`` is False);
+- ``LearningConvergenceWarning``: a fit stopped at its optimiser's cap (``BFGS.max_steps``,
+  ``Optax.steps``) before its own convergence rule held (``FitResult.converged`` is False);
 - ``MultimodalEvidenceWarning``: restarts ended at distinct hyperparameters of almost equal
   evidence, so the data do not choose between them.
 """
@@ -38,7 +38,8 @@ class MultimodalEvidenceWarning(UserWarning):
 
 
 def warn_unconverged(converged, options) -> None:
-    """One warning naming the cap and how many fits hit it (``converged``: bool or ``(B,)``)."""
+    """One warning naming the cap and how many fits hit it (``converged``: bool or ``(B,)``;
+    ``options``: the fit's ``Options``)."""
     flags = np.atleast_1d(np.asarray(converged, bool))
     if flags.all():
         return
@@ -48,10 +49,11 @@ def warn_unconverged(converged, options) -> None:
         else f"{int((~flags).sum())} of {flags.size} per-query fits (indices "
         f"{np.flatnonzero(~flags)[:10].tolist()}{'...' if (~flags).sum() > 10 else ''})"
     )
+    cap = "BFGS(max_steps" if options.optimizer == "bfgs" else "Optax(steps"
     warnings.warn(
-        f"{which} stopped at n_iter={options['n_iter']} before converging (method="
-        f"{options['method']!r}, tol={options['tol']}): the hyperparameters may be far from the "
-        "optimum; raise n_iter (FitResult.converged says which)",
+        f"{which} stopped at {cap}={options.n_iter}) before converging (method="
+        f"{options.method!r}, tol={options.tol}): the hyperparameters may be far from the "
+        f"optimum; raise the optimizer's cap (FitResult.converged says which)",
         LearningConvergenceWarning,
         stacklevel=3,
     )

@@ -8,7 +8,7 @@ M-step never decreases ``Q`` for the ``q`` it was given (beyond optimiser tolera
 M-steps are compiled separately: fused into one program (EP's while loop under ``vmap`` beside
 L-BFGS's line search) XLA's CPU run time was pathological.
 
-Evidence steps with optax (``optimizer="adam"`` or ``"lbfgs"``, or a transformation): one
+Evidence steps with optax (``Optax("adam")`` or ``Optax("lbfgs")``, or a transformation): one
 optimiser step on ``-(log Z_EP + log hyperprior)`` per iteration, EP warm-started inside.
 (The default for evidence maximisation is the host-driven BFGS of ``bfgs``.)
 

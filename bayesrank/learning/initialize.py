@@ -4,7 +4,7 @@
 - ``restart_points``: extra starts, the unconstrained values perturbed by ``N(0, 1)`` with
   an explicit key (the start with the highest final objective wins);
 - ``subsample``: each problem on a random subset of its entities, for the coarse start of
-  evidence maximisation (``fit_hyperparameters``, ``coarse``), and
+  evidence maximisation (``fit_hyperparameters``, ``Start.coarse``), and
   ``auto_coarse``, the rule for when that start pays.
 
 Host-side NumPy throughout: a fit's preparation compiles nothing.
@@ -150,7 +150,7 @@ COARSE_FROM = 500
 
 def auto_coarse(coarse, problems, method, optimizer, per_query, laplace_start):
     """``coarse="auto"``: half the largest problem's touched entities where that pays, else
-    ``None`` (the rule: ``fit_hyperparameters``'s ``coarse``)."""
+    ``None`` (the rule: ``Start.coarse``)."""
     if not (isinstance(coarse, str) and coarse == "auto"):
         if isinstance(coarse, str):
             raise ValueError(f"coarse must be 'auto', None or an integer, got {coarse!r}")

@@ -41,8 +41,8 @@ class FitResult(NamedTuple):
     """The fitted prior, the EP posteriors at it (batched: they predict per query), the trace,
     and whether the fit converged (per query for per-query fits).
 
-    ``converged``: BFGS stopped by its own rule before ``n_iter``; EM and the optax optimisers
-    (which run ``n_iter`` iterations) changed the objective by less than ``tol`` nats in the
+    ``converged``: BFGS stopped by its own rule before ``max_steps``; EM and the optax optimisers
+    (which run ``steps`` iterations) changed the objective by less than ``tol`` nats in the
     last one. ``design``: the global start's ``Design`` (``None`` without one);
     ``design_gap``: the fit's (MAP) objective minus the design's best, per query for per-query
     fits (``>= 0`` where the fit reached the design's best).

@@ -19,6 +19,8 @@ The package, one concept a module:
 - ``precision``: the float32-then-float64 wrapper;
 - ``run``: ``run``, ``iterate(init(...))`` with the wrappers;
 - ``evidence``: ``log_evidence`` with its closed-form gradient in ``K``;
+- ``settings``: ``EPSettings``, the settings as one object (``fit``'s ``settings``, and
+  ``fit_hyperparameters``' ``ep``);
 - ``fit``: ``fit`` (the core, and the validated, bucketed, jitted façade) and
   ``EPPosterior``, which predicts (``bayesrank.inference.posterior``).
 
@@ -39,6 +41,7 @@ from .factor import posterior_from_sites, posterior_moments, predict_new
 from .fit import EPPosterior, fit, fit_core
 from .loop import convergence_tol, default_tol, init, iterate, step
 from .run import run
+from .settings import EPSettings
 from .sites import Sites
 from .state import EPState
 
@@ -47,6 +50,7 @@ from .state import EPState
 # check_settings``.
 __all__ = [
     "EPPosterior",
+    "EPSettings",
     "EPState",
     "Sites",
     "convergence_tol",

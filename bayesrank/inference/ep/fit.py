@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import inspect
 from functools import partial
 from typing import NamedTuple
 
@@ -36,9 +37,9 @@ from ...runtime import is_traced, one_blas_thread, warn_if_float32
 from ..posterior import GaussianPosterior
 from .evidence import evidence_from_posterior
 from .factor import covariance, dense
-from .loop import check_schedule, convergence_tol, default_tol
-from .precision import check_precision
-from .run import check_damping, run
+from .loop import convergence_tol, default_tol
+from .run import run
+from .settings import MAX_ITER_LIMIT, EPSettings, check_settings
 from .sites import Sites, informative_pairs, pair_mask_or_all
 
 __all__ = [
@@ -129,6 +130,7 @@ def fit(
     precision: str = "full",
     accelerate: bool = False,
     residual_stop=False,
+    settings: EPSettings | None = None,
 ) -> EPPosterior:
     """Run EP to convergence and return the posterior, the EP evidence and diagnostics.
 
@@ -155,6 +157,10 @@ def fit(
             fixed point in fewer sweeps where plain EP converges slowly.
         residual_stop: with ``accelerate``, also stop when a sweep's moment-matching residual is
             below ``tol``, before refactorising (``run``); ``converged`` then reports it.
+        settings: the same settings as one ``EPSettings`` (shared with
+            ``fit_hyperparameters``' ``ep``), in place of the keywords above: a keyword given
+            a value other than its default beside it is a ``ValueError`` naming both.
+            ``EPSettings.max_iter=None`` is 100 sweeps here; ``step_tol`` does not apply.
 
     ``log_evidence`` is differentiable with respect to ``K`` (the EP loop runs on
     ``stop_gradient(K)`` and the evidence is evaluated at the converged sites, whose own gradient
@@ -175,6 +181,11 @@ def fit(
         accelerate=accelerate,
         residual_stop=residual_stop,
     )
+    if settings is not None:
+        options = _from_settings(settings, options)
+        max_iter, tol, rtol, damping, residual_stop = (
+            options[k] for k in ("max_iter", "tol", "rtol", "damping", "residual_stop")
+        )
     if is_traced(K, pairs, sites, pair_mask, max_iter, tol, rtol, damping, residual_stop):
         return fit_core(K, pairs, sites=sites, pair_mask=pair_mask, **options)
     with one_blas_thread():  # bayesrank.runtime: XLA's and BLAS's thread pools contend
@@ -184,9 +195,6 @@ def fit(
     return post
 
 
-#: The most sweeps a caller may ask for: the loop's counter is an int32.
-MAX_ITER_LIMIT = 2**31 - 1
-
 #: What a ``ConvergenceWarning`` from EP advises.
 EP_ADVICE = (
     "the posterior is the last sweep's (converged=False, max_change says how far); raise "
@@ -194,16 +202,26 @@ EP_ADVICE = (
 )
 
 
-def check_settings(
-    schedule: str, precision: str, damping, accelerate: bool = False, residual_stop=False
-) -> None:
-    """``ValueError`` for an unknown schedule or precision, a damping outside ``(0, 1]``, or
-    acceleration settings that do not go together."""
-    check_schedule(schedule, accelerate)
-    check_precision(precision)
-    check_damping(damping)
-    if not accelerate and residual_stop is not False:
-        raise ValueError("residual_stop needs accelerate=True")
+def _from_settings(settings: EPSettings, options: dict) -> dict:
+    """``fit``'s options from ``settings``; ``ValueError`` where a keyword beside it was given
+    a value other than its default (two spellings of one setting)."""
+    if not isinstance(settings, EPSettings):
+        raise ValueError(f"settings must be an EPSettings, got {type(settings).__name__}")
+    keywords = inspect.signature(fit).parameters
+    defaults = {name: keywords[name].default for name in options}
+    for name, default in defaults.items():
+        value = options[name]
+        if value is not default and not (
+            type(value) is type(default) and not is_traced(value) and value == default
+        ):
+            raise ValueError(
+                f"{name}={value!r} and settings={settings!r} both set EP's {name}: give it "
+                f"in settings alone (EPSettings({name}=...))"
+            )
+    return {
+        name: settings.cap(defaults[name]) if name == "max_iter" else getattr(settings, name)
+        for name in options
+    }
 
 
 def _fit_eagerly(K, pairs, sites, pair_mask, **options) -> EPPosterior:

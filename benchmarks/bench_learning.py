@@ -13,8 +13,8 @@ its own defaults, and predicts the held-out pairs:
   its default ``coarse="auto"``: a first fit on half the entities from 500 touched entities on);
 - ``bayesrank-laplace``: the same with the Laplace evidence (``inference="laplace"``), the
   approximation BoTorch's ``PairwiseGP`` makes; the held-out log-likelihood from its posterior;
-- ``bayesrank-evidence-coarse``: the same with ``coarse=n // 2`` (a first fit on half the
-  entities starts the full fit; the same objective);
+- ``bayesrank-evidence-coarse``: the same with ``start=Start(coarse=n // 2)`` (a first fit on
+  half the entities starts the full fit; the same objective);
 - ``botorch-fit``: ``PairwiseGP(X, comparisons)`` (its default ``ScaleKernel(RBF-ARD)`` with its
   priors) and ``fit_gpytorch_mll(PairwiseLaplaceMarginalLogLikelihood)``.
 
@@ -156,7 +156,7 @@ def worker_bayesrank(n, m, held_out, method, repeats, device):
     import jax.numpy as jnp
 
     from bayesrank import ARD, XPGP, PreferenceProblem
-    from bayesrank.learning import fit_hyperparameters
+    from bayesrank.learning import Start, fit_hyperparameters
 
     import_s = harness.since_spawn()
     X, known, test = split_problem(n, m, held_out)
@@ -165,7 +165,7 @@ def worker_bayesrank(n, m, held_out, method, repeats, device):
 
     options = {"inference": "ep"}  # the library's defaults otherwise (coarse="auto")
     if method == "evidence-coarse":
-        method, options["coarse"] = "evidence", n // 2
+        method, options["start"] = "evidence", Start(coarse=n // 2)
     if method == "laplace":
         method, options["inference"] = "evidence", "laplace"
 

@@ -10,8 +10,8 @@ process, as a study's loop does:
   (``bayesrank.runtime.enable_compilation_cache``, as the README's first screen says): a first
   process on a new, empty cache directory (**cold**), then a second process on the same
   directory (**warm**);
-- ``bayesrank-plain``: the same with ``design=None`` (BFGS from the median heuristic alone, the
-  fit before the global start), cold cache;
+- ``bayesrank-plain``: the same with ``start=Start(design=None)`` (BFGS from the median
+  heuristic alone, the fit before the global start), cold cache;
 - ``bayesrank+e``: ``XPGP(RBF(), entity=Independent())``, the tour's prior, cold then warm;
 - ``bayesrank-ard``: ``XPGP(ARD(1.0, ones(d)))`` with BoTorch's hyperpriors
   (``hyperprior="botorch"``: Gamma(2.4, 2.7) on each lengthscale in units of its feature's
@@ -58,7 +58,7 @@ def worker(method: str, data_dir: str) -> dict:
 
     problems = hetrec_genre_problems(data_dir)
     if method.startswith("bayesrank"):
-        from bayesrank import ARD, RBF, XPGP, Independent, PreferenceProblem, XPGPModel
+        from bayesrank import ARD, RBF, XPGP, Independent, PreferenceProblem, Start, XPGPModel
         from bayesrank.runtime import enable_compilation_cache
 
         enable_compilation_cache()  # BAYESRANK_CACHE_DIR, set by the driver
@@ -73,7 +73,7 @@ def worker(method: str, data_dir: str) -> dict:
         extra = {}
         if method.startswith("bayesrank"):
             prior = XPGP(RBF(), entity=Independent()) if method.endswith("+e") else XPGP(RBF())
-            options = {"design": None} if method.endswith("-plain") else {}
+            options = {"start": Start(design=None)} if method.endswith("-plain") else {}
             if method.endswith("-ard"):
                 prior = XPGP(ARD(1.0, np.ones(p["X"].shape[1])))
                 options = {"hyperprior": "botorch"}

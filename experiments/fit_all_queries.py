@@ -43,7 +43,7 @@ from bayesrank.data.letor import load_letor  # noqa: E402
 from bayesrank.data.pairs import pairs_from_grades  # noqa: E402
 from bayesrank.data.problem import PreferenceProblem  # noqa: E402
 from bayesrank.kernels import RBF, XPGP, Independent  # noqa: E402
-from bayesrank.learning import fit_hyperparameters  # noqa: E402
+from bayesrank.learning import BFGS, Optax, fit_hyperparameters  # noqa: E402
 from bayesrank.learning.initialize import median_distance  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -92,6 +92,11 @@ def assess(fit, problems, shared: bool):
     return rows
 
 
+def optimizer(args):
+    """``--n-iter`` steps of the method's optimiser: BFGS steps, or EM iterations."""
+    return BFGS(max_steps=args.n_iter) if args.method == "evidence" else Optax(steps=args.n_iter)
+
+
 def run_shared(problems, args):
     calls = []  # the first call compiles; later ones (--repeats) reuse the compiled programs
     for _ in range(args.repeats):
@@ -100,7 +105,7 @@ def run_shared(problems, args):
             XPGP(RBF(), (), entity=Independent(0.1)),
             problems,
             method=args.method,
-            n_iter=args.n_iter,
+            optimizer=optimizer(args),
         )
         jax.block_until_ready(fit)
         calls.append(time.perf_counter() - start)
@@ -138,7 +143,7 @@ def run_per_query(problems, args):
                 XPGP(RBF(), (), entity=Independent(0.1)),
                 stack_problems(group, n_pad, m_pad),
                 method=args.method,
-                n_iter=args.n_iter,
+                optimizer=optimizer(args),
                 per_query=True,
             )
             jax.block_until_ready(fit)

@@ -13,17 +13,17 @@ One protocol, two presets (``--protocol``); every option below overrides its pre
   pairs each); ``hetrec21``: issue 31's 16 HetRec splits (21 standardised attributes);
   ``all``: both. Features scaled to ``[0, 1]`` per problem; each held-out pair shown in a random
   orientation (seeded, ``default_rng(seed + problem index)``) so that its outcome is 0 or 1.
-* **part 2, fitted methods** (``--methods``): each fits its own hyperparameters on the known
-  pairs and predicts the held-out ones. ``bayesrank``: the README's default,
-  ``XPGPModel(XPGP(RBF(), entity=Independent())).fit(problem, learn_hyperparameters=True)``
-  (EP-evidence maximisation); ``bayesrank-laplace``: the same with ``inference="laplace"``;
-  ``bayesrank-em``: ``learn_hyperparameters="em"``; ``bayesrank-no-entity``: ``XPGP(RBF())``;
-  ``bayesrank-plain``: ``XPGP(RBF())`` with ``design=None``; ``bayesrank-ard``: an ``ARD``
-  attribute kernel plus the entity effect; ``bayesrank-ard-botorch``: ``XPGP(ARD(...))`` with
+* **part 2, fitted methods** (``--methods``): each fits its own hyperparameters on the known pairs
+  and predicts the held-out ones. ``bayesrank``: the README's default, ``XPGPModel(XPGP(RBF(),
+  entity=Independent())).fit(problem, learn_hyperparameters=True)`` (EP-evidence maximisation);
+  ``bayesrank-laplace``: the same with ``inference="laplace"``; ``bayesrank-em``:
+  ``learn_hyperparameters="em"``; ``bayesrank-no-entity``: ``XPGP(RBF())``; ``bayesrank-plain``:
+  ``XPGP(RBF())`` with ``start=Start(design=None)``; ``bayesrank-ard``: an ``ARD`` attribute kernel
+  plus the entity effect; ``bayesrank-ard-botorch``: ``XPGP(ARD(...))`` with
   ``hyperprior="botorch"``. ``--theta per-query`` fits each problem alone (through
-  ``XPGPModel.fit``, as above); ``--theta shared`` (the ``reduced`` preset) fits one theta for
-  all problems in one ``bayesrank.learning.fit_hyperparameters`` call, its posteriors the fit's.
-  The ``reduced`` preset: ``bayesrank`` and ``bayesrank-laplace``; ``full``: all seven.
+  ``XPGPModel.fit``, as above); ``--theta shared`` (the ``reduced`` preset) fits one theta for all
+  problems in one ``bayesrank.learning.fit_hyperparameters`` call, its posteriors the fit's. The
+  ``reduced`` preset: ``bayesrank`` and ``bayesrank-laplace``; ``full``: all seven.
 * **part 1, engines at one prior** (``--nuts``; on in ``full``): at each problem's ``bayesrank``
   prior, the posteriors of EP, Laplace and NUTS (``--chains`` x ``--samples`` draws after
   ``--warmup``: ``reduced`` 2 x 500 after 500, ``full`` 4 x 2000 after 1000), each through

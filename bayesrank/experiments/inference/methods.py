@@ -27,14 +27,15 @@ __all__ = [
     "ranking_metrics",
 ]
 
-#: bayesrank's methods: ``(attribute prior, engine, learn_hyperparameters, learning options)``;
+#: bayesrank's methods: ``(attribute prior, engine, learn_hyperparameters, learning options)``
+#: (``"start"``: the fields of ``bayesrank.learning.Start``, built in ``_options``);
 #: the attribute prior ``"rbf"`` or ``"ard"``, ``"+e"`` adding the per-entity effect.
 METHODS = {
     "bayesrank": ("rbf+e", "ep", True, {}),
     "bayesrank-laplace": ("rbf+e", "laplace", True, {}),
     "bayesrank-em": ("rbf+e", "ep", "em", {}),
     "bayesrank-no-entity": ("rbf", "ep", True, {}),
-    "bayesrank-plain": ("rbf", "ep", True, {"design": None}),
+    "bayesrank-plain": ("rbf", "ep", True, {"start": {"design": None}}),
     "bayesrank-ard": ("ard+e", "ep", True, {}),
     "bayesrank-ard-botorch": ("ard", "ep", True, {"hyperprior": "botorch"}),
 }
@@ -114,6 +115,14 @@ def hyperparameters(prior) -> dict:
     return {k: np.asarray(v, float).tolist() for k, v in values.items()}
 
 
+def _options(options: dict) -> dict:
+    """The learning options with ``"start"``'s fields made a ``Start`` (imported here: this
+    module loads without JAX)."""
+    from ...learning import Start
+
+    return {k: Start(**v) if k == "start" else v for k, v in options.items()}
+
+
 def _problem(p):
     from ...data.problem import PreferenceProblem
 
@@ -130,7 +139,7 @@ def fit_method(name: str, p: dict) -> dict:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         post = XPGPModel(attribute_prior(kind, p["X"].shape[1]), inference=inference).fit(
-            _problem(p), learn_hyperparameters=learn, **options
+            _problem(p), learn_hyperparameters=learn, **_options(options)
         )
     return {
         "mean": np.asarray(post.mean),
@@ -168,7 +177,7 @@ def fit_shared(name: str, problems: list[dict]) -> list[dict]:
             [_problem(p) for p in problems],
             method="em" if learn == "em" else "evidence",
             inference=inference,
-            **options,
+            **_options(options),
         )
     seconds = (time.perf_counter() - start) / len(problems)
     out = []

@@ -3,18 +3,27 @@
 References share no code with the float32 phase: the naive dense NumPy EP of ``test_ep.py``
 (small problems) and, for larger ones, the full-precision path run to a tight tolerance (whose
 own references are in ``test_ep.py`` and ``test_ep_diagonal.py``).
+
+With x64 off there is no float64: ``precision="mixed"`` is then float32 EP (``ep.run``), which
+the float32 run checks against the naive EP; the tests of the float32-then-float64 path itself
+are float64's (``MIXED``).
 """
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import EP_ATOL32, assert_close, ep_tol, float64_only
 from test_ep import naive_ep
 from test_ep_diagonal import random_pairs
 
 from bayesrank.inference import ep
 
-pytestmark = pytest.mark.skipif(not jax.config.jax_enable_x64, reason="float64 references")
+#: Why the tests of the mixed path itself are float64's.
+MIXED = float64_only(
+    "tests the float32-then-float64 path, which needs float64 input: with x64 off "
+    'precision="mixed" is float32 EP, the same computation as precision="full"'
+)
 
 
 def rbf(rng, n, d=3, lengthscale=1.0):
@@ -23,20 +32,24 @@ def rbf(rng, n, d=3, lengthscale=1.0):
     return np.exp(-0.5 * d2 / lengthscale**2)
 
 
+@pytest.mark.float32
 def test_small_problem_against_naive_ep():
+    """(float32: ``precision="mixed"`` with x64 off is float32 EP, and reaches its accuracy.)"""
     rng = np.random.default_rng(0)
     n, m = 6, 9
     K = rbf(rng, n) + 0.1 * np.eye(n)
     pairs = random_pairs(rng, n, m)
     mu_ref, Sigma_ref = naive_ep(K, pairs, sweeps=200)
-    post = ep.fit(jnp.asarray(K), jnp.asarray(pairs), tol=1e-11, max_iter=2000, precision="mixed")
+    tol = ep_tol(1e-11)
+    post = ep.fit(jnp.asarray(K), jnp.asarray(pairs), tol=tol, max_iter=2000, precision="mixed")
     assert bool(post.converged)
-    np.testing.assert_allclose(post.mean, mu_ref, atol=1e-8)
-    np.testing.assert_allclose(post.cov, Sigma_ref, atol=1e-8)
+    assert_close(post.mean, mu_ref, atol=1e-8, atol32=EP_ATOL32)
+    assert_close(post.cov, Sigma_ref, atol=1e-8, atol32=EP_ATOL32)
 
 
 @pytest.mark.parametrize("prior", ["diagonal", "rbf"])
 @pytest.mark.slow
+@MIXED
 def test_mixed_reaches_the_float64_fixed_point(prior):
     """At the default tol both paths are within ~1e-7 of the tight fixed point; at a tight tol
     the mixed path reaches it to float64 accuracy (float32 round-off does not persist). The
@@ -64,6 +77,7 @@ def test_mixed_reaches_the_float64_fixed_point(prior):
 
 
 @pytest.mark.slow
+@MIXED
 def test_warm_start_and_vmap_with_padding():
     """Warm-started from converged sites, mixed EP stays there; vmap with padding equals a loop.
 
@@ -95,6 +109,10 @@ def test_warm_start_and_vmap_with_padding():
         np.testing.assert_allclose(batched.cov[b], ref.cov, atol=1e-8)
 
 
+@float64_only(
+    "the float64 restart after float32 overflows is the thing tested; with x64 off there is no "
+    "float64 to restart in (and the prior variance 1e39 is inf in float32)"
+)
 def test_float32_overflow_starts_over_in_float64():
     """An entity in no pair with a prior variance beyond float32's range: float32 overflows, the
     float64 restart does not, and the result equals full precision."""
@@ -114,6 +132,7 @@ def test_float32_overflow_starts_over_in_float64():
 
 
 @pytest.mark.parametrize("scale", [1e-6, 1e4])
+@MIXED
 def test_extreme_kernel_scales(scale):
     """Tiny and large scales (float32's relative noise floor): same fixed point as full."""
     rng = np.random.default_rng(5)

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import assert_close, count_compilations, float32_not_run
+from helpers import assert_close, count_compilations, float32_not_run, float32_param
 
 from bayesrank import BFGS, RBF, XPGP, Independent, PreferenceProblem, XPGPModel
 from bayesrank.inference import laplace
@@ -150,8 +150,7 @@ def test_the_readmes_default_fit_on_the_bundled_sample():
     assert loglik(fitted) > loglik(before)
 
 
-@pytest.mark.float32
-@pytest.mark.parametrize("engine", ["ep", "laplace"])
+@pytest.mark.parametrize("engine", ["ep", float32_param("laplace")])  # float32 run (time): one
 def test_predict_new_at_a_training_entity_is_its_posterior(engine):
     """At an input equal to a fitted entity's, the inductive prediction of an attribute-only
     prior is that entity's posterior (k_* = K[:, i], so K^-1 k_* = e_i); 6 pairs, not a bucket

@@ -12,7 +12,9 @@ References share no code with ``bayesrank.inference.nuts``:
 - a fully Bayesian run without informative pairs must return the hyperprior;
 - the batched sampler against a Python loop of single-query calls with the same keys.
 Sample sizes are small (the file takes 60-90 s on 2 quiet cores, mostly compilation), and
-the tolerances scale with the effective sample size, not by hand.
+the tolerances scale with the effective sample size, not by hand. Monte Carlo tolerances hold in
+float32 as they are (x64 off: NUTS in float32, with its float32 nugget 1e-4 on ``K``, far below
+them); the exact identities of the prediction interface hold to float32 round-off.
 """
 
 import itertools
@@ -21,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import assert_close, float32_not_run, float32_param
 from numpyro.diagnostics import effective_sample_size
 from quadrature import probit_tilted_moments
 from scipy import stats
@@ -32,7 +35,11 @@ from bayesrank.kernels import RBF, XPGP
 from bayesrank.kernels.xpgp import mask_covariance
 from bayesrank.predict import PairPrediction, predict_pairs
 
-pytestmark = pytest.mark.skipif(not jax.config.jax_enable_x64, reason="float64 references")
+#: The Monte Carlo tests left out of the float32 run (they pass there as they are).
+MONTE_CARLO = (
+    "slow (a NUTS run of its own); float32 NUTS is checked against quadrature by "
+    "test_one_pair_against_quadrature"
+)
 
 
 def mcse_mean(x):
@@ -41,7 +48,7 @@ def mcse_mean(x):
     return x.std() / np.sqrt(effective_sample_size(x))
 
 
-@pytest.mark.parametrize("padded", [False, True])
+@pytest.mark.parametrize("padded", [float32_param(False), True])  # float32 run (time): unpadded
 @pytest.mark.slow
 def test_one_pair_against_quadrature(padded):
     K = np.array([[2.5, 0.6], [0.6, 1.4]])
@@ -104,6 +111,7 @@ def prob_mcse(post, queries):
 
 
 @pytest.mark.slow
+@float32_not_run(MONTE_CARLO)
 def test_against_importance_sampling(small):
     K, pairs, post, queries = small
     assert post.diagnostics.divergences.sum() == 0
@@ -127,6 +135,7 @@ def test_against_importance_sampling(small):
 
 
 @pytest.mark.slow
+@float32_not_run(MONTE_CARLO)
 def test_against_ep(small):
     K, pairs, post, queries = small
     fit = ep.fit(jnp.asarray(K), jnp.asarray(pairs), tol=1e-10, max_iter=1000)
@@ -144,7 +153,7 @@ def test_second_call_does_not_recompile(small):
     assert not np.allclose(again.samples, post.samples)  # a new key, new draws
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # passes in float32; not in the float32 run (time)
 def test_sample_problem_is_sample_on_the_prior_covariance():
     X = np.array([[0.0, 1.0], [1.0, 0.5]])
     prior = XPGP(RBF(jnp.asarray(1.2), jnp.asarray(0.9)))
@@ -155,26 +164,27 @@ def test_sample_problem_is_sample_on_the_prior_covariance():
     np.testing.assert_array_equal(a.samples, b.samples)
 
 
+# passes in float32; not in the float32 run (time: its fixture's NUTS run)
 def test_prediction_interface(small):
     K, _, post, queries = small
     pred = post.predict_pairs(queries)
     assert isinstance(pred, PairPrediction)
     draws = np.asarray(post.draws)
     d = draws[:, queries[:, 0]] - draws[:, queries[:, 1]]
-    np.testing.assert_allclose(pred.prob, stats.norm.cdf(d).mean(0), rtol=1e-12)
-    np.testing.assert_allclose(pred.delta_mean, d.mean(0), rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(pred.delta_var, d.var(0), rtol=1e-12)
+    assert_close(pred.prob, stats.norm.cdf(d).mean(0), rtol=1e-12)
+    assert_close(pred.delta_mean, d.mean(0), rtol=1e-12, atol=1e-14)
+    assert_close(pred.delta_var, d.var(0), rtol=1e-12)
     P = np.asarray(post.probability_matrix())
-    np.testing.assert_allclose(P[queries[:, 0], queries[:, 1]], pred.prob, rtol=1e-12)
-    np.testing.assert_allclose(P + P.T, 1.0, atol=1e-12)
+    assert_close(P[queries[:, 0], queries[:, 1]], pred.prob, rtol=1e-12)
+    assert_close(P + P.T, 1.0, atol=1e-12)
     mean, var = post.scores()
-    np.testing.assert_allclose(mean, post.mean, atol=1e-14)
-    np.testing.assert_allclose(var, np.diag(post.cov), rtol=1e-12)
+    assert_close(mean, post.mean, atol=1e-14)
+    assert_close(var, np.diag(post.cov), rtol=1e-12)
     assert list(post.rank()) == list(np.argsort(-draws.mean(0), kind="stable"))
     assert post.diagnostics.ess.shape == (len(K),)
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # passes in float32; not in the float32 run (time)
 def test_batched_equals_loop_with_same_keys():
     rng = np.random.default_rng(5)
     problems = []
@@ -203,7 +213,7 @@ def test_batched_equals_loop_with_same_keys():
             )
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # passes in float32; not in the float32 run (time)
 def test_fully_bayesian_without_data_returns_the_hyperprior():
     """With the only pair masked out, the posterior is the prior: u ~ N(u0, s^2) per weight."""
     rng = np.random.default_rng(2)

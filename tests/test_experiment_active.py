@@ -8,54 +8,23 @@ protocol's queries on the benchmark data and its front end; then the errors a us
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
-import json
 import sys
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy.special import ndtr
+from experiment_helpers import SAMPLE, assert_figure, gaussian_probs, median_rho, pair_error, strict
+from experiment_helpers import parse as parse_options
+from experiment_helpers import run as run_experiment
 
 from bayesrank.data.pairs import pairs_from_grades
-from bayesrank.data.sample import load_sample
-from bayesrank.experiments import EXPERIMENTS
 
-SAMPLE = {q.qid: q for q in load_sample()}
+parse = partial(parse_options, "active")
+run = partial(run_experiment, "active")
+
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _strict(text: str):
-    def refuse(name):
-        raise AssertionError(f"results.json holds {name}: not strict JSON")
-
-    return json.loads(text, parse_constant=refuse)
-
-
-def parse(*argv):
-    parser = argparse.ArgumentParser()
-    EXPERIMENTS["active"].add_arguments(parser)
-    return parser.parse_args([str(a) for a in argv])
-
-
-def run(out, *argv, data_dir=None, seed=0):
-    """``run`` as the command line calls it: ``(results, results.json)``."""
-    args = parse(*argv)
-    args.data_dir, args.out, args.seed = data_dir, out, seed
-    results = EXPERIMENTS["active"].run(args)
-    written = None if out is None else _strict((out / "results.json").read_text())
-    return results, written
-
-
-def assert_figure(path):
-    """The PNG is there exactly when matplotlib is installed."""
-    assert path.is_file() == (importlib.util.find_spec("matplotlib") is not None)
-
-
-def median_rho(X):
-    d = [np.linalg.norm(X[i] - X[j]) for i in range(len(X)) for j in range(i + 1, len(X))]
-    return 1.0 / np.median([x for x in d if x > 0])
 
 
 def prior_covariance(X, kappa=1.0, entity=0.1, graphs=()):
@@ -68,18 +37,6 @@ def prior_covariance(X, kappa=1.0, entity=0.1, graphs=()):
     for W in graphs:
         K += np.linalg.inv(np.diag(W.sum(1)) - W + np.eye(len(X)))
     return K
-
-
-def gaussian_probs(mean, cov, pairs):
-    """Eq. 13-14 by hand: ``Phi(dmu / sqrt(1 + dvar))``."""
-    i, j = pairs[:, 0], pairs[:, 1]
-    dvar = cov[i, i] + cov[j, j] - 2 * cov[i, j]
-    return ndtr((mean[i] - mean[j]) / np.sqrt(1 + dvar))
-
-
-def pair_error(p_winner):
-    p = np.asarray(p_winner)
-    return float(np.mean(p < 0.5) + 0.5 * np.mean(p == 0.5))
 
 
 def auc_by_hand(p_winner):
@@ -244,7 +201,7 @@ def test_the_script_runs_the_full_protocol(shared_data, tmp_path, monkeypatch):
         "--data-dir", str(shared_data), "--collection", "MQ2008", "--queries", "1", "--k", "2",
         "--models", "GP+entity", "--criteria", "variance_ratio", "--out", str(tmp_path),
     ])  # fmt: skip
-    written = _strict((tmp_path / "mq2008" / "results.json").read_text())
+    written = strict((tmp_path / "mq2008" / "results.json").read_text())
     s = written["settings"]
     assert (s["protocol"], s["collection"], s["min_pairs"], s["repeats"]) == (
         "full", "MQ2008", 200, 20,

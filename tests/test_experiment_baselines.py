@@ -10,48 +10,24 @@ one is an error. Then the errors a user can cause.
 
 from __future__ import annotations
 
-import argparse
-import gzip
 import importlib.util
 import json
 import os
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pytest
+from experiment_helpers import SAMPLE, assert_figure, write_letor
+from experiment_helpers import run as run_experiment
 
-from bayesrank.data.sample import load_sample, sample_path
-from bayesrank.experiments import EXPERIMENTS
 from bayesrank.experiments.baselines import methods as baseline_methods
 
-SAMPLE = {q.qid: q for q in load_sample()}
+run = partial(run_experiment, "baselines")
+
 SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "letor_baselines.py"
-
-
-def _strict(text: str):
-    def refuse(name):
-        raise AssertionError(f"results.json holds {name}: not strict JSON")
-
-    return json.loads(text, parse_constant=refuse)
-
-
-def run(out, *argv, data_dir=None, seed=0):
-    """``run`` as the command line calls it: ``(results, results.json)``."""
-    module = EXPERIMENTS["baselines"]
-    parser = argparse.ArgumentParser()
-    module.add_arguments(parser)
-    args = parser.parse_args([str(a) for a in argv])
-    args.data_dir, args.out, args.seed = data_dir, out, seed
-    results = module.run(args)
-    written = None if out is None else _strict((out / "results.json").read_text())
-    return results, written
-
-
-def assert_figure(path):
-    """The PNG is there exactly when matplotlib is installed."""
-    assert path.is_file() == (importlib.util.find_spec("matplotlib") is not None)
 
 
 def map_by_hand(scores, grades) -> float:
@@ -82,17 +58,10 @@ def letor_by_query(scores, grades, max_k):
     return out
 
 
-def _write_letor(path, qids):
-    """The sample's lines of ``qids`` as a plain LETOR file."""
-    with gzip.open(sample_path(), "rt", newline="") as f:
-        lines = [x for x in f if x.split()[1].removeprefix("qid:") in qids]
-    path.write_text("".join(lines))
-
-
 def _fold(folder, train, vali, test):
     folder.mkdir(parents=True)
     for part, qids in (("train", train), ("vali", vali), ("test", test)):
-        _write_letor(folder / f"{part}.txt", qids)
+        write_letor(folder / f"{part}.txt", qids)
     return folder
 
 

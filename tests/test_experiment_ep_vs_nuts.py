@@ -10,58 +10,25 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
+from functools import partial
 
 import numpy as np
 import pytest
+from experiment_helpers import SAMPLE, gaussian_probs, median_rho
+from experiment_helpers import parse as parse_options
+from experiment_helpers import run as run_experiment
 from scipy.special import ndtr
 
-from bayesrank.data.sample import load_sample
-from bayesrank.experiments import EXPERIMENTS, ep_vs_nuts
+from bayesrank.experiments import ep_vs_nuts
 
-SAMPLE = {q.qid: q for q in load_sample()}
-
-
-def _strict(text: str):
-    def refuse(name):
-        raise AssertionError(f"results.json holds {name}: not strict JSON")
-
-    return json.loads(text, parse_constant=refuse)
-
-
-def parse(*argv, data_dir=None, seed=0):
-    parser = argparse.ArgumentParser()
-    ep_vs_nuts.add_arguments(parser)
-    args = parser.parse_args([str(a) for a in argv])
-    args.data_dir, args.seed = data_dir, seed
-    return args
-
-
-def run(out, *argv, data_dir=None, seed=0):
-    """``run`` as the command line calls it: ``(results, results.json)``."""
-    args = parse(*argv, data_dir=data_dir, seed=seed)
-    args.out = out
-    results = EXPERIMENTS["ep-vs-nuts"].run(args)
-    written = None if out is None else _strict((out / "results.json").read_text())
-    return results, written
-
-
-def median_rho(X):
-    d = [np.linalg.norm(X[i] - X[j]) for i in range(len(X)) for j in range(i + 1, len(X))]
-    return 1.0 / np.median([x for x in d if x > 0])
+parse = partial(parse_options, "ep-vs-nuts")
+run = partial(run_experiment, "ep-vs-nuts")
 
 
 def rbf(X, kappa, rho):
     """Eq. 1: ``kappa^2 exp(-rho^2 / 2 ||x - x'||^2)``."""
     sq = ((X[:, None] - X[None]) ** 2).sum(-1)
     return kappa**2 * np.exp(-0.5 * rho**2 * sq)
-
-
-def gaussian_probs(mean, cov, pairs):
-    """Eq. 13-14 by hand: ``Phi(dmu / sqrt(1 + dvar))``."""
-    i, j = pairs[:, 0], pairs[:, 1]
-    dvar = cov[i, i] + cov[j, j] - 2 * cov[i, j]
-    return ndtr((mean[i] - mean[j]) / np.sqrt(1 + dvar))
 
 
 def check_against_references(written, K_of, n_test):

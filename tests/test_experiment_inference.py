@@ -8,45 +8,20 @@ on the benchmark data; then the errors a user can cause.
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
-import json
 import sys
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pytest
+from experiment_helpers import SAMPLE, assert_figure, pair_error
+from experiment_helpers import run as run_experiment
 
 from bayesrank.data.pairs import pairs_from_grades
-from bayesrank.data.sample import load_sample
-from bayesrank.experiments import EXPERIMENTS
 
-SAMPLE = {q.qid: q for q in load_sample()}
+run = partial(run_experiment, "inference")
+
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _strict(text: str):
-    def refuse(name):
-        raise AssertionError(f"results.json holds {name}: not strict JSON")
-
-    return json.loads(text, parse_constant=refuse)
-
-
-def run(out, *argv, data_dir=None, seed=0, peers=None):
-    """``run`` as the command line calls it: ``(results, results.json)``."""
-    module = EXPERIMENTS["inference"]
-    parser = argparse.ArgumentParser()
-    module.add_arguments(parser)
-    args = parser.parse_args([str(a) for a in argv])
-    args.data_dir, args.out, args.seed = data_dir, out, seed
-    results = module.run(args) if peers is None else module.run(args, peers=peers)
-    written = None if out is None else _strict((out / "results.json").read_text())
-    return results, written
-
-
-def assert_figure(path):
-    """The PNG is there exactly when matplotlib is installed."""
-    assert path.is_file() == (importlib.util.find_spec("matplotlib") is not None)
 
 
 def scaled(X):
@@ -54,11 +29,6 @@ def scaled(X):
     X = np.asarray(X, float)
     lo, hi = X.min(0), X.max(0)
     return (X - lo) / np.where(hi > lo, hi - lo, 1.0)
-
-
-def pair_error(p_winner):
-    p = np.asarray(p_winner)
-    return float(np.mean(p < 0.5) + 0.5 * np.mean(p == 0.5))
 
 
 def ece_by_hand(p, y):

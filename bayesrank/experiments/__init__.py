@@ -4,7 +4,10 @@ the scripts in ``experiments/`` are front ends for the full-data runs.
 ``relational`` (a subpackage: ``bayesrank.experiments.relational``) is the relational study of
 Kersting & Xu (2009, Sec. 6) with its controls; ``StudyConfig`` is its protocol, from the
 bundled sample (the command's default) to the full study over three collections. The four
-modules below run on the bundled OHSUMED sample in well under a minute by default:
+subpackages below are each one implementation with two protocols: ``--protocol reduced`` (the
+default: the bundled OHSUMED sample, about a minute at most) and ``--protocol full`` (the
+full-data study whose results are in ``docs/results/``; ``experiments/<script>.py`` runs it on
+``../shared/data``). An option given explicitly overrides its protocol's value.
 
 =================  ==========================================================================
 ``active``         ``active``: active exploration, variance ratio / mutual information /
@@ -27,7 +30,7 @@ Each module has the same face, which the command line wires up::
 ``run`` also reads the common options ``args.data_dir`` (a LETOR file or folder; None = the
 bundled sample), ``args.out`` (a folder, created; None = write nothing) and ``args.seed``. It
 prints a summary table on stdout and a ``[i/N] stage (t s)`` line per stage on stderr, writes
-``results.json`` (strict JSON), ``table.txt`` and, with matplotlib, ``<name>.png``, and expects
+``results.json`` (strict JSON), ``table.txt`` and ``<name>.png``, and expects
 float64 (``jax_enable_x64``, which the command line sets). User errors raise ``ValueError``
 naming the option or file. From Python::
 

@@ -23,6 +23,16 @@ SHARED_DATA = Path(
 ).resolve()
 
 
+@pytest.fixture(autouse=True)
+def _x64_as_the_run_set_it():
+    """The command line turns float64 on for its process (``cli._common.setup_jax``): a test
+    that runs it in-process would leave the rest of its worker in float64, and a float32 run
+    would then check float32 tolerances against float64 numbers. Restored after every test."""
+    yield
+    if jax.config.jax_enable_x64 != X64:
+        jax.config.update("jax_enable_x64", X64)
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """Path to ``../shared/data``; skips the test, saying why, where it is absent."""

@@ -273,13 +273,6 @@ def test_cache_dir_that_cannot_be_created_warns(tmp_path):
             assert runtime.enable_compilation_cache(bad) is None
 
 
-@pytest.fixture
-def restore_x64():
-    x64 = jax.config.jax_enable_x64
-    yield
-    jax.config.update("jax_enable_x64", x64)  # the CLI turns x64 on for its process
-
-
 def _write(tmp_path, labels, stem="data"):
     data = tmp_path / f"{stem}.txt"
     data.write_text("".join(f"{lab} qid:1 1:{i}\n" for i, lab in enumerate(labels)))
@@ -288,7 +281,7 @@ def _write(tmp_path, labels, stem="data"):
     return str(data), str(scores)
 
 
-def test_cli_user_errors_exit_2_without_traceback(tmp_path, capsys, monkeypatch, restore_x64):
+def test_cli_user_errors_exit_2_without_traceback(tmp_path, capsys, monkeypatch):
     data, scores = _write(tmp_path, [1, 0, 2])
     assert main(["evaluate", data, scores, "--max-k", "100000000000"]) == 2
     err = capsys.readouterr().err

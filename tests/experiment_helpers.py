@@ -10,6 +10,7 @@ import importlib.util
 import json
 
 import numpy as np
+import pytest
 from scipy.special import ndtr
 
 from bayesrank.data.sample import load_sample, sample_path
@@ -74,3 +75,15 @@ def write_letor(path, qids):
     with gzip.open(sample_path(), "rt", newline="") as f:
         lines = [x for x in f if x.split()[1].removeprefix("qid:") in qids]
     path.write_text("".join(lines))
+
+
+def assert_user_error(name, folder, argv, data_dir, match):
+    """Experiment ``name`` run from ``folder`` (the test's working directory) with ``argv`` and
+    ``--data-dir``: a ``ValueError`` matching ``match``, and no output folder written.
+    ``data_dir`` ``"bad"`` is a file that is not LETOR; ``"empty"`` an empty folder."""
+    (folder / "bad.txt").write_text("this is not LETOR\n")
+    (folder / "empty").mkdir(exist_ok=True)
+    data = {"bad": folder / "bad.txt"}.get(data_dir, data_dir)
+    with pytest.raises(ValueError, match=match):
+        run(name, folder / "out", *argv, data_dir=data)
+    assert not (folder / "out").exists()

@@ -15,7 +15,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from experiment_helpers import SAMPLE, assert_figure, gaussian_probs, median_rho, pair_error, strict
+from experiment_helpers import (
+    SAMPLE,
+    assert_figure,
+    assert_user_error,
+    gaussian_probs,
+    median_rho,
+    pair_error,
+    strict,
+)
 from experiment_helpers import parse as parse_options
 from experiment_helpers import run as run_experiment
 
@@ -227,9 +235,4 @@ def test_the_script_runs_the_full_protocol(shared_data, tmp_path, monkeypatch):
 )
 def test_user_errors(tmp_path, monkeypatch, argv, data_dir, match):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "bad.txt").write_text("this is not LETOR\n")
-    (tmp_path / "empty").mkdir()
-    data = {"bad": tmp_path / "bad.txt"}.get(data_dir, data_dir)
-    with pytest.raises(ValueError, match=match):
-        run(tmp_path / "out", *argv, data_dir=data)
-    assert not (tmp_path / "out").exists()
+    assert_user_error("active", tmp_path, argv, data_dir, match)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from experiment_helpers import SAMPLE, assert_figure, write_letor
+from experiment_helpers import SAMPLE, assert_figure, assert_user_error, write_letor
 from experiment_helpers import run as run_experiment
 
 from bayesrank.experiments.baselines import methods as baseline_methods
@@ -272,13 +272,8 @@ def test_the_script_runs_the_full_protocol(tmp_path):
 )
 def test_user_errors(tmp_path, monkeypatch, argv, data_dir, match):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "bad.txt").write_text("this is not LETOR\n")
-    (tmp_path / "empty").mkdir()
     (tmp_path / "fold").mkdir()
     (tmp_path / "fold" / "test.txt").write_text("1 qid:1 1:0.5\n")
     (tmp_path / "fold" / "notes.txt").write_text("")
     (tmp_path / "collection" / "Fold1").mkdir(parents=True)
-    data = {"bad": tmp_path / "bad.txt"}.get(data_dir, data_dir)
-    with pytest.raises(ValueError, match=match):
-        run(tmp_path / "out", *argv, data_dir=data)
-    assert not (tmp_path / "out").exists()
+    assert_user_error("baselines", tmp_path, argv, data_dir, match)

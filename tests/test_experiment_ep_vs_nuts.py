@@ -14,7 +14,7 @@ from functools import partial
 
 import numpy as np
 import pytest
-from experiment_helpers import SAMPLE, gaussian_probs, median_rho
+from experiment_helpers import SAMPLE, assert_user_error, gaussian_probs, median_rho
 from experiment_helpers import parse as parse_options
 from experiment_helpers import run as run_experiment
 from scipy.special import ndtr
@@ -205,9 +205,4 @@ def test_help_states_the_presets():
 )
 def test_user_errors(tmp_path, monkeypatch, argv, data_dir, match):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "bad.txt").write_text("this is not LETOR\n")
-    (tmp_path / "empty").mkdir()
-    data = {"bad": tmp_path / "bad.txt"}.get(data_dir, data_dir)
-    with pytest.raises(ValueError, match=match):
-        run(tmp_path / "out", *argv, data_dir=data)
-    assert not (tmp_path / "out").exists()
+    assert_user_error("ep-vs-nuts", tmp_path, argv, data_dir, match)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from experiment_helpers import SAMPLE, assert_figure, pair_error
+from experiment_helpers import SAMPLE, assert_figure, assert_user_error, pair_error
 from experiment_helpers import run as run_experiment
 
 from bayesrank.data.pairs import pairs_from_grades
@@ -247,9 +247,4 @@ def test_accuracy_problems(shared_data):
 )
 def test_user_errors(tmp_path, monkeypatch, argv, data_dir, match):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "bad.txt").write_text("this is not LETOR\n")
-    (tmp_path / "empty").mkdir()
-    data = {"bad": tmp_path / "bad.txt"}.get(data_dir, data_dir)
-    with pytest.raises(ValueError, match=match):
-        run(tmp_path / "out", *argv, data_dir=data)
-    assert not (tmp_path / "out").exists()
+    assert_user_error("inference", tmp_path, argv, data_dir, match)

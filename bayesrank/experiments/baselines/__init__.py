@@ -9,7 +9,7 @@ preset's value):
 * ``reduced`` (the default; seconds on the bundled sample): RankSVM at ``--C 1``, RankBoost at
   ``--rounds 300``;
 * ``full`` (the LETOR protocol; ``experiments/letor_baselines.py`` runs it on
-  ``../shared/data``, about 22 minutes on two cores): every method of ``METHODS``, ``C`` in
+  ``../shared/data``, about 7 minutes on two cores): every method of ``METHODS``, ``C`` in
   1e-7, 1e-6, ..., 1e-1, ``T`` in 10, 25, 50, 100, 200, 300, 500, 25, 50, 100 or 200 trees,
   each chosen on ``vali`` by MAP, on the five folds of OHSUMED (LETOR 3.0, QueryLevelNorm) and
   MQ2008 (LETOR 4.0) under ``--data-dir``, the means over the folds beside the published LETOR

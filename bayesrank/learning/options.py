@@ -120,21 +120,21 @@ def _group(base, olds: dict, deprecated: dict, notes: list):
 
 
 def _ep(ep, deprecated, notes) -> EPSettings:
-    if ep is None:
-        ep = EPSettings()
-    if not isinstance(ep, EPSettings):
-        raise ValueError(f"ep must be an EPSettings, got {type(ep).__name__}")
-    olds = {k: field for k, (g, field) in DEPRECATED.items() if g == "ep"}
-    return _group(ep, olds, deprecated, notes)
+    return _settings(ep, EPSettings, "ep", deprecated, notes)
 
 
 def _start(start, deprecated, notes) -> Start:
-    if start is None:
-        start = Start()
-    if not isinstance(start, Start):
-        raise ValueError(f"start must be a Start, got {type(start).__name__}")
-    olds = {k: field for k, (g, field) in DEPRECATED.items() if g == "start"}
-    return _group(start, olds, deprecated, notes)
+    return _settings(start, Start, "start", deprecated, notes)
+
+
+def _settings(value, kind, name, deprecated, notes):
+    """The group ``name`` (``kind()`` when None) with its deprecated keywords applied."""
+    if value is None:
+        value = kind()
+    if not isinstance(value, kind):
+        raise ValueError(f"{name} must be a {kind.__name__}, got {type(value).__name__}")
+    olds = {k: field for k, (g, field) in DEPRECATED.items() if g == name}
+    return _group(value, olds, deprecated, notes)
 
 
 def _optimizer(method, optimizer, deprecated, notes) -> BFGS | Optax:

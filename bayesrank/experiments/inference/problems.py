@@ -63,17 +63,21 @@ def query_problems(queries, source: str, count: int | None, known: int, test: in
     rng = np.random.default_rng(seed)
     out = []
     for q in usable[:count]:
-        kn, ho = split(rng, pairs_from_grades(q.grades), known, test)
         out.append(
-            dict(
-                name=f"query:{q.qid}",
-                X=scale01(q.X),
-                grades=np.asarray(q.grades, float),
-                known=kn,
-                held_out=ho,
-            )
+            _problem(f"query:{q.qid}", q, *split(rng, pairs_from_grades(q.grades), known, test))
         )
     return out
+
+
+def _problem(name, q, known, held_out) -> dict:
+    """One problem: the query's features scaled to ``[0, 1]``, its grades, its two pair sets."""
+    return dict(
+        name=name,
+        X=scale01(q.X),
+        grades=np.asarray(q.grades, float),
+        known=known,
+        held_out=held_out,
+    )
 
 
 def _need(path: Path, what: str) -> Path:
@@ -99,17 +103,8 @@ def letor_problems(data_dir, collection, count, rng, *, known, min_n, max_n, max
     out = []
     for k in sorted(chosen):
         q = eligible[k]
-        pairs = pairs_from_grades(q.grades)
-        kn, ho = split(rng, pairs, known, max_held_out)
-        out.append(
-            dict(
-                name=f"{collection}:{q.qid}",
-                X=scale01(q.X),
-                grades=np.asarray(q.grades, float),
-                known=kn,
-                held_out=ho,
-            )
-        )
+        kn, ho = split(rng, pairs_from_grades(q.grades), known, max_held_out)
+        out.append(_problem(f"{collection}:{q.qid}", q, kn, ho))
     return out
 
 

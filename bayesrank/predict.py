@@ -27,15 +27,18 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import log_ndtr
 
-from .likelihoods import pair_probability
+from .likelihoods import Outcomes, outcome_log_likelihood, outcome_probabilities, pair_probability
 
 __all__ = [
+    "OutcomePrediction",
     "PairPrediction",
     "draw_entity_scores",
+    "draw_outcome_predictions",
     "draw_pair_predictions",
     "draw_probability_matrix",
     "entity_scores",
     "predict_new",
+    "predict_outcomes",
     "predict_pairs",
     "probability_matrix",
 ]
@@ -56,6 +59,27 @@ def predict_pairs(mean: jax.Array, cov: jax.Array, pairs: jax.Array) -> PairPred
     delta_mean = mean[i] - mean[j]
     delta_var = jnp.maximum(cov[i, i] + cov[j, j] - 2.0 * cov[i, j], 0.0)
     return PairPrediction(pair_probability(delta_mean, delta_var), delta_mean, delta_var)
+
+
+class OutcomePrediction(NamedTuple):
+    """Per pair, shapes ``(p,)``: ``P(i > j)``, ``P(tie)``, ``P(j > i)`` (summing to 1) under the
+    tie model (``bayesrank.likelihoods``), and the moments of ``xi_hat_i - xi_hat_j``."""
+
+    win: jax.Array
+    tie: jax.Array
+    loss: jax.Array
+    delta_mean: jax.Array
+    delta_var: jax.Array
+
+
+def predict_outcomes(mean, cov, pairs, margin) -> OutcomePrediction:
+    """The three outcomes' probabilities of each row ``(i, j)`` of ``pairs: (p, 2)``, tie margin
+    ``margin``: ``P(i > j) = Phi((dmu - eps) / s)``, ``P(j > i) = Phi((-dmu - eps) / s)``,
+    ``P(tie)`` the rest, ``s = sqrt(1 + dvar)`` (Eq. 13-14 with the margin; ``eps = 0`` gives
+    ``predict_pairs``' probability and no tie)."""
+    pred = predict_pairs(mean, cov, pairs)
+    win, tie, loss = outcome_probabilities(pred.delta_mean, pred.delta_var, margin)
+    return OutcomePrediction(win, tie, loss, pred.delta_mean, pred.delta_var)
 
 
 def probability_matrix(mean: jax.Array, cov: jax.Array) -> jax.Array:
@@ -108,6 +132,26 @@ def draw_pair_predictions(draws: jax.Array, pairs: jax.Array) -> PairPrediction:
     d = draws[:, pairs[:, 0]] - draws[:, pairs[:, 1]]
     return PairPrediction(
         jnp.mean(jnp.exp(log_ndtr(d)), axis=0), jnp.mean(d, axis=0), jnp.var(d, axis=0)
+    )
+
+
+def draw_outcome_predictions(draws: jax.Array, pairs: jax.Array, margin) -> OutcomePrediction:
+    """From draws ``(S, n)``: each outcome's probability averaged over the draws,
+    ``mean_t P(outcome | d_t)``, and the moments of ``d`` (ddof 0), for ``pairs: (p, 2)``."""
+    pairs = jnp.asarray(pairs)
+    d = draws[:, pairs[:, 0]] - draws[:, pairs[:, 1]]
+    margin = jnp.asarray(margin, d.dtype)
+
+    def mean_probability(x, tie):
+        rows = Outcomes(jnp.full(x.shape, tie), jnp.ones_like(x), margin)
+        return jnp.mean(jnp.exp(outcome_log_likelihood(x, rows)), axis=0)
+
+    return OutcomePrediction(
+        mean_probability(d, False),
+        mean_probability(d, True),
+        mean_probability(-d, False),
+        jnp.mean(d, axis=0),
+        jnp.var(d, axis=0),
     )
 
 

@@ -63,7 +63,6 @@ def test_no_device_constant_is_built_at_import():
     assert float(out.stdout.strip()) < 1e-13
 
 
-
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity is Linux's")
 def test_pin_to_one_cpu_in_a_child_process():
     """``runtime.pin_to_one_cpu``: one CPU unless ``--all-cpus`` (in child processes: the

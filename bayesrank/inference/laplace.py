@@ -26,6 +26,11 @@ mode. No ``eigh`` and no ``m x m`` factorisation: O(m n) plus one ``n^3`` produc
 Uninformative pairs (zero prior variance of ``d_s``,
 ``informative_pairs``) contribute ``log Phi(0)`` and no curvature, as
 in EP.
+
+``outcomes`` (``bayesrank.likelihoods.Outcomes``: ties, weights, a tie margin) replace
+``log Phi(d_s)`` by each row's weighted outcome log-likelihood, with its slope and curvature
+(``outcome_curvature``; log-concave, so ``w_s >= 0`` still). The evidence is differentiable in
+``K``; the margin is held fixed (learn it with EP, whose evidence gives its gradient).
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import log_ndtr
 
-from ..likelihoods import inverse_mills
+from ..likelihoods import Outcomes, inverse_mills, outcome_curvature
 from ..linalg import prior_root
 from .ep.evidence import pseudo_data_precision
 from .ep.factor import covariance, dense, from_root
@@ -65,26 +70,37 @@ class LaplaceState(NamedTuple):
     max_change: jax.Array  # largest |change| of xi in the last step
 
 
-def _curvature(d):
-    """``(log Phi(d), r, w)`` per pair: the log-likelihood, its slope and minus its curvature."""
+def _curvature(d, outcomes: Outcomes | None = None):
+    """``(log Phi(d), r, w)`` per pair: the log-likelihood, its slope and minus its curvature
+    (each row's weighted outcome's with ``outcomes``)."""
+    if outcomes is not None:
+        return outcome_curvature(d, outcomes)
     r = inverse_mills(d)
     return log_ndtr(d), r, jnp.clip(r * (d + r), 0.0, None)
+
+
+def _third(d, outcomes: Outcomes | None):
+    """``w'(d)``: the derivative of minus the curvature, per row."""
+    if outcomes is None:
+        _, r, w = _curvature(d)
+        return -w * (d + r) + r * (1.0 - w)  # the third derivative of log Phi, negated
+    return jax.jvp(lambda x: _curvature(x, outcomes)[2], (d,), (jnp.ones_like(d),))[1]
 
 
 def _differences(xi, pairs):
     return xi[pairs[:, 0]] - xi[pairs[:, 1]]
 
 
-def _sites(xi, pairs, active) -> Sites:
+def _sites(xi, pairs, active, outcomes=None) -> Sites:
     """The rank-one "sites" whose Gaussian with the prior is Newton's step from ``xi``."""
     d = _differences(xi, pairs)
-    _, r, w = _curvature(d)
+    _, r, w = _curvature(d, outcomes)
     return Sites(jnp.where(active, w, 0.0), jnp.where(active, w * d + r, 0.0))
 
 
-def _objective(xi, alpha, pairs, active):
+def _objective(xi, alpha, pairs, active, outcomes=None):
     """``Psi = sum_s log Phi(d_s) - 1/2 xi^T alpha`` (uninformative pairs: ``log Phi(0)``)."""
-    log_lik, _, _ = _curvature(_differences(xi, pairs))
+    log_lik, _, _ = _curvature(_differences(xi, pairs), outcomes)
     return jnp.sum(jnp.where(active, log_lik, 0.0)) - 0.5 * xi @ alpha
 
 
@@ -94,15 +110,22 @@ def _alpha(sites: Sites, pairs, xi):
     return to_entities(sites.nu - sites.tau * _differences(xi, pairs), pairs, n)
 
 
-def _newton_point(root, xi, pairs, active):
+def _newton_point(root, xi, pairs, active, outcomes=None):
     """Newton's full step from ``xi``: ``(xi_new, alpha_new)``."""
-    sites = _sites(xi, pairs, active)
+    sites = _sites(xi, pairs, active, outcomes)
     xi_new = from_root(root, pairs, sites, active).mean
     return xi_new, _alpha(sites, pairs, xi_new)
 
 
 def mode(
-    K, pairs, *, pair_mask=None, max_iter: int = 100, tol=None, sites: Sites | None = None
+    K,
+    pairs,
+    *,
+    pair_mask=None,
+    max_iter: int = 100,
+    tol=None,
+    sites: Sites | None = None,
+    outcomes: Outcomes | None = None,
 ) -> LaplaceState:
     """Newton's method for the posterior mode ``xi_hat`` (module docstring). Pure.
 
@@ -110,15 +133,15 @@ def mode(
     ``tol`` times ``max(1, max|xi|)``. ``sites``: a warm start, e.g. a previous fit's
     (``LaplacePosterior.sites``): Newton starts at the mean of ``N(0, K) prod_s site_s``,
     where ``alpha = K^-1 xi = eta - S xi`` is known without ``K^-1`` (default: zero, the prior
-    mode).
+    mode). ``outcomes``: ties, weights and the tie margin (module docstring).
     """
     K = jnp.asarray(K)
     pairs = jnp.asarray(pairs)
     active = informative_pairs(K, pairs, pair_mask)
-    return _mode(prior_root(K), pairs, active, max_iter, tol, sites)
+    return _mode(prior_root(K), pairs, active, max_iter, tol, sites, outcomes)
 
 
-def _mode(root, pairs, active, max_iter, tol, sites) -> LaplaceState:
+def _mode(root, pairs, active, max_iter, tol, sites, outcomes=None) -> LaplaceState:
     """``mode`` given ``K``'s root (``K = M M^T``) and the active pairs."""
     dtype = root.dtype
     tol = default_tol(dtype) if tol is None else tol
@@ -129,15 +152,15 @@ def _mode(root, pairs, active, max_iter, tol, sites) -> LaplaceState:
         sites = Sites(jnp.where(active, sites.tau, 0.0), jnp.where(active, sites.nu, 0.0))
         xi = from_root(root, pairs, sites, active).mean
         alpha = _alpha(sites, pairs, xi)
-    state = LaplaceState(xi, alpha, _objective(xi, alpha, pairs, active), 0, jnp.inf)
+    state = LaplaceState(xi, alpha, _objective(xi, alpha, pairs, active, outcomes), 0, jnp.inf)
 
     def step(s: LaplaceState) -> LaplaceState:
-        xi_new, alpha_new = _newton_point(root, s.xi, pairs, active)
+        xi_new, alpha_new = _newton_point(root, s.xi, pairs, active, outcomes)
 
         def trial(t):
             x = s.xi + t * (xi_new - s.xi)
             a = s.alpha + t * (alpha_new - s.alpha)
-            return x, a, _objective(x, a, pairs, active)
+            return x, a, _objective(x, a, pairs, active, outcomes)
 
         # a step may not lower Psi beyond its round-off (near the mode a full Newton step
         # changes Psi by ~1e-18, below what float arithmetic resolves)
@@ -204,34 +227,38 @@ def _evidence_bwd(res, ct):
 _evidence.defvjp(_evidence_fwd, _evidence_bwd)
 
 
-def _evidence_at(K, xi_hat, pairs, active, valid, logdet, cov):
+def _evidence_at(K, xi_hat, pairs, active, valid, logdet, cov, outcomes=None):
     """``log Z`` at the (stopped) mode ``xi_hat``, differentiable in ``K`` (closed-form VJP).
 
     ``logdet = log|I + K W|`` and ``cov = (K^-1 + W)^-1`` of the mode's curvature (the
     factorisation ``ep.factor.from_root`` of its sites gives both)."""
     n = xi_hat.shape[0]
     d = _differences(xi_hat, pairs)
-    log_lik, r, w = _curvature(d)
+    log_lik, r, w = _curvature(d, outcomes)
     r, w = jnp.where(active, r, 0.0), jnp.where(active, w, 0.0)  # padded, uninformative: none
     alpha = to_entities(r, pairs, n)  # K^-1 xi_hat = A^T r at the mode
-    flat = jnp.sum(jnp.where(valid & ~active, log_ndtr(jnp.zeros_like(d)), 0.0))
+    log_flat = _curvature(jnp.zeros_like(d), outcomes)[0]  # log P(outcome | d = 0)
+    flat = jnp.sum(jnp.where(valid & ~active, log_flat, 0.0))
     value = jnp.sum(jnp.where(active, log_lik, 0.0)) - 0.5 * xi_hat @ alpha - 0.5 * logdet
-    dw = -w * (d + r) + r * (1.0 - w)  # w'(d): the third derivative of log Phi, negated
-    return _evidence(K, value + flat, cov, pairs, r, w, dw, active)
+    return _evidence(K, value + flat, cov, pairs, r, w, _third(d, outcomes), active)
 
 
-def log_evidence(K, pairs, *, pair_mask=None, max_iter: int = 100, tol=None) -> jax.Array:
+def log_evidence(
+    K, pairs, *, pair_mask=None, max_iter: int = 100, tol=None, outcomes=None
+) -> jax.Array:
     """The Laplace approximation of ``log P(pairs | K)`` (R&W Eq. 3.32), differentiable in
     ``K`` by implicit differentiation (module docstring). Pure."""
     K = dense(jnp.asarray(K))
     pairs = jnp.asarray(pairs)
+    outcomes = None if outcomes is None else jax.lax.stop_gradient(outcomes)
     valid = pair_mask_or_all(pairs, pair_mask)
     K0 = jax.lax.stop_gradient(K)
     active = informative_pairs(K0, pairs, valid)
     root = prior_root(K0)  # one factorisation for Newton and the evidence
-    xi = _mode(root, pairs, active, max_iter, tol, None).xi
-    post = from_root(root, pairs, _sites(xi, pairs, active), active)
-    return _evidence_at(K, xi, pairs, active, valid, post.logdet, covariance(post, False))
+    xi = _mode(root, pairs, active, max_iter, tol, None, outcomes).xi
+    post = from_root(root, pairs, _sites(xi, pairs, active, outcomes), active)
+    cov = covariance(post, False)
+    return _evidence_at(K, xi, pairs, active, valid, post.logdet, cov, outcomes)
 
 
 class _LaplaceFields(NamedTuple):
@@ -257,18 +284,27 @@ class LaplacePosterior(_LaplaceFields, GaussianPosterior):
 
 
 def fit(
-    K, pairs, *, pair_mask=None, max_iter: int = 100, tol=None, sites: Sites | None = None
+    K,
+    pairs,
+    *,
+    pair_mask=None,
+    max_iter: int = 100,
+    tol=None,
+    sites: Sites | None = None,
+    outcomes: Outcomes | None = None,
 ) -> LaplacePosterior:
     """The Laplace approximation of the posterior and its evidence (differentiable in ``K``).
-    Pure (jit, vmap, grad). ``sites``: a warm start (``mode``)."""
+    Pure (jit, vmap, grad). ``sites``: a warm start (``mode``); ``outcomes``: ties, weights
+    and the tie margin (module docstring)."""
     K = jnp.asarray(K)
     pairs = jnp.asarray(pairs)
+    outcomes = None if outcomes is None else jax.lax.stop_gradient(outcomes)
     valid = pair_mask_or_all(pairs, pair_mask)
     K0 = jax.lax.stop_gradient(K)
     active = informative_pairs(K0, pairs, valid)
     root = prior_root(K0)  # one factorisation for Newton, the posterior and the evidence
-    state = _mode(root, pairs, active, max_iter, tol, sites)
-    sites = _sites(state.xi, pairs, active)
+    state = _mode(root, pairs, active, max_iter, tol, sites, outcomes)
+    sites = _sites(state.xi, pairs, active, outcomes)
     post = from_root(root, pairs, sites, active)
     dtype = K.dtype
     tol = default_tol(dtype) if tol is None else tol
@@ -277,7 +313,9 @@ def fit(
     return LaplacePosterior(
         mean=state.xi,
         cov=cov,
-        log_evidence=_evidence_at(dense(K), state.xi, pairs, active, valid, post.logdet, cov),
+        log_evidence=_evidence_at(
+            dense(K), state.xi, pairs, active, valid, post.logdet, cov, outcomes
+        ),
         sites=sites,
         n_iter=state.n_iter,
         converged=state.max_change <= tol * scale,

@@ -25,12 +25,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..data.batch import bucket_size
-from ..data.checks import check_index_pairs
+from ..data.checks import check_float, check_index_pairs
 from ..predict import (
+    OutcomePrediction,
     PairPrediction,
     draw_entity_scores,
+    draw_outcome_predictions,
     draw_pair_predictions,
     draw_probability_matrix,
+    predict_outcomes,
     predict_pairs,
     probability_matrix,
 )
@@ -77,10 +80,15 @@ def _pad_entities(mean, cov):
     return mean_pad, cov_pad
 
 
-def _unpad(prediction: PairPrediction, p: int) -> PairPrediction:
+def _unpad(prediction, p: int):
     """The first ``p`` rows of each padded output, sliced on the host and put back on the device
     (``jax.device_put``: ``jnp.asarray`` of a host array compiles a program per shape)."""
-    return jax.device_put(PairPrediction(*(np.asarray(x)[..., :p] for x in prediction)))
+    return jax.device_put(type(prediction)(*(np.asarray(x)[..., :p] for x in prediction)))
+
+
+def _margin(margin, dtype) -> np.ndarray:
+    """The tie margin, checked (a finite real >= 0), as a host array of ``dtype``."""
+    return np.asarray(check_float(margin, "margin", low=0.0), dtype)
 
 
 @jax.jit
@@ -89,6 +97,14 @@ def _gaussian_pairs(mean, cov, pairs):
         return predict_pairs(mean, cov, pairs)
     in_pairs = 0 if pairs.ndim == 3 else None
     return jax.vmap(predict_pairs, in_axes=(0, 0, in_pairs))(mean, cov, pairs)
+
+
+@jax.jit
+def _gaussian_outcomes(mean, cov, pairs, margin):
+    if mean.ndim == 1:
+        return predict_outcomes(mean, cov, pairs, margin)
+    in_pairs = 0 if pairs.ndim == 3 else None
+    return jax.vmap(predict_outcomes, in_axes=(0, 0, in_pairs, None))(mean, cov, pairs, margin)
 
 
 @jax.jit
@@ -101,6 +117,11 @@ def _gaussian_matrix(mean, cov):
 @jax.jit
 def _draw_pairs(draws, pairs):
     return draw_pair_predictions(draws, pairs)
+
+
+@jax.jit
+def _draw_outcomes(draws, pairs, margin):
+    return draw_outcome_predictions(draws, pairs, margin)
 
 
 @jax.jit
@@ -131,6 +152,20 @@ class GaussianPosterior:
         checked = _check_pairs(pairs, jnp.shape(mean)[-1], batch)
         mean, cov = _pad_entities(mean, cov)
         padded = _gaussian_pairs(mean, cov, _pad_pairs(checked))
+        return _unpad(padded, checked.shape[-2])
+
+    def predict_outcomes(self, pairs, margin) -> OutcomePrediction:
+        """``P(i > j)``, ``P(tie)`` and ``P(j > i)`` under the tie model with margin ``margin``
+        (``bayesrank.predict.predict_outcomes``), and the moments of ``xi_i - xi_j``; shapes as
+        ``predict_pairs``."""
+        mean, cov = self.mean, self.cov
+        if is_traced(mean, cov, pairs, margin):
+            return _gaussian_outcomes.__wrapped__(mean, cov, jnp.asarray(pairs), margin)
+        batch = mean.shape[0] if jnp.ndim(mean) == 2 else None
+        checked = _check_pairs(pairs, jnp.shape(mean)[-1], batch)
+        margin = _margin(margin, np.asarray(mean).dtype)
+        mean, cov = _pad_entities(mean, cov)
+        padded = _gaussian_outcomes(mean, cov, _pad_pairs(checked), margin)
         return _unpad(padded, checked.shape[-2])
 
     def probability_matrix(self) -> jax.Array:
@@ -170,6 +205,16 @@ class SamplePosterior:
             return draw_pair_predictions(draws, jnp.asarray(pairs))
         checked = _check_pairs(pairs, draws.shape[-1], None)
         return _unpad(_draw_pairs(draws, _pad_pairs(checked)), checked.shape[0])
+
+    def predict_outcomes(self, pairs, margin) -> OutcomePrediction:
+        """Monte Carlo ``P(i > j)``, ``P(tie)``, ``P(j > i)`` (each outcome's likelihood averaged
+        over the draws) and the sample moments of ``xi_i - xi_j``, for ``pairs: (p, 2)``."""
+        draws = self.draws
+        if is_traced(draws, pairs, margin):
+            return draw_outcome_predictions(draws, jnp.asarray(pairs), margin)
+        checked = _check_pairs(pairs, draws.shape[-1], None)
+        margin = _margin(margin, np.asarray(draws).dtype)
+        return _unpad(_draw_outcomes(draws, _pad_pairs(checked), margin), checked.shape[0])
 
     def probability_matrix(self) -> jax.Array:
         """``(n, n)`` matrix of Monte Carlo ``P(i > j | data)`` (diagonal 1/2)."""

@@ -38,7 +38,14 @@ from .covariance import (
     check_problem,
 )
 from .options import check_bool, check_choice, check_float, check_int
-from .pairs import PairSummary, check_index_pairs, check_pair_array, check_pair_mask, check_pairs
+from .pairs import (
+    PairSummary,
+    check_index_pairs,
+    check_outcomes,
+    check_pair_array,
+    check_pair_mask,
+    check_pairs,
+)
 
 __all__ = [
     "ADJACENCY_SYMMETRY_RTOL",
@@ -57,6 +64,7 @@ __all__ = [
     "check_index_pairs",
     "check_int",
     "check_matrix",
+    "check_outcomes",
     "check_pair_array",
     "check_pair_mask",
     "check_pairs",

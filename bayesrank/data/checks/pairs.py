@@ -192,3 +192,38 @@ def check_pair_mask(mask, shape: tuple[int, ...], name: str = "pair_mask") -> np
             f"{arr.shape}"
         )
     return arr
+
+
+def check_outcomes(tie, weight, margin, m: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """Each row's outcome: ``tie`` ``(m,)`` bool (None: no tie), ``weight`` ``(m,)`` finite
+    reals > 0 (None: all 1), ``margin`` a finite real >= 0, > 0 where a tie is observed (a tie
+    has probability 0 at margin 0). Returns ``(tie, weight, margin)`` as bool, float64, float.
+    """
+    tie = check_pair_mask(np.zeros(m, bool) if tie is None else tie, (m,), name="tie")
+    if weight is None:
+        weight = np.ones(m)
+    else:
+        weight = np.asarray(weight)
+        if weight.dtype.kind not in "iuf" or weight.shape != (m,):
+            raise ValueError(
+                f"weight must be a real array of shape ({m},), one per pair, got "
+                f"{weight.dtype} {weight.shape}"
+            )
+        weight = weight.astype(np.float64)
+        if (bad := np.flatnonzero(~(np.isfinite(weight) & (weight > 0)))).size:
+            raise ValueError(
+                f"weight[{bad[0]}] = {weight[bad[0]]} is not a finite number > 0 (a pair's "
+                "weight is how many times it was judged; leave a pair out to give it none)"
+            )
+    arr = np.asarray(margin)
+    if arr.ndim != 0 or arr.dtype.kind not in "iuf":
+        raise ValueError(f"margin must be a real number >= 0, got {margin!r}")
+    margin = float(arr)
+    if not (np.isfinite(margin) and margin >= 0):
+        raise ValueError(f"margin = {margin} must be a finite number >= 0")
+    if margin == 0 and tie.any():
+        raise ValueError(
+            f"margin = 0 gives a tie probability 0, but pair {np.flatnonzero(tie)[0]} is a tie: "
+            "give a tie margin > 0"
+        )
+    return tie, weight, margin

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import log_ndtr
 
-from ...likelihoods import tilted_moments
+from ...likelihoods import Outcomes, outcome_tilted_moments
 from ...linalg import prior_root
 from .factor import dense, from_root
 from .sites import (
@@ -22,31 +22,43 @@ from .sites import (
     factor_marginals,
     informative_pairs,
     marginals,
+    one_copy,
     pair_mask_or_all,
+    tilted,
     to_entities,
 )
 
 __all__ = ["log_evidence", "pseudo_data_precision"]
 
 
-def site_log_normalisers(m, v, sites: Sites, active, valid):
+def site_log_normalisers(m, v, sites: Sites, active, valid, outcomes: Outcomes | None = None):
     """Per-pair terms of ``log Z_EP`` from the posterior marginals ``N(m_s, v_s)`` of the pairs.
 
     Informative pairs: ``log Phi(m_c / sqrt(1 + v_c)) + 1/2 log(1 + tau v_c) - 1/2 m^2 / v
     + 1/2 m_c^2 / v_c``; uninformative ones (``d = 0`` a.s.): ``log Phi(m / sqrt(1 + v))``.
+    With ``outcomes``, ``log Phi`` is each row's outcome's ``log Z``, the cavity and ``tau``
+    are one copy's, and a row of weight ``c`` counts ``c`` times (``c`` equal copies).
     """
     v_safe = jnp.where(active, v, 1.0)  # padded and uninformative pairs: keep the algebra finite
-    m_c, v_c, ok = cavity(m, v_safe, sites)
-    tilted = tilted_moments(m_c, v_c)
+    copy = one_copy(sites, outcomes)
+    m_c, v_c, ok = cavity(m, v_safe, copy)
     terms = (
-        tilted.log_z + 0.5 * jnp.log1p(sites.tau * v_c) - 0.5 * m**2 / v_safe + 0.5 * m_c**2 / v_c
+        tilted(m_c, v_c, outcomes).log_z
+        + 0.5 * jnp.log1p(copy.tau * v_c)
+        - 0.5 * m**2 / v_safe
+        + 0.5 * m_c**2 / v_c
     )
     terms = jnp.where(active & ok, terms, 0.0)
-    flat = log_ndtr(m / jnp.sqrt(1.0 + jnp.maximum(v, 0.0)))
-    return terms + jnp.where(valid & ~active, flat, 0.0)
+    v_flat = jnp.maximum(v, 0.0)
+    if outcomes is None:
+        flat = log_ndtr(m / jnp.sqrt(1.0 + v_flat))
+    else:
+        flat = outcome_tilted_moments(m, v_flat, outcomes).log_z
+    terms = terms + jnp.where(valid & ~active, flat, 0.0)
+    return terms if outcomes is None else outcomes.weight * terms
 
 
-def _evidence_parts(cov, pairs, sites, active, valid, factor=None):
+def _evidence_parts(cov, pairs, sites, active, valid, factor=None, outcomes=None):
     """``(log Z_EP without -1/2 log|I + K S|, mean, eta, m, v)`` from ``Sigma = cov``.
 
     With ``factor`` (``U``, ``Sigma = U U^T``) the pairs' variances are ``||U_i - U_j||^2``
@@ -58,26 +70,43 @@ def _evidence_parts(cov, pairs, sites, active, valid, factor=None):
         m, v = marginals(mean, cov, pairs)
     else:
         m, v = factor_marginals(mean, factor, pairs)
-    value = jnp.sum(site_log_normalisers(m, v, sites, active, valid)) + 0.5 * mean @ eta
+    value = jnp.sum(site_log_normalisers(m, v, sites, active, valid, outcomes)) + 0.5 * mean @ eta
     return value, mean, eta, m, v
 
 
-@jax.custom_vjp
-def evidence_from_posterior(K, cov, logdet, pairs, sites, active, valid, factor=None):
+def evidence_from_posterior(
+    K, cov, logdet, pairs, sites, active, valid, factor=None, outcomes=None
+):
     """``log Z_EP`` given ``cov = (K^-1 + S)^-1`` and ``logdet = log|I + K S|`` (of these sites).
 
     ``cov`` and ``logdet`` are functions of ``K`` computed by the caller; the custom VJP gives
-    the gradient with respect to ``K`` in closed form (see ``_evidence_bwd``). ``factor``:
-    ``U`` with ``cov = U U^T``, for the pairs' variances without cancellation.
+    the gradient with respect to ``K`` in closed form (see ``_evidence_bwd``), and with respect
+    to the tie margin (``outcomes.margin``; the weights and ties are data). ``factor``: ``U``
+    with ``cov = U U^T``, for the pairs' variances without cancellation.
     """
+    if outcomes is None:
+        return _evidence(K, None, cov, logdet, pairs, sites, active, valid, factor, None, None)
+    ties, weights = jax.lax.stop_gradient((outcomes.tie, outcomes.weight))
+    return _evidence(
+        K, outcomes.margin, cov, logdet, pairs, sites, active, valid, factor, ties, weights
+    )
+
+
+def _outcomes(margin, ties, weights):
+    return None if ties is None else Outcomes(ties, weights, margin)
+
+
+@jax.custom_vjp
+def _evidence(K, margin, cov, logdet, pairs, sites, active, valid, factor, ties, weights):
     del K
-    value, *_ = _evidence_parts(cov, pairs, sites, active, valid, factor)
+    outcomes = _outcomes(margin, ties, weights)
+    value, *_ = _evidence_parts(cov, pairs, sites, active, valid, factor, outcomes)
     return value - 0.5 * logdet
 
 
-def _evidence_fwd(K, cov, logdet, pairs, sites, active, valid, factor=None):
-    residuals = (cov, pairs, sites, active, valid)
-    value = evidence_from_posterior(K, cov, logdet, pairs, sites, active, valid, factor)
+def _evidence_fwd(K, margin, cov, logdet, pairs, sites, active, valid, factor, ties, weights):
+    residuals = (cov, pairs, sites, active, valid, margin, ties, weights)
+    value = _evidence(K, margin, cov, logdet, pairs, sites, active, valid, factor, ties, weights)
     return value, residuals
 
 
@@ -108,12 +137,18 @@ def _evidence_bwd(res, ct):
 
     ``S`` is applied as the sparse ``A^T diag(tau) A`` (O(m n)); one ``n^3`` product (``W``).
     """
-    cov, pairs, sites, active, valid = res
+    cov, pairs, sites, active, valid, margin, ties, weights = res
     n = cov.shape[0]
     tau = jnp.where(active, sites.tau, 0.0)
-    _, _, eta, m, v = _evidence_parts(cov, pairs, sites, active, valid)
-    _, vjp = jax.vjp(lambda m, v: jnp.sum(site_log_normalisers(m, v, sites, active, valid)), m, v)
-    g, h = vjp(jnp.ones((), cov.dtype))
+    outcomes = _outcomes(margin, ties, weights)
+    _, _, eta, m, v = _evidence_parts(cov, pairs, sites, active, valid, outcomes=outcomes)
+
+    def pair_terms(m, v, margin):
+        terms = site_log_normalisers(m, v, sites, active, valid, _outcomes(margin, ties, weights))
+        return jnp.sum(terms)
+
+    _, vjp = jax.vjp(pair_terms, m, v, margin)
+    g, h, d_margin = vjp(jnp.ones((), cov.dtype))
     S_cov = apply_site_precision(cov, pairs, tau)  # S Sigma
     Pt = jnp.eye(n, dtype=cov.dtype) - S_cov  # P^T
     b = eta - to_entities(tau * m, pairs, n)  # eta - S mu
@@ -124,13 +159,14 @@ def _evidence_bwd(res, ct):
     SP = apply_site_precision(Pt.T, pairs, tau)  # S P = pseudo_data_precision
     grad = W + 0.5 * (jnp.outer(u, b) + jnp.outer(b, u)) - 0.5 * SP + 0.5 * jnp.outer(b, b)
     grad = 0.5 * (grad + grad.T)
-    return ct * grad, None, None, None, None, None, None, None
+    d_margin = None if d_margin is None else ct * d_margin
+    return (ct * grad, d_margin) + (None,) * 9
 
 
-evidence_from_posterior.defvjp(_evidence_fwd, _evidence_bwd)
+_evidence.defvjp(_evidence_fwd, _evidence_bwd)
 
 
-def log_evidence(K, pairs, sites: Sites, pair_mask=None) -> jax.Array:
+def log_evidence(K, pairs, sites: Sites, pair_mask=None, outcomes=None) -> jax.Array:
     """The EP approximation ``log Z_EP`` of ``log P(pairs | K)`` for given sites.
 
     With cavity ``N(m_c, v_c)`` and posterior marginal ``N(m, v)`` of each pair difference,
@@ -142,7 +178,8 @@ def log_evidence(K, pairs, sites: Sites, pair_mask=None) -> jax.Array:
     i.e. the site normalisers that make each site's mass equal its tilted mass, times the Gaussian
     integral of prior and sites. Differentiable in ``K`` (closed-form gradient, ``_evidence_bwd``);
     the sites are held fixed (no gradient flows to them; at an EP fixed point the evidence is
-    stationary in them).
+    stationary in them). ``outcomes``: ties, weights and the tie margin (``log Phi`` becomes each
+    row's outcome's tilted ``log Z``, weighted; differentiable in the margin too).
     """
     K = jnp.asarray(K)
     pairs = jnp.asarray(pairs)
@@ -153,5 +190,5 @@ def log_evidence(K, pairs, sites: Sites, pair_mask=None) -> jax.Array:
     post = from_root(prior_root(K0), pairs, sites, active)
     cov = post.factor @ post.factor.T
     return evidence_from_posterior(
-        dense(K), cov, post.logdet, pairs, sites, active, valid, post.factor
+        dense(K), cov, post.logdet, pairs, sites, active, valid, post.factor, outcomes
     )

@@ -29,15 +29,24 @@ from ...data.checks import (
     check_fits_dtype,
     check_float,
     check_int,
-    check_pair_mask,
     check_pairs,
 )
 from ...diagnostics import warn_if_unconverged
+from ...likelihoods import Outcomes
 from ...runtime import is_traced, one_blas_thread, warn_if_float32
 from ..posterior import GaussianPosterior
 from .evidence import evidence_from_posterior
 from .factor import covariance, dense
-from .loop import convergence_tol, default_tol
+from .host import (
+    as_outcomes,
+    check_sites,
+    loop_settings,
+    pad_outcomes,
+    pad_pairs,
+    unpad_posterior,
+    validate_problem,
+)
+from .loop import convergence_tol
 from .run import run
 from .settings import MAX_ITER_LIMIT, EPSettings, check_settings
 from .sites import Sites, informative_pairs, pair_mask_or_all
@@ -82,24 +91,32 @@ class EPPosterior(_EPPosteriorFields, GaussianPosterior):
 
 
 def fit_core(
-    K, pairs, *, tol=None, rtol=None, sites=None, pair_mask=None, **options
+    K, pairs, *, tol=None, rtol=None, sites=None, pair_mask=None, outcomes=None, **options
 ) -> EPPosterior:
     """``fit`` as a pure function (no checks, no padding, no jit): see ``fit``.
 
     ``options``: ``run``'s settings (``max_iter``, ``damping``, ``adapt_damping``,
-    ``schedule``, ``precision``, ``accelerate``, ``residual_stop``).
+    ``schedule``, ``precision``, ``accelerate``, ``residual_stop``). ``outcomes``: an
+    ``Outcomes`` (ties, weights, tie margin) or None.
     """
     K = jnp.asarray(K)
     pairs = jnp.asarray(pairs)
     tol = convergence_tol(K, tol, rtol)
     valid = pair_mask_or_all(pairs, pair_mask)
     active = informative_pairs(jax.lax.stop_gradient(K), pairs, valid)
+    fixed = None if outcomes is None else jax.lax.stop_gradient(outcomes)
     state = run(
-        jax.lax.stop_gradient(K), pairs, tol=tol, sites=sites, pair_mask=pair_mask, **options
+        jax.lax.stop_gradient(K),
+        pairs,
+        tol=tol,
+        sites=sites,
+        pair_mask=pair_mask,
+        outcomes=fixed,
+        **options,
     )
     cov = covariance(state, jnp.ndim(K) == 1)
     evidence = evidence_from_posterior(
-        dense(K), cov, state.logdet, pairs, state.sites, active, valid, state.factor
+        dense(K), cov, state.logdet, pairs, state.sites, active, valid, state.factor, outcomes
     )
     return EPPosterior(
         mean=state.mean,
@@ -131,6 +148,10 @@ def fit(
     accelerate: bool = False,
     residual_stop=False,
     settings: EPSettings | None = None,
+    ties=None,
+    weights=None,
+    margin: float | None = None,
+    outcomes: Outcomes | None = None,
 ) -> EPPosterior:
     """Run EP to convergence and return the posterior, the EP evidence and diagnostics.
 
@@ -161,6 +182,14 @@ def fit(
             ``fit_hyperparameters``' ``ep``), in place of the keywords above: a keyword given
             a value other than its default beside it is a ``ValueError`` naming both.
             ``EPSettings.max_iter=None`` is 100 sweeps here; ``step_tol`` does not apply.
+        ties: ``(m,)`` bool, True where row ``(i, j)`` is a tie (``P(tie | d) = Phi(eps - d) -
+            Phi(-eps - d)``; a win is then ``Phi(d - eps)``); None: no tie.
+        weights: ``(m,)`` reals > 0: each row's likelihood raised to its weight, e.g. how many
+            times the judgement was made (a row of weight ``c`` equals ``c`` copies).
+        margin: the tie margin ``eps >= 0`` (> 0 with ties; None: 0); 0 without ties and
+            weights is the probit pair model. ``ties``, ``weights`` and ``margin`` make one
+            ``bayesrank.likelihoods.Outcomes``; or give that as ``outcomes`` (e.g. under a
+            transformation: ``log_evidence`` is differentiable in ``outcomes.margin`` too).
 
     ``log_evidence`` is differentiable with respect to ``K`` (the EP loop runs on
     ``stop_gradient(K)`` and the evidence is evaluated at the converged sites, whose own gradient
@@ -186,10 +215,17 @@ def fit(
         max_iter, tol, rtol, damping, residual_stop = (
             options[k] for k in ("max_iter", "tol", "rtol", "damping", "residual_stop")
         )
-    if is_traced(K, pairs, sites, pair_mask, max_iter, tol, rtol, damping, residual_stop):
-        return fit_core(K, pairs, sites=sites, pair_mask=pair_mask, **options)
+    given = ties is not None or weights is not None or margin is not None
+    if outcomes is not None and given:
+        raise ValueError("give ties, weights and margin, or outcomes, not both")
+    if given:
+        outcomes = (ties, weights, 0.0 if margin is None else margin)
+    if is_traced(K, pairs, sites, pair_mask, max_iter, tol, rtol, damping, residual_stop, outcomes):
+        if isinstance(outcomes, tuple) and not isinstance(outcomes, Outcomes):
+            outcomes = as_outcomes(*outcomes, pairs=pairs, dtype=jnp.result_type(K))
+        return fit_core(K, pairs, sites=sites, pair_mask=pair_mask, outcomes=outcomes, **options)
     with one_blas_thread():  # bayesrank.runtime: XLA's and BLAS's thread pools contend
-        post = _fit_eagerly(K, pairs, sites, pair_mask, **options)
+        post = _fit_eagerly(K, pairs, sites, pair_mask, outcomes=outcomes, **options)
     if max_iter:  # max_iter=0 asks for no sweep: not a cap hit
         warn_if_unconverged(post.converged, "EP fit", EP_ADVICE)
     return post
@@ -224,7 +260,7 @@ def _from_settings(settings: EPSettings, options: dict) -> dict:
     }
 
 
-def _fit_eagerly(K, pairs, sites, pair_mask, **options) -> EPPosterior:
+def _fit_eagerly(K, pairs, sites, pair_mask, outcomes=None, **options) -> EPPosterior:
     """Check, pad to size buckets, run the jitted program, slice back (module docstring)."""
     check_settings(
         options["schedule"],
@@ -264,6 +300,7 @@ def _fit_eagerly(K, pairs, sites, pair_mask, **options) -> EPPosterior:
         pairs_pad,
         mask_pad,
         sites_pad,
+        pad_outcomes(outcomes, m, K.dtype),
         *settings,
         rtol=settings[1] if options["rtol"] is None else np.asarray(options["rtol"], K.dtype),
         schedule=options["schedule"],
@@ -275,94 +312,20 @@ def _fit_eagerly(K, pairs, sites, pair_mask, **options) -> EPPosterior:
     return unpad_posterior(result, n, m)
 
 
-def check_sites(sites, m: int) -> Sites | None:
-    """A warm start's sites: ``(tau, nu)`` of ``(m,)`` finite reals each, ``tau >= 0`` (a site's
-    precision; EP's own sites never go below 0), or ``None``. ``ValueError`` naming the first
-    entry at fault."""
-    if sites is None:
-        return None
-    try:
-        tau, nu = sites
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"sites must be Sites(tau, nu) (a fit's .sites), got {type(sites).__name__}"
-        ) from None
-    out = []
-    for name, values in (("sites.tau", tau), ("sites.nu", nu)):
-        arr = np.asarray(values)
-        if arr.dtype.kind not in "biuf" or arr.shape != (m,):
-            raise ValueError(
-                f"{name} must be a real array of shape ({m},), one per pair, got "
-                f"{arr.dtype} {arr.shape}"
-            )
-        arr = arr.astype(np.float64)
-        if (bad := np.flatnonzero(~np.isfinite(arr))).size:
-            raise ValueError(f"{name}[{bad[0]}] = {arr[bad[0]]} is not finite")
-        out.append(arr)
-    if (bad := np.flatnonzero(out[0] < 0)).size:
-        raise ValueError(f"sites.tau[{bad[0]}] = {out[0][bad[0]]} is negative: a precision is >= 0")
-    return Sites(*out)
-
-
-def pad_pairs(pairs: np.ndarray, pair_mask, sites, dtype):
-    """``(pairs, pair_mask, sites)`` padded on the host to ``bucket_size(m)`` pairs: padded pairs
-    are ``(0, 1)``, masked out, with zero sites (which leaves the posterior as it is)."""
-    m = len(pairs)
-    M = bucket_size(m)
-    pairs_pad = np.tile(np.array([0, 1], np.int64), (M, 1))
-    pairs_pad[:m] = pairs
-    mask_pad = np.zeros(M, bool)
-    mask_pad[:m] = check_pair_mask(pair_mask, (m,))
-    if sites is not None:
-        sites = Sites(*(np.pad(np.asarray(s, dtype), (0, M - m)) for s in sites))
-    return pairs_pad, mask_pad, sites
-
-
-def loop_settings(max_iter, tol, damping, dtype) -> tuple[np.ndarray, ...]:
-    """``(max_iter, tol, damping)`` as host arrays (traced by the jitted programs: changing them
-    compiles nothing); ``tol=None`` is ``default_tol``."""
-    tol = default_tol(dtype) if tol is None else tol
-    return np.asarray(max_iter, np.int32), np.asarray(tol, dtype), np.asarray(damping, dtype)
-
-
 @partial(
     jax.jit,
     static_argnames=("schedule", "precision", "accelerate", "adapt_damping", "residual_stop"),
 )
-def _fit_jit(K, pairs, pair_mask, sites, max_iter, tol, damping, rtol, **static):
+def _fit_jit(K, pairs, pair_mask, sites, outcomes, max_iter, tol, damping, rtol, **static):
     return fit_core(
         K,
         pairs,
         sites=sites,
         pair_mask=pair_mask,
+        outcomes=outcomes,
         max_iter=max_iter,
         tol=tol,
         rtol=rtol,
         damping=damping,
         **static,
     )
-
-
-def unpad_posterior(post: EPPosterior, n: int, m: int) -> EPPosterior:
-    """The real entities' and pairs' part of a padded result, sliced on the host and put back on
-    the device (``jax.device_put``: ``jnp.asarray`` of a host array compiles a program per
-    shape, and a slice of a device array another)."""
-    post = jax.device_get(post)
-    return jax.device_put(
-        post._replace(
-            mean=post.mean[:n],
-            cov=post.cov[:n, :n],
-            sites=Sites(post.sites.tau[:m], post.sites.nu[:m]),
-        )
-    )
-
-
-def validate_problem(K, pairs) -> None:
-    """Host-side checks before EP (``bayesrank.data.checks``): ``K`` square ``(n, n)`` or a
-    diagonal ``(n,)``, real, finite, symmetric, with a non-negative diagonal and no 2x2 minor
-    that breaks positive semi-definiteness; pairs integer, in range, no self-pairs.
-
-    Raises ``ValueError`` naming the offending entry. (Inside compiled code nothing is checked.)
-    """
-    K = check_covariance(K)
-    check_pairs(pairs, K.shape[0])

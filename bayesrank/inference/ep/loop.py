@@ -58,7 +58,14 @@ def check_schedule(schedule: str, accelerate: bool = False) -> None:
 
 
 def init(
-    K, pairs, sites: Sites | None = None, pair_mask=None, *, damping=1.0, accelerate=False
+    K,
+    pairs,
+    sites: Sites | None = None,
+    pair_mask=None,
+    *,
+    damping=1.0,
+    accelerate=False,
+    outcomes=None,
 ) -> EPState:
     """Start EP from ``sites`` (a warm start) or from zero sites (the prior).
 
@@ -71,8 +78,10 @@ def init(
         damping: the first sweep's step fraction in ``(0, 1]``.
         accelerate: carry the Anderson history (``acceleration``), so that ``step``
             mixes each parallel sweep's sites with the two before.
+        outcomes: ``bayesrank.likelihoods.Outcomes`` (each pair a win or a tie, its weight,
+            the tie margin), kept in the state; None: every pair a win of weight 1.
     """
-    state = init_plain(K, pairs, sites, pair_mask, damping=damping)
+    state = init_plain(K, pairs, sites, pair_mask, damping=damping, outcomes=outcomes)
     return with_history(state, accelerate)
 
 

@@ -38,7 +38,9 @@ def cast(tree, dtype):
     )
 
 
-def run_mixed(K, pairs, sites, pair_mask, *, tol, max_iter, damping, accelerate, **settings):
+def run_mixed(
+    K, pairs, sites, pair_mask, *, tol, max_iter, damping, accelerate, outcomes=None, **settings
+):
     """``run`` with ``precision="mixed"`` (module docstring).
 
     ``settings``: ``schedule``, ``adapt_damping``, ``residual_tol`` (the float64 sweeps only).
@@ -60,7 +62,8 @@ def run_mixed(K, pairs, sites, pair_mask, *, tol, max_iter, damping, accelerate,
     with jax.default_matmul_precision("float32"):  # not TF32 (a GPU's default for float32)
         K_low = K.astype(low)
         active_low = informative_pairs(K_low, pairs, active)  # float32's own test as well
-        state = start(prior_root(K_low), pairs, sites_low, active_low, damping)
+        outcomes_low = None if outcomes is None else cast(outcomes, low)
+        state = start(prior_root(K_low), pairs, sites_low, active_low, damping, outcomes_low)
         state = with_history(state, accelerate)
         # one sweep is kept for float64 whatever happens in float32: the result is float64's
         low_iter = jnp.maximum(jnp.asarray(max_iter) - 1, 0)
@@ -69,8 +72,8 @@ def run_mixed(K, pairs, sites, pair_mask, *, tol, max_iter, damping, accelerate,
     state = jax.lax.cond(  # float32 overflowed (a huge kernel scale): start over in float64
         finite,
         lambda: cast(state, K.dtype)._replace(
-            root=root, max_change=jnp.asarray(jnp.inf, K.dtype), active=active
+            root=root, max_change=jnp.asarray(jnp.inf, K.dtype), active=active, outcomes=outcomes
         ),
-        lambda: with_history(start(root, pairs, None, active, damping), accelerate),
+        lambda: with_history(start(root, pairs, None, active, damping, outcomes), accelerate),
     )
     return iterate(state, pairs, tol=tol, max_iter=max_iter, residual_tol=residual_tol, **settings)

@@ -36,6 +36,7 @@ def run(
     precision: str = "full",
     accelerate: bool = False,
     residual_stop=False,
+    outcomes=None,
 ) -> EPState:
     """Iterate ``step`` until the marginals change by less than
     ``tol`` or ``max_iter`` sweeps: ``iterate(init(K, pairs, ...), pairs, ...)``.
@@ -58,6 +59,8 @@ def run(
     The state returned is the one the residual was measured at. On problems of ``n = 1000`` the
     entities' marginals then moved by 2-5 times the residual in the next sweep: this test stops
     about one refactorisation sooner than the change in the marginals does.
+
+    ``outcomes``: ties, weights and the tie margin (``init``).
     """
     check_schedule(schedule, accelerate)
     check_precision(precision)
@@ -79,7 +82,10 @@ def run(
             max_iter=max_iter,
             damping=damping,
             accelerate=accelerate,
+            outcomes=outcomes,
             **settings,
         )
-    state = init(K, pairs, sites, pair_mask, damping=damping, accelerate=accelerate)
+    state = init(
+        K, pairs, sites, pair_mask, damping=damping, accelerate=accelerate, outcomes=outcomes
+    )
     return iterate(state, pairs, tol=tol, max_iter=max_iter, **settings)

@@ -15,6 +15,11 @@ Site update for pair ``s`` from the posterior marginal ``N(m, v)`` of ``d_s``:
     cavity  1/v_c = 1/v - tau_s,  m_c = v_c (m / v - nu_s);
     tilted moments (m_hat, v_hat) of Phi(d) N(d | m_c, v_c)   (likelihoods.tilted_moments);
     tau_s <- 1/v_hat - 1/v_c,   nu_s <- m_hat / v_hat - m_c / v_c   (then damped).
+
+With ``Outcomes`` (ties, weights, a tie margin: ``bayesrank.likelihoods``) the tilted moments are
+each row's outcome's, and a row of weight ``c`` holds the site of ``c`` copies: its cavity removes
+one copy (``tau_s / c``, ``nu_s / c``) and the new site is ``c`` times one copy's, so at a fixed
+point it is exactly the ``c`` copies' sum (the copies' sites are equal there).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from ...likelihoods import tilted_moments
+from ...likelihoods import Outcomes, outcome_tilted_moments, tilted_moments
 
 __all__ = ["Sites", "informative_pairs", "site_natural_parameters", "site_precision"]
 
@@ -113,24 +118,41 @@ def cavity(m, v, sites: Sites):
     return m_c, v_c, ok
 
 
-def new_sites(m, v, sites: Sites, damping, residual: bool = False):
+def tilted(m_c, v_c, outcomes: Outcomes | None):
+    """One copy's tilted moments: the probit pair's, or each row's outcome's."""
+    if outcomes is None:
+        return tilted_moments(m_c, v_c)
+    return outcome_tilted_moments(m_c, v_c, outcomes)
+
+
+def one_copy(sites: Sites, outcomes: Outcomes | None) -> Sites:
+    """The site of one copy of each row: ``sites`` divided by the rows' weights."""
+    if outcomes is None:
+        return sites
+    return Sites(sites.tau / outcomes.weight, sites.nu / outcomes.weight)
+
+
+def new_sites(m, v, sites: Sites, damping, residual: bool = False, outcomes=None):
     """Damped moment-matched sites from marginals ``(m, v)``; plus skip and clip flags.
 
     A site whose cavity is improper keeps its value (skipped); a negative new precision
-    (impossible in exact arithmetic for this log-concave likelihood) is set to zero (clipped).
+    (impossible in exact arithmetic for these log-concave likelihoods) is set to zero (clipped).
     With ``residual``, also each pair's moment-matching gap ``max(|m_t - m|, |sd_t - sd|)``
     between its tilted moments and its marginal (0 where the cavity is improper).
+    ``outcomes``: ties, weights and margin (module docstring); None: probit pairs, weight 1.
     """
-    m_c, v_c, ok = cavity(m, v, sites)
-    tilted = tilted_moments(m_c, v_c)
-    tau_new = 1.0 / tilted.var - 1.0 / v_c
-    nu_new = tilted.mean / tilted.var - m_c / v_c
+    m_c, v_c, ok = cavity(m, v, one_copy(sites, outcomes))
+    moments = tilted(m_c, v_c, outcomes)
+    tau_new = 1.0 / moments.var - 1.0 / v_c
+    nu_new = moments.mean / moments.var - m_c / v_c
+    if outcomes is not None:
+        tau_new, nu_new = outcomes.weight * tau_new, outcomes.weight * nu_new
     clipped = ok & (tau_new < 0)
     tau_new = jnp.maximum(tau_new, 0.0)
     tau = jnp.where(ok, (1 - damping) * sites.tau + damping * tau_new, sites.tau)
     nu = jnp.where(ok, (1 - damping) * sites.nu + damping * nu_new, sites.nu)
     if residual:
-        gap = jnp.maximum(jnp.abs(tilted.mean - m), jnp.abs(jnp.sqrt(tilted.var) - jnp.sqrt(v)))
+        gap = jnp.maximum(jnp.abs(moments.mean - m), jnp.abs(jnp.sqrt(moments.var) - jnp.sqrt(v)))
         return Sites(tau, nu), ~ok, clipped, jnp.where(ok, gap, 0.0)
     return Sites(tau, nu), ~ok, clipped
 

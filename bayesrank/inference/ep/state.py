@@ -71,21 +71,24 @@ class EPState(NamedTuple):
     sd: jax.Array  # (n,) posterior marginal standard deviations (for the convergence check)
     active: jax.Array | None = None  # (m,) bool: valid, informative pairs (fixed)
     history: Any = None  # Anderson history (.acceleration) when accelerated, else None
+    outcomes: Any = None  # likelihoods.Outcomes (ties, weights, margin), or None: probit pairs
 
 
 def row_norms(U) -> jax.Array:
     return jnp.sqrt(jnp.sum(U**2, axis=1))
 
 
-def init_plain(K, pairs, sites: Sites | None = None, pair_mask=None, *, damping=1.0) -> EPState:
+def init_plain(
+    K, pairs, sites: Sites | None = None, pair_mask=None, *, damping=1.0, outcomes=None
+) -> EPState:
     """The state at ``sites`` (or at the prior): ``K`` factorised once, the active pairs decided."""
     K = jnp.asarray(K)
     pairs = jnp.asarray(pairs)
     active = informative_pairs(K, pairs, pair_mask)
-    return start(prior_root(K), pairs, sites, active, damping)
+    return start(prior_root(K), pairs, sites, active, damping, outcomes)
 
 
-def start(root, pairs, sites, active, damping) -> EPState:
+def start(root, pairs, sites, active, damping, outcomes=None) -> EPState:
     """The state given the prior's root ``M`` (``K = M M^T``) and the ``active`` pairs."""
     pairs = jnp.asarray(pairs)
     n, dtype = root.shape[0], root.dtype
@@ -109,11 +112,14 @@ def start(root, pairs, sites, active, damping) -> EPState:
         n_clipped=zero,
         sd=row_norms(post.factor),
         active=active,
+        outcomes=outcomes,
     )
 
 
 def sequential_sweep(state: EPState, pairs, pair_mask):
     """Site by site, each from the marginals after the previous update (rank-one updates)."""
+
+    outcomes = state.outcomes
 
     def update(carry, inputs):
         tau, nu, mean, cov, skipped, clipped = carry
@@ -122,7 +128,12 @@ def sequential_sweep(state: EPState, pairs, pair_mask):
         v = sa[i] - sa[j]
         m = mean[i] - mean[j]
         old = Sites(tau[s], nu[s])
-        new, skip, clip = new_sites(m, v, old, state.damping)
+        row = (
+            None
+            if outcomes is None
+            else outcomes._replace(tie=outcomes.tie[s], weight=outcomes.weight[s])
+        )
+        new, skip, clip = new_sites(m, v, old, state.damping, outcomes=row)
         dtau = jnp.where(valid, new.tau - old.tau, 0.0)
         dnu = jnp.where(valid, new.nu - old.nu, 0.0)
         c = dtau / (1.0 + dtau * v)
@@ -155,7 +166,9 @@ def parallel_sweep(state: EPState, pairs, pair_mask):
     site would make to its own pair's marginal, 0 at an EP fixed point.
     """
     m, v = factor_marginals(state.mean, state.factor, pairs)
-    new, skip, clip, gap = new_sites(m, v, state.sites, state.damping, residual=True)
+    new, skip, clip, gap = new_sites(
+        m, v, state.sites, state.damping, residual=True, outcomes=state.outcomes
+    )
     sites = Sites(
         jnp.where(pair_mask, new.tau, state.sites.tau), jnp.where(pair_mask, new.nu, state.sites.nu)
     )

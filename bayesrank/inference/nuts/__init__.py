@@ -62,11 +62,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...data.checks import check_choice, check_float, check_problem
+from ...data.checks import check_choice, check_float, check_outcomes, check_problem
 from ...data.keys import check_key
 from ...data.problem import PreferenceProblem
 from ...diagnostics import warn_if_unconverged
 from ...kernels.xpgp import check_prior, default_trainable
+from ...likelihoods import Outcomes
 from ...predict import draw_entity_scores as entity_scores
 from ...predict import draw_pair_predictions as predict_pairs
 from ...predict import draw_probability_matrix as probability_matrix
@@ -124,7 +125,9 @@ def _float_problem(K, pairs, pair_mask, batched):
     return check_problem(K, pairs, pair_mask, batched=batched)
 
 
-def sample(key, K, pairs, *, pair_mask=None, **options) -> NUTSPosterior:
+def sample(
+    key, K, pairs, *, pair_mask=None, ties=None, weights=None, margin=None, **options
+) -> NUTSPosterior:
     """NUTS for one problem at fixed hyperparameters (the prior covariance ``K``).
 
     Args:
@@ -133,6 +136,8 @@ def sample(key, K, pairs, *, pair_mask=None, **options) -> NUTSPosterior:
             ``linalg.psd_root``, ``eigh`` with clipped eigenvalues, no jitter).
         pairs: ``(m, 2)`` int, row ``(i, j)`` = *i preferred to j*.
         pair_mask: ``(m,)`` bool, False for padded pairs.
+        ties, weights, margin: each row a tie or a win, its weight and the tie margin, as in
+            ``bayesrank.inference.ep.fit`` (None: probit pairs of weight 1).
         options: the sampler's settings (``NUTSSettings``: ``num_warmup``,
             ``num_samples``, ``num_chains``, ``target_accept_prob``, ``max_tree_depth``,
             ``dense_mass``, ``init_radius``).
@@ -143,9 +148,15 @@ def sample(key, K, pairs, *, pair_mask=None, **options) -> NUTSPosterior:
     settings = settings_from(options)
     check_key(key)
     K, pairs, pair_mask = _float_problem(K, pairs, pair_mask, batched=False)
+    outcomes = None
+    if ties is not None or weights is not None or margin is not None:
+        tie, weight, eps = check_outcomes(
+            ties, weights, 0.0 if margin is None else margin, len(pairs)
+        )
+        outcomes = Outcomes(tie, weight.astype(K.dtype), np.asarray(eps, K.dtype))
     with one_blas_thread():
         samples, trace = _sample_fixed(
-            key, K, pairs, pair_mask, settings.static(), settings.tuning(K.dtype)
+            key, K, pairs, pair_mask, settings.static(), settings.tuning(K.dtype), outcomes
         )
         post = summarise(samples, trace)
     warn_unmixed(post)

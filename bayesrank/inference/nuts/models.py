@@ -11,24 +11,30 @@ import numpy as np
 from jax.scipy.special import log_ndtr
 
 from ...kernels.params import constrain, unconstrain
+from ...likelihoods import outcome_log_likelihood
 
 
-def pair_log_likelihood(xi, pairs, pair_mask=None) -> jax.Array:
-    """``sum_s mask_s log Phi(xi_i - xi_j)`` over ``pairs: (m, 2)``; ``xi: (n,)``; a scalar."""
+def pair_log_likelihood(xi, pairs, pair_mask=None, outcomes=None) -> jax.Array:
+    """``sum_s mask_s log Phi(xi_i - xi_j)`` over ``pairs: (m, 2)``; ``xi: (n,)``; a scalar.
+
+    ``outcomes`` (``bayesrank.likelihoods.Outcomes``): each row's weighted win or tie
+    log-likelihood ``c_s log P(outcome_s | xi_i - xi_j)`` instead."""
     pairs = jnp.asarray(pairs)
-    terms = log_ndtr(xi[pairs[:, 0]] - xi[pairs[:, 1]])
+    d = xi[pairs[:, 0]] - xi[pairs[:, 1]]
+    terms = log_ndtr(d) if outcomes is None else outcome_log_likelihood(d, outcomes)
     if pair_mask is not None:
         terms = jnp.where(pair_mask, terms, 0.0)
     return jnp.sum(terms)
 
 
-def whitened_model(L, pairs, pair_mask=None):
+def whitened_model(L, pairs, pair_mask=None, outcomes=None):
     """NumPyro model at fixed hyperparameters: ``z ~ N(0, I)``, ``xi_hat = L z``, probit pairs.
 
     Args:
         L: ``(n, n)`` with ``K = L L^T`` (e.g. ``psd_root(K)``).
         pairs: ``(m, 2)`` int, row ``(i, j)`` = *i preferred to j*.
         pair_mask: ``(m,)`` bool, False for padded pairs (zero log-likelihood), or None.
+        outcomes: ties, weights and the tie margin (``pair_log_likelihood``), or None.
 
     Sample site ``"z": (n,)``; deterministic site ``"xi": (n,)``.
     """
@@ -38,7 +44,7 @@ def whitened_model(L, pairs, pair_mask=None):
     L = jnp.asarray(L)
     z = numpyro.sample("z", dist.Normal(jnp.zeros(L.shape[0], L.dtype), 1.0).to_event(1))
     xi = numpyro.deterministic("xi", L @ z)
-    numpyro.factor("pairs", pair_log_likelihood(xi, pairs, pair_mask))
+    numpyro.factor("pairs", pair_log_likelihood(xi, pairs, pair_mask, outcomes))
 
 
 class HyperSpec(NamedTuple):

@@ -113,12 +113,13 @@ def init_uniform(n, dtype, radius):
     return lambda k: {"z": jax.random.uniform(k, (n,), dtype, -radius, radius)}
 
 
-def sample_fixed(key, K, pairs, pair_mask, settings: NUTSSettings, tuning):
-    """One query at fixed ``K``: ``(xi draws (C, S, n), trace)``. Pure: jit, vmap and map it."""
+def sample_fixed(key, K, pairs, pair_mask, settings: NUTSSettings, tuning, outcomes=None):
+    """One query at fixed ``K``: ``(xi draws (C, S, n), trace)``. Pure: jit, vmap and map it.
+    ``outcomes``: ties, weights and the tie margin (``models.pair_log_likelihood``)."""
     from numpyro.infer.util import potential_energy
 
     L = psd_root(K)
-    model_args = (L, pairs, pair_mask)
+    model_args = (L, pairs, pair_mask, outcomes)
 
     def potential_fn(params):
         return potential_energy(whitened_model, model_args, {}, params)
@@ -130,8 +131,8 @@ def sample_fixed(key, K, pairs, pair_mask, settings: NUTSSettings, tuning):
 
 
 @partial(jax.jit, static_argnames=("settings",))
-def _sample_fixed(key, K, pairs, pair_mask, settings: NUTSSettings, tuning):
-    return sample_fixed(key, K, pairs, pair_mask, settings, tuning)
+def _sample_fixed(key, K, pairs, pair_mask, settings: NUTSSettings, tuning, outcomes=None):
+    return sample_fixed(key, K, pairs, pair_mask, settings, tuning, outcomes)
 
 
 #: The largest split R-hat a run counts as converged (Vehtari et al. 2021: 1.01).

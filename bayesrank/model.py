@@ -66,6 +66,13 @@ class Posterior:
         """``P(i > j | data)`` and the moments of ``xi_i - xi_j`` for ``pairs: (p, 2)``."""
         return self.result.predict_pairs(pairs)
 
+    def predict_outcomes(self, pairs):
+        """``P(i > j)``, ``P(tie)``, ``P(j > i)`` under the prior's tie margin (``XPGP.margin``;
+        none: no tie, ``P(i > j)`` as ``predict_pairs``), and the moments of ``xi_i - xi_j``,
+        for ``pairs: (p, 2)`` (``bayesrank.predict.OutcomePrediction``)."""
+        margin = 0.0 if self.prior.margin is None else float(self.prior.margin)
+        return self.result.predict_outcomes(pairs, margin)
+
     def probability_matrix(self) -> jax.Array:
         """``(n, n)`` matrix of ``P(i > j | data)``."""
         return self.result.probability_matrix()
@@ -138,7 +145,7 @@ class Posterior:
             X_new,
             self.mean,
             self.cov,
-            self.problem.pairs,
+            self.problem.rows,
             self.result.sites,
         )
 
@@ -314,6 +321,12 @@ class XPGPModel:
         if key is None:
             raise ValueError(
                 "learn_hyperparameters='nuts' needs a key: XPGPModel(...).fit(problem, key=...)"
+            )
+        problem.require_pairs_only("learn_hyperparameters='nuts'")
+        if self.prior.margin is not None:
+            raise ValueError(
+                "learn_hyperparameters='nuts' samples the probit pair model's hyperparameters: "
+                "the prior's tie margin is not sampled (use learn_hyperparameters=True)"
             )
         if unknown := sorted(set(options) - {"hyperprior_scale", "trainable"}):
             raise ValueError(

@@ -190,7 +190,8 @@ def test_file_is_documented_npz_without_pickle(ep_relation, tmp_path):
     path = tmp_path / "model.npz"
     save(ep_relation, path)
     meta = load_metadata(path)
-    assert meta["format"] == FORMAT and meta["format_version"] == FORMAT_VERSION == 1
+    # version 1: no ties, weights or tie margin (a version-1 reader reads it)
+    assert meta["format"] == FORMAT and meta["format_version"] == 1 and FORMAT_VERSION == 2
     assert meta["engine"] == "ep" and meta["bayesrank_version"]
     assert meta["summary"]["n_entities"] == N and meta["summary"]["n_relations"] == 1
     assert meta["summary"]["log_evidence"] == float(ep_relation.log_evidence)
@@ -265,8 +266,8 @@ def test_load_rejects_files_that_are_not_models(tmp_path):
 
 
 def test_load_rejects_a_newer_format_version(saved, tmp_path):
-    newer = rewrite(saved, tmp_path / "newer.npz", edit=lambda d: d.update(format_version=2))
-    expect_error(newer, "format_version", "2 is newer than this bayesrank reads")
+    newer = rewrite(saved, tmp_path / "newer.npz", edit=lambda d: d.update(format_version=3))
+    expect_error(newer, "format_version", "3 is newer than this bayesrank reads")
 
 
 def test_load_rejects_a_missing_array(saved, tmp_path):

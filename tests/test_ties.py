@@ -10,13 +10,19 @@ References share no code with the implementation:
 - EP against long NUTS, as the pairs-only check does (MCSE plus EP's own error).
 """
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import integrate, stats
 
+from bayesrank import PreferenceProblem, XPGPModel, default_trainable, parallel
 from bayesrank.inference import ep, laplace, nuts
+from bayesrank.io import load, load_metadata, save
+from bayesrank.kernels import RBF, XPGP
+from bayesrank.learning import fit_hyperparameters
 from bayesrank.likelihoods import (
     Outcomes,
     outcome_curvature,
@@ -332,3 +338,106 @@ def test_a_pair_both_won_and_tied_is_valid_data():
     )
     assert bool(post.converged)
     assert abs(float(post.mean[0] - post.mean[1])) < 0.2  # one win each way and a tie
+
+
+# --- the problem, the model, learning, saving ------------------------------------------------
+
+
+def tie_problem(seed=0, n=24, m=120, eps=0.5):
+    """A problem drawn from the tie model itself: ``xi = 2 x_0``, judge noise N(0, 1)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    f = 2.0 * X[:, 0]
+    pairs, ties = [], []
+    for _ in range(m):
+        i, j = rng.choice(n, 2, replace=False)
+        d = f[i] - f[j] + rng.normal()
+        if abs(d) <= eps:
+            ties.append((i, j))
+        else:
+            pairs.append((i, j) if d > 0 else (j, i))
+    return PreferenceProblem.create(np.array(pairs), X=X, ties=np.array(ties))
+
+
+def test_the_model_fits_a_problem_with_ties_as_ep_on_its_rows():
+    problem = tie_problem()
+    prior = XPGP(RBF(), margin=0.4)
+    post = XPGPModel(prior).fit(problem)
+    K, _ = XPGPModel(prior).covariance(problem)
+    tie, weight = problem.outcomes()
+    ref = ep.fit(np.asarray(K), problem.rows, ties=tie, weights=weight, margin=0.4)
+    np.testing.assert_allclose(post.mean, ref.mean, atol=1e-12)
+    np.testing.assert_allclose(post.log_evidence, ref.log_evidence, atol=1e-10)
+    pred = post.predict_outcomes(np.array([[0, 1], [2, 3]]))
+    np.testing.assert_allclose(np.asarray(pred.win + pred.tie + pred.loss), 1.0, atol=1e-14)
+    # merged repeats: the same posterior
+    doubled = PreferenceProblem.create(
+        np.concatenate([problem.pairs, problem.pairs[:5]]),
+        X=problem.X,
+        ties=np.concatenate([problem.ties, problem.ties[:3, ::-1]]),
+    )
+    merged = doubled.merged()
+    assert len(merged.pairs) < len(doubled.pairs) and len(merged.ties) < len(doubled.ties)
+    a, b = XPGPModel(prior).fit(doubled), XPGPModel(prior).fit(merged)
+    np.testing.assert_allclose(a.mean, b.mean, atol=1e-9)
+    np.testing.assert_allclose(a.log_evidence, b.log_evidence, atol=1e-9)
+
+
+def test_learning_the_margin_maximises_the_evidence():
+    """The learned margin and lengthscale are where the EP evidence is stationary: the
+    evidence at the learned prior is above its value a step away in each direction."""
+    problem = tie_problem(1)
+    result = fit_hyperparameters(XPGP(RBF(), margin=1.0), [problem])
+    assert bool(np.all(result.converged))
+    learned = result.prior
+    assert 0.2 < float(learned.margin) < 1.0  # drawn at 0.5 (in xi_hat units)
+
+    def evidence(prior):
+        return float(XPGPModel(prior).fit(problem).log_evidence)
+
+    best = evidence(learned)
+    for factor in (0.9, 1.1):
+        moved = dataclasses.replace(learned, margin=learned.margin * factor)
+        assert evidence(moved) < best
+    np.testing.assert_allclose(float(result.posteriors.log_evidence[0]), best, atol=1e-6)
+
+
+def test_em_and_laplace_refuse_to_learn_the_margin_silently():
+    problem = tie_problem(2, n=10, m=30)
+    for options in (dict(method="em"), dict(inference="laplace")):
+        with pytest.raises(ValueError, match=r"tie margin .* is learned by method='evidence'"):
+            fit_hyperparameters(XPGP(RBF(), margin=1.0), [problem], **options)
+    frozen = dataclasses.replace(default_trainable(XPGP(RBF(), margin=1.0)), margin=False)
+    result = fit_hyperparameters(XPGP(RBF(), margin=1.0), [problem], method="em", trainable=frozen)
+    assert float(result.prior.margin) == 1.0
+
+
+def test_ties_need_a_margin_and_collections_say_they_take_pairs_only():
+    problem = tie_problem(3, n=10, m=30)
+    with pytest.raises(ValueError, match=r"has \d+ ties, but the prior has no tie margin"):
+        XPGPModel(XPGP(RBF())).fit(problem)
+    with pytest.raises(ValueError, match="takes pairs only, but the problem has"):
+        parallel.fit_ep(XPGP(RBF()), [problem])
+    with pytest.raises(ValueError, match="tie_weights without ties"):
+        PreferenceProblem.create(problem.pairs, X=problem.X, tie_weights=[1.0])
+    with pytest.raises(ValueError, match=r"ties row 0 is a self-pair \(3, 3\)"):
+        PreferenceProblem.create(problem.pairs, X=problem.X, ties=[[3, 3]])
+
+
+def test_a_fit_with_ties_and_weights_saves_and_loads(tmp_path):
+    problem = tie_problem(4, n=10, m=30)
+    problem = PreferenceProblem.create(
+        problem.pairs,
+        X=problem.X,
+        ties=problem.ties,
+        weights=np.arange(1.0, len(problem.pairs) + 1),
+    )
+    post = XPGPModel(XPGP(RBF(), margin=0.3)).fit(problem)
+    save(post, tmp_path / "ties.npz")
+    loaded = load(tmp_path / "ties.npz")
+    np.testing.assert_array_equal(loaded.problem.ties, problem.ties)
+    np.testing.assert_array_equal(loaded.problem.weights, problem.weights)
+    assert loaded.problem.tie_weights is None
+    assert float(loaded.prior.margin) == 0.3
+    np.testing.assert_array_equal(loaded.mean, post.mean)
+    assert load_metadata(tmp_path / "ties.npz")["format_version"] == 2

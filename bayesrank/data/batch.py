@@ -83,7 +83,10 @@ class ProblemBatch(NamedTuple):
 
     ``X: (B, n, d)`` (or ``None``), ``relations``: one ``(B, n, n)`` array per relation type
     (padded entities isolated), ``pairs: (B, m, 2)`` (padded pairs are ``(0, 1)``: valid, distinct
-    indices, masked out), ``mask: (B, n)``, ``pair_mask: (B, m)``.
+    indices, masked out), ``mask: (B, n)``, ``pair_mask: (B, m)``. ``pairs`` holds each
+    problem's ``rows`` (its pairs, then its ties); ``tie: (B, m)`` bool and ``weight: (B, m)``
+    their outcomes where a problem has ties or weights (padded rows: no tie, weight 1), else
+    ``None``.
     """
 
     X: np.ndarray | None
@@ -91,6 +94,8 @@ class ProblemBatch(NamedTuple):
     pairs: np.ndarray
     mask: np.ndarray
     pair_mask: np.ndarray
+    tie: np.ndarray | None = None
+    weight: np.ndarray | None = None
 
 
 def stack_problems(problems, n_pad: int | None = None, m_pad: int | None = None) -> ProblemBatch:
@@ -101,8 +106,8 @@ def stack_problems(problems, n_pad: int | None = None, m_pad: int | None = None)
     if len(n_rel) != 1 or len({p.X is None for p in problems}) != 1:
         raise ValueError("problems differ in their attributes or number of relations")
     n_pad = max(max(p.n for p in problems), 2) if n_pad is None else n_pad
-    m_pad = max(max(len(p.pairs) for p in problems), 1) if m_pad is None else m_pad
-    if n_pad < max(p.n for p in problems) or m_pad < max(len(p.pairs) for p in problems):
+    m_pad = max(max(len(p.rows) for p in problems), 1) if m_pad is None else m_pad
+    if n_pad < max(p.n for p in problems) or m_pad < max(len(p.rows) for p in problems):
         raise ValueError(f"n_pad={n_pad}, m_pad={m_pad} are smaller than the largest problem")
     X = None
     if problems[0].X is not None:
@@ -116,11 +121,18 @@ def stack_problems(problems, n_pad: int | None = None, m_pad: int | None = None)
     pairs = np.tile(np.array([0, 1], dtype=np.int64), (len(problems), m_pad, 1))
     pair_mask = np.zeros((len(problems), m_pad), dtype=bool)
     mask = np.zeros((len(problems), n_pad), dtype=bool)
+    tie = weight = None
+    if any(p.has_outcomes for p in problems):
+        tie = np.zeros((len(problems), m_pad), bool)
+        weight = np.ones((len(problems), m_pad))
     for b, p in enumerate(problems):
-        pairs[b, : len(p.pairs)] = p.pairs
-        pair_mask[b, : len(p.pairs)] = True
+        rows = p.rows
+        pairs[b, : len(rows)] = rows
+        pair_mask[b, : len(rows)] = True
         mask[b, : p.n] = True
-    return ProblemBatch(X, tuple(relations), pairs, mask, pair_mask)
+        if tie is not None:
+            tie[b, : len(rows)], weight[b, : len(rows)] = p.outcomes()
+    return ProblemBatch(X, tuple(relations), pairs, mask, pair_mask, tie, weight)
 
 
 def touched_entities(batch: ProblemBatch, size: int | None = None):
@@ -156,7 +168,7 @@ def size_buckets(
     """
     if multiple < 1:
         raise ValueError(f"bucket must be a positive integer, got {multiple}")
-    counts = [len(np.unique(p.pairs)) if touched else p.n for p in problems]
+    counts = [len(np.unique(p.rows)) if touched else p.n for p in problems]
     groups: dict[int, list[int]] = {}
     largest = max(2, max(counts))
     for k, c in enumerate(counts):

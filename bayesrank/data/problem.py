@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import userdata
-from .checks import check_adjacency, check_features, check_int, check_pairs
+from .checks import check_adjacency, check_features, check_int, check_outcomes, check_pairs
 
 __all__ = ["PreferenceProblem"]
 
@@ -26,12 +26,80 @@ class PreferenceProblem:
         X: ``(n, d)`` float64 attributes, or ``None``.
         relations: one ``(n, n)`` weighted adjacency per relation type (validated: square,
             symmetric, finite, non-negative; zero diagonal).
+        ties: ``(m_t, 2)`` int64, row ``(i, j)`` = *i and j judged equal* (the tie model of
+            ``bayesrank.likelihoods``: the prior needs a tie margin, ``XPGP(margin=...)``).
+            A pair may be found in ``pairs`` and in ``ties``: both judgements count.
+        weights: ``(m,)`` float64 > 0, each pair's weight (how many times it was judged: a row
+            of weight ``c`` equals ``c`` copies), or None (all 1).
+        tie_weights: ``(m_t,)`` float64 > 0, each tie's weight, or None (all 1).
+
+    The engines see one list of rows, ``pairs`` then ``ties`` (``rows``), with their outcomes
+    (``outcomes``); a fit's sites follow that order.
     """
 
     pairs: np.ndarray
     n: int
     X: np.ndarray | None = None
     relations: tuple[np.ndarray, ...] = ()
+    ties: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))
+    weights: np.ndarray | None = None
+    tie_weights: np.ndarray | None = None
+
+    @property
+    def has_outcomes(self) -> bool:
+        """Whether the problem has ties or weights (else: probit pairs, one site each)."""
+        return len(self.ties) > 0 or self.weights is not None or self.tie_weights is not None
+
+    @property
+    def rows(self) -> np.ndarray:
+        """``(m + m_t, 2)``: the pairs, then the ties: the rows the engines fit."""
+        return np.concatenate([self.pairs, self.ties]) if len(self.ties) else self.pairs
+
+    def outcomes(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(tie, weight)`` of each of ``rows``: ``(m + m_t,)`` bool and float64."""
+        m, m_t = len(self.pairs), len(self.ties)
+        tie = np.concatenate([np.zeros(m, bool), np.ones(m_t, bool)])
+        weight = np.concatenate(
+            [
+                np.ones(m) if self.weights is None else self.weights,
+                np.ones(m_t) if self.tie_weights is None else self.tie_weights,
+            ]
+        )
+        return tie, weight
+
+    def require_pairs_only(self, what: str) -> None:
+        """``ValueError`` if the problem has ties or weights, which ``what`` does not take."""
+        if self.has_outcomes:
+            raise ValueError(
+                f"{what} takes pairs only, but the problem has "
+                f"{len(self.ties)} ties{' and weights' if self.weights is not None else ''}: "
+                "fit it with XPGPModel.fit or fit_hyperparameters, which take both"
+            )
+
+    def merged(self) -> PreferenceProblem:
+        """The same problem with repeated judgements merged: one row per distinct pair and one
+        per distinct tie (``{i, j}`` unordered), weighted by its total weight (its count).
+        The likelihood, and so every engine's posterior, is unchanged; EP has fewer sites."""
+
+        def merge(rows, weights, ordered):
+            if not len(rows):
+                return rows, None
+            keys = rows if ordered else np.sort(rows, axis=1)
+            distinct, inverse = np.unique(keys, axis=0, return_inverse=True)
+            w = np.ones(len(rows)) if weights is None else weights
+            return distinct, np.bincount(inverse.ravel(), weights=w, minlength=len(distinct))
+
+        pairs, weights = merge(self.pairs, self.weights, True)
+        ties, tie_weights = merge(self.ties, self.tie_weights, False)
+        return PreferenceProblem(
+            pairs=pairs,
+            n=self.n,
+            X=self.X,
+            relations=self.relations,
+            ties=ties,
+            weights=weights if len(pairs) else None,
+            tie_weights=tie_weights if len(ties) else None,
+        )
 
     @classmethod
     def create(
@@ -40,8 +108,15 @@ class PreferenceProblem:
         X=None,
         relations: Sequence = (),
         n: int | None = None,
+        *,
+        ties=None,
+        weights=None,
+        tie_weights=None,
     ) -> PreferenceProblem:
-        """Check and assemble a problem; ``n`` defaults to ``len(X)`` or the relations' size."""
+        """Check and assemble a problem; ``n`` defaults to ``len(X)`` or the relations' size.
+
+        ``ties``: ``(m_t, 2)`` pairs judged equal; ``weights``, ``tie_weights``: each pair's and
+        tie's weight (> 0; None: 1), e.g. how many times it was judged (class docstring)."""
         if X is not None:
             X = check_features(X)
         relations = () if relations is None else relations
@@ -72,7 +147,24 @@ class PreferenceProblem:
             )
         (n,) = sizes
         summary = check_pairs(pairs, n)
-        return cls(pairs=summary.pairs, n=n, X=X, relations=rels)
+        tie_rows = (
+            np.zeros((0, 2), np.int64) if ties is None else check_pairs(ties, n, "ties").pairs
+        )
+        if weights is not None:
+            _, weights, _ = check_outcomes(None, weights, 0.0, len(summary.pairs))
+        if tie_weights is not None:
+            if ties is None:
+                raise ValueError("tie_weights without ties: give ties=(m_t, 2) beside them")
+            _, tie_weights, _ = check_outcomes(None, tie_weights, 0.0, len(tie_rows))
+        return cls(
+            pairs=summary.pairs,
+            n=n,
+            X=X,
+            relations=rels,
+            ties=tie_rows,
+            weights=weights,
+            tie_weights=tie_weights,
+        )
 
     @classmethod
     def from_ratings(

@@ -19,10 +19,26 @@ from ..data.batch import bucket_size
 from ..data.checks import check_fits_dtype
 from ..data.problem import PreferenceProblem
 from ..kernels.xpgp import XPGP
+from ..likelihoods import Outcomes
 from . import ep, laplace
 from .ep.fit import check_settings, check_sites, loop_settings, pad_pairs, unpad_posterior
+from .ep.host import pad_outcomes
 
-__all__ = ["fit_problem", "why_not_finite"]
+__all__ = ["fit_problem", "problem_outcomes", "why_not_finite"]
+
+
+def problem_outcomes(prior: XPGP, problem: PreferenceProblem):
+    """``(tie, weight, margin)`` of the problem's rows under the prior (host arrays), or None for
+    probit pairs (no ties, no weights, no margin). ``ValueError`` for ties without a margin."""
+    if len(problem.ties) and prior.margin is None:
+        raise ValueError(
+            f"the problem has {len(problem.ties)} ties, but the prior has no tie margin: give "
+            "it one, e.g. XPGP(..., margin=0.5) (learned with the other hyperparameters)"
+        )
+    if not problem.has_outcomes and prior.margin is None:
+        return None
+    tie, weight = problem.outcomes()
+    return tie, weight, 0.0 if prior.margin is None else np.asarray(prior.margin)
 
 
 def why_not_finite(prior: XPGP, problem: PreferenceProblem) -> str:
@@ -50,7 +66,9 @@ def why_not_finite(prior: XPGP, problem: PreferenceProblem) -> str:
 def fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings):
     """EP or Laplace on ``problem`` under ``prior``, padded to size buckets, one jitted call."""
     check_settings(settings["schedule"], settings["precision"], settings["damping"])
-    n, m = problem.n, len(problem.pairs)
+    outcomes = problem_outcomes(prior, problem)
+    rows = problem.rows
+    n, m = problem.n, len(rows)
     N = bucket_size(n)
     dtype = jnp.result_type(float)
     relations = []
@@ -66,7 +84,10 @@ def fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings):
         X[:n] = problem.X
     mask = np.arange(N) < n
     sites = check_sites(sites, m)
-    pairs, pair_mask, sites = pad_pairs(problem.pairs, None, sites, dtype)
+    pairs, pair_mask, sites = pad_pairs(rows, None, sites, dtype)
+    outcomes = pad_outcomes(outcomes, m, dtype)
+    if outcomes is not None:  # the margin is the prior's (traced with it)
+        outcomes = (outcomes.tie, outcomes.weight)
     engine = settings["engine"]
     tol = settings["tol"]
     if engine == "laplace":
@@ -80,6 +101,7 @@ def fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings):
         pairs,
         pair_mask,
         sites,
+        outcomes,
         *loop_settings(settings["max_iter"], tol, settings["damping"], dtype),
         engine=engine,
         schedule=settings["schedule"],
@@ -103,16 +125,34 @@ def _as_arrays(tree, dtype):
 
 @partial(jax.jit, static_argnames=("engine", "schedule", "precision"))
 def _fit_jit(
-    prior, X, graphs, mask, pairs, pair_mask, sites, max_iter, tol, damping, engine, **static
+    prior,
+    X,
+    graphs,
+    mask,
+    pairs,
+    pair_mask,
+    sites,
+    outcomes,
+    max_iter,
+    tol,
+    damping,
+    engine,
+    **static,
 ):
     K = prior.covariance(X, graphs, mask)
+    if outcomes is not None:
+        margin = jnp.zeros((), K.dtype) if prior.margin is None else prior.margin
+        outcomes = Outcomes(*outcomes, margin)
     if engine == "laplace":
-        return laplace.fit(K, pairs, pair_mask=pair_mask, max_iter=max_iter, tol=tol)
+        return laplace.fit(
+            K, pairs, pair_mask=pair_mask, max_iter=max_iter, tol=tol, outcomes=outcomes
+        )
     return ep.fit_core(
         K,
         pairs,
         pair_mask=pair_mask,
         sites=sites,
+        outcomes=outcomes,
         max_iter=max_iter,
         tol=tol,
         damping=damping,

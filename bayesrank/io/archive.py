@@ -32,8 +32,9 @@ __all__ = [
 
 #: The ``format`` entry of every model file.
 FORMAT = "bayesrank-model"
-#: The version ``bayesrank.io.save`` writes, and the newest ``bayesrank.io.load`` reads.
-FORMAT_VERSION = 1
+#: The newest version ``bayesrank.io.load`` reads. ``save`` writes 2 for a problem with ties or
+#: weights or a prior with a tie margin (which a version-1 reader would drop or refuse), else 1.
+FORMAT_VERSION = 2
 #: The archive entry holding the JSON document (UTF-8 bytes as a ``uint8`` array).
 META_KEY = "meta.json"
 
@@ -146,6 +147,9 @@ def read_problem(name: str, node, arrays: dict) -> PreferenceProblem:
             X=array(node.get("X")),
             relations=[array(k) for k in node.get("relations", [])],
             n=node.get("n"),
+            ties=array(node.get("ties")),
+            weights=array(node.get("weights")),
+            tie_weights=array(node.get("tie_weights")),
         )
     except ModelFileError:
         raise
@@ -160,8 +164,9 @@ def _expect_shape(name: str, key: str, value, shape: tuple) -> None:
 
 def check_fit(name: str, posterior) -> None:
     """The posterior's arrays fit its problem: ``mean (n,)``, ``cov (n, n)``, ``sites (m,)``
+    (one per row: pairs, then ties)
     (or longer, zero beyond ``m``), NUTS ``samples (C, S, n)``."""
-    n, m = posterior.problem.n, len(posterior.problem.pairs)
+    n, m = posterior.problem.n, len(posterior.problem.rows)
     result = posterior.result
     _expect_shape(name, "result/mean", result.mean, (n,))
     _expect_shape(name, "result/cov", result.cov, (n, n))

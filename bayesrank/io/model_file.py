@@ -19,6 +19,10 @@ key                                shape, dtype                what
 ``problem/pairs``                  ``(m, 2)`` int64            the observed pairs, winner first
 ``problem/X``                      ``(n, d)`` float64          attributes (absent without them)
 ``problem/relations/<r>``          ``(n, n)`` float64          relation ``r``'s adjacency
+``problem/ties``                   ``(m_t, 2)`` int64          pairs judged equal (absent
+                                                               without ties)
+``problem/weights``                ``(m,)`` float64            each pair's weight (absent: 1)
+``problem/tie_weights``            ``(m_t,)`` float64          each tie's weight (absent: 1)
 ``prior/...``                      as the hyperparameter       each hyperparameter of the prior,
                                                                e.g. ``prior/attribute/rho``,
                                                                ``prior/weights``,
@@ -45,12 +49,14 @@ The JSON document (an object; floats are written by ``repr``, so they read back 
 key                     value
 ======================  ==============================================================
 ``format``              ``"bayesrank-model"`` (``FORMAT``)
-``format_version``      an integer, ``FORMAT_VERSION`` (1); a reader refuses a newer one
+``format_version``      1; 2 with ties, weights or a tie margin (``FORMAT_VERSION`` is the
+                        newest read); a reader refuses a newer one
 ``bayesrank_version``   the version that wrote it (also ``jax_version``, ``numpy_version``)
 ``engine``              ``"ep"``, ``"laplace"`` or ``"nuts"``
 ``summary``             for people: ``n_entities``, ``n_pairs``, ``n_features``,
                         ``n_relations``, ``dtype``, ``converged``, ``log_evidence``
-``problem``             ``{"n": n, "pairs": KEY, "X": KEY or null, "relations": [KEY, ...]}``
+``problem``             ``{"n": n, "pairs": KEY, "X": KEY or null, "relations": [KEY, ...]}``,
+                        and ``"ties"``, ``"weights"``, ``"tie_weights"`` (KEY) where present
 ``prior``               the XPGP prior as a tree of nodes (``bayesrank.io.trees``): each
                         kernel's class and fields; each hyperparameter's array key, its
                         ``constraint``, ``default_trainable`` flag and ``value`` (a copy for
@@ -165,6 +171,11 @@ def _document(posterior: Posterior) -> tuple[dict, dict]:
     for r, W in enumerate(problem.relations):
         arrays[f"problem/relations/{r}"] = np.asarray(W)
         problem_node["relations"].append(f"problem/relations/{r}")
+    for name in ("ties", "weights", "tie_weights"):  # only where the problem has them
+        value = getattr(problem, name)
+        if value is not None and len(value):
+            arrays[f"problem/{name}"] = np.asarray(value)
+            problem_node[name] = f"problem/{name}"
     prior_node = encode(posterior.prior, "prior", arrays, readable=True)
     result_node = encode(result, "result", arrays)
     learning = posterior.learning
@@ -172,7 +183,7 @@ def _document(posterior: Posterior) -> tuple[dict, dict]:
     log_evidence = getattr(result, "log_evidence", None)
     meta = {
         "format": FORMAT,
-        "format_version": FORMAT_VERSION,
+        "format_version": 2 if problem.has_outcomes or posterior.prior.margin is not None else 1,
         "bayesrank_version": getattr(bayesrank, "__version__", "unknown"),
         "jax_version": jax.__version__,
         "numpy_version": np.__version__,
@@ -180,6 +191,7 @@ def _document(posterior: Posterior) -> tuple[dict, dict]:
         "summary": {
             "n_entities": int(problem.n),
             "n_pairs": len(problem.pairs),
+            "n_ties": len(problem.ties),
             "n_features": None if problem.X is None else int(problem.X.shape[1]),
             "n_relations": len(problem.relations),
             "dtype": np.asarray(result.mean).dtype.name,

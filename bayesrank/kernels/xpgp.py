@@ -86,6 +86,10 @@ class XPGP:
             missing attribute kernel); ``None`` means all ones.
         sigma: the pair noise scale of Eq. 4.
         entity: optional per-entity random effect ``s^2 I`` (its own scale, no weight).
+        margin: the tie margin ``eps`` of the likelihood, in units of ``xi_hat`` (a judge
+            calls a tie when ``|xi_hat_i - xi_hat_j + noise| <= eps``:
+            ``bayesrank.likelihoods``), learned with the other hyperparameters; ``None``: no
+            ties (the probit pair model). Needed for problems with ties; not part of ``K``.
     """
 
     attribute: Kernel | None = None
@@ -93,6 +97,7 @@ class XPGP:
     weights: jnp.ndarray = param(Positive(), default=None)
     sigma: jnp.ndarray = param(Positive(), default=0.5**0.5)
     entity: Independent | None = None
+    margin: jnp.ndarray = param(Positive(), default=None)
 
     def prepare(self, relations: Sequence[Any]) -> tuple:
         """Host-side, once per problem: each relation kernel's graph data from its adjacency.
@@ -229,6 +234,8 @@ def check_prior(prior, n_features: int | None = None, where: str = "prior") -> X
             f"XPGP.weights must have shape ({1 + R},) = 1 + number of relations, got "
             f"{jnp.shape(prior.weights)}"
         )
+    if prior.margin is not None and jnp.ndim(prior.margin) != 0:
+        raise ValueError(f"XPGP.margin must be a scalar, got shape {jnp.shape(prior.margin)}")
     ls = getattr(prior.attribute, "lengthscales", None)
     if ls is not None and jnp.ndim(ls) > 1:
         raise ValueError(f"ARD.lengthscales must be a scalar or (d,), got shape {jnp.shape(ls)}")

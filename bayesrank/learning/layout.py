@@ -22,7 +22,7 @@ def one_query(batch: ProblemBatch, b: int) -> ProblemBatch:
 def stack(problems) -> ProblemBatch:
     """Problems padded to bucketed sizes (entities and pairs)."""
     n = bucket_size(max(p.n for p in problems))
-    m = bucket_size(max(len(p.pairs) for p in problems))
+    m = bucket_size(max(len(p.rows) for p in problems))
     return stack_problems(problems, n_pad=n, m_pad=m)
 
 

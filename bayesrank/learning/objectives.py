@@ -25,6 +25,7 @@ from ..inference import ep, laplace
 from ..inference.ep.evidence import pseudo_data_precision
 from ..inference.ep.sites import informative_pairs
 from ..parallel import PreparedBatch, covariances, map_queries
+from ..parallel.batching import outcome_rows, outcomes
 from .config import Config, combine
 
 __all__ = ["expected_log_prior"]
@@ -59,12 +60,20 @@ def bucket_posteriors(prior, data: PreparedBatch, sites, cfg: Config, tol, relat
     to the marginals' scale as at unit scale (EP's ``tol`` is absolute).
     """
     K = covariances(prior, data)
+    rows = outcome_rows(prior, data)  # ties, weights (None: probit pairs)
     if cfg.inference == "laplace":  # Newton to its own tolerance: it converges quadratically
 
-        def newton(K, pairs, pair_mask, sites):
-            return laplace.fit(K, pairs, pair_mask=pair_mask, sites=sites, max_iter=cfg.ep_max_iter)
+        def newton(K, pairs, pair_mask, sites, rows):
+            return laplace.fit(
+                K,
+                pairs,
+                pair_mask=pair_mask,
+                sites=sites,
+                max_iter=cfg.ep_max_iter,
+                outcomes=outcomes(prior, rows),
+            )
 
-        return map_queries(newton, K, data.pairs, data.pair_mask, sites, method="vmap")
+        return map_queries(newton, K, data.pairs, data.pair_mask, sites, rows, method="vmap")
     accelerate = cfg.schedule == "parallel"
     # A fit of one query, in a step (relative tolerance): EP also stops on the sites' residual,
     # one factorisation sooner (ep.run). Under vmap both branches of that test are computed, so
@@ -74,13 +83,14 @@ def bucket_posteriors(prior, data: PreparedBatch, sites, cfg: Config, tol, relat
     single = cfg.single and K.shape[0] == 1
     residual_stop = accelerate and single and (jnp.asarray(relative) > 0)
 
-    def one(K, pairs, pair_mask, sites):
+    def one(K, pairs, pair_mask, sites, rows):
         query_tol = jnp.maximum(tol, relative * jnp.sqrt(jnp.max(jnp.diagonal(K))))
         return ep.fit_core(
             K,
             pairs,
             pair_mask=pair_mask,
             sites=sites,
+            outcomes=outcomes(prior, rows),
             max_iter=cfg.ep_max_iter,
             tol=query_tol,
             schedule=cfg.schedule,
@@ -90,12 +100,11 @@ def bucket_posteriors(prior, data: PreparedBatch, sites, cfg: Config, tol, relat
         )
 
     if single:  # unbatched, so that only the branch taken is computed
-        post = one(
-            K[0], data.pairs[0], data.pair_mask[0], jax.tree_util.tree_map(lambda x: x[0], sites)
-        )
+        first = jax.tree_util.tree_map(lambda x: x[0], (sites, rows))
+        post = one(K[0], data.pairs[0], data.pair_mask[0], *first)
         return jax.tree_util.tree_map(lambda x: x[None], post)
     # a shared fit's bucket: its EP runs batched (vmap), as measured in docs/development/learning.md
-    return map_queries(one, K, data.pairs, data.pair_mask, sites, method="vmap")
+    return map_queries(one, K, data.pairs, data.pair_mask, sites, rows, method="vmap")
 
 
 def bucket_evidence(free, fixed, data: PreparedBatch, sites, tol, cfg: Config):

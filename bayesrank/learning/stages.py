@@ -62,6 +62,21 @@ class _Prepared(NamedTuple):
     ranges: Any  # each feature's range, for the relative (Gamma) hyperpriors
 
 
+def check_margin_learning(prior, trainable, o: Options) -> None:
+    """The tie margin is a likelihood parameter: only the EP evidence carries its gradient.
+    ``ValueError`` where a trainable margin would otherwise stay where it started (EM's M-step
+    maximises the expected log prior, in which the margin does not appear; the Laplace
+    evidence is differentiated in ``K`` only)."""
+    if prior.margin is None or not isinstance(trainable, XPGP) or not trainable.margin:
+        return
+    if o.method == "em" or o.inference == "laplace":
+        raise ValueError(
+            f"the tie margin (XPGP.margin) is learned by method='evidence' with inference='ep' "
+            f"only, not method={o.method!r} with inference={o.inference!r}: use those, or hold "
+            "it fixed with trainable=dataclasses.replace(default_trainable(prior), margin=False)"
+        )
+
+
 def _prepare(prior, batch, groups, restrict, per_query, o: Options, center, sites) -> _Prepared:
     """The starting values (``o.init``: the median heuristic), the batch prepared per bucket,
     the free/fixed split of the unconstrained leaves by ``o.trainable``, the static ``Config``
@@ -82,6 +97,7 @@ def _prepare(prior, batch, groups, restrict, per_query, o: Options, center, site
         # flags made from a prior without weights (default_trainable(prior)): the fit adds unit
         # weights (with_weights), learned as default_trainable would learn them
         trainable = dataclasses.replace(trainable, weights=True)
+    check_margin_learning(first, trainable, o)
     if per_query and o.init:
         parts = [split_leaves(p, trainable, dtype) for p in start]
         free = [np.stack(v) for v in zip(*(p[0] for p in parts), strict=True)]

@@ -11,6 +11,7 @@ import numpy as np
 from ..data.batch import ProblemBatch, bucket_size, stack_problems, touched_entities
 from ..data.problem import PreferenceProblem
 from ..kernels.xpgp import XPGP, check_prior, mask_covariance
+from ..likelihoods import Outcomes
 
 
 class PreparedBatch(NamedTuple):
@@ -31,6 +32,8 @@ class PreparedBatch(NamedTuple):
     pair_mask: jax.Array
     entities: jax.Array | None = None
     entity_mask: jax.Array | None = None
+    tie: jax.Array | None = None  # (B, m) bool, with weight: the rows' outcomes (ProblemBatch)
+    weight: jax.Array | None = None
 
 
 def prepare_batch(prior: XPGP, batch: ProblemBatch, restrict: int | bool = False) -> PreparedBatch:
@@ -67,8 +70,31 @@ def prepare_batch(prior: XPGP, batch: ProblemBatch, restrict: int | bool = False
             np.asarray(batch.pair_mask),
             entities,
             entity_mask,
+            batch.tie,
+            None if batch.weight is None else np.asarray(batch.weight, jnp.result_type(float)),
         )
     )
+
+
+def outcome_rows(prior: XPGP, data: PreparedBatch):
+    """The rows' ``(tie, weight)`` arrays where the likelihood is not plain probit pairs (ties,
+    weights, or a margin in the prior), else None: with ``outcomes``, what the engines take."""
+    if data.tie is None and prior.margin is None:
+        return None
+    if data.tie is not None:
+        return data.tie, data.weight
+    dtype = jnp.result_type(float)
+    return jnp.zeros(data.pairs.shape[:-1], bool), jnp.ones(data.pairs.shape[:-1], dtype)
+
+
+def outcomes(prior: XPGP, rows):
+    """``Outcomes`` of one query's ``rows = (tie, weight)`` (``outcome_rows``) under the prior's
+    tie margin, or None."""
+    if rows is None:
+        return None
+    tie, weight = rows
+    margin = jnp.zeros((), weight.dtype) if prior.margin is None else prior.margin
+    return Outcomes(tie, weight, margin)
 
 
 def covariances(prior: XPGP, data: PreparedBatch) -> jax.Array:
@@ -88,13 +114,22 @@ def covariances(prior: XPGP, data: PreparedBatch) -> jax.Array:
     return jax.vmap(restrict)(K, data.entities, data.entity_mask)
 
 
-def check_problems(problems) -> list[PreferenceProblem]:
+def check_problems(problems, prior: XPGP | None = None) -> list[PreferenceProblem]:
+    """A non-empty list of ``PreferenceProblem`` of probit pairs (a collection's compiled
+    programs take neither ties, weights nor a tie margin: ``ValueError`` naming the first)."""
     problems = list(problems)
     if not problems:
         raise ValueError("problems is empty: give at least one PreferenceProblem")
     for k, p in enumerate(problems):
         if not isinstance(p, PreferenceProblem):
             raise ValueError(f"problems[{k}] must be a PreferenceProblem, got {type(p).__name__}")
+        p.require_pairs_only(f"bayesrank.parallel's collection programs (problems[{k}])")
+    if prior is not None and getattr(prior, "margin", None) is not None:
+        raise ValueError(
+            "bayesrank.parallel's collection programs take the probit pair model: the prior has "
+            "a tie margin (fit problems with ties one at a time, XPGPModel.fit, or together "
+            "with fit_hyperparameters)"
+        )
     return problems
 
 
@@ -102,7 +137,7 @@ def size_groups(problems) -> list[tuple[np.ndarray, ProblemBatch]]:
     """The problems grouped by their size bucket (entities and pairs), each group stacked at its
     bucketed shape: ``[(indices, batch)]``. Problems of similar sizes share a group (and a
     compiled program); EP's ``n^3`` never pays for a much larger query's padding."""
-    keys = [(bucket_size(p.n), bucket_size(len(p.pairs))) for p in problems]
+    keys = [(bucket_size(p.n), bucket_size(len(p.rows))) for p in problems]
     groups: dict[tuple[int, int], list[int]] = {}
     for k, key in enumerate(keys):
         groups.setdefault(key, []).append(k)

@@ -89,7 +89,7 @@ def fit_predict(
         converge.
     """
     warn_if_float32("parallel.fit_predict")
-    problems = check_problems(problems)
+    problems = check_problems(problems, prior)
     if len(test_pairs) != len(problems):
         raise ValueError(f"{len(problems)} problems but {len(test_pairs)} test pair arrays")
     tests = [
@@ -200,7 +200,7 @@ def sample_nuts(key, prior: XPGP, problems, *, method: str | None = None, **opti
     ``NUTSPosterior`` per problem over its own entities."""
     from ..inference import nuts  # NumPyro loads only when sampling is asked for
 
-    problems = check_problems(problems)
+    problems = check_problems(problems, prior)
     keys = jax.random.split(key, len(problems))
     out: list = [None] * len(problems)
     for idx, batch in size_groups(problems):

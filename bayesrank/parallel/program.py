@@ -155,7 +155,7 @@ def run_collection(prior, problems, tests, *, mesh, method, per_octave, **option
     """Plan, place, run and gather: ``(plan, per group outputs)``, the outputs (padded, on the
     host, every process's) a ``QueryResult`` per row, stacked, or (``tests`` None) an
     ``EPPosterior`` per row. ``tests``: each problem's test pairs, or None."""
-    problems = check_problems(problems)
+    problems = check_problems(problems, prior)
     check_prior(prior, next((p.X.shape[1] for p in problems if p.X is not None), None))
     if len({p.X is None for p in problems}) != 1 or len({len(p.relations) for p in problems}) != 1:
         raise ValueError("problems differ in whether they have attributes or in their relations")

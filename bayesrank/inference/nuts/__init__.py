@@ -73,6 +73,7 @@ from ...predict import draw_pair_predictions as predict_pairs
 from ...predict import draw_probability_matrix as probability_matrix
 from ...querymap import map_queries
 from ...runtime import one_blas_thread, warn_if_float32
+from ..problem import problem_outcomes
 from .models import (
     build_prior,
     hyper_spec,
@@ -180,7 +181,11 @@ def sample_problem(key, prior, problem, **options) -> NUTSPosterior:
     graphs = prior.prepare(problem.relations)
     X = None if problem.X is None else jnp.asarray(problem.X)
     K = prior.covariance(X, graphs, np.ones(problem.n, bool))
-    return sample(key, K, problem.pairs, **options)
+    outcomes = problem_outcomes(prior, problem)
+    if outcomes is None:
+        return sample(key, K, problem.pairs, **options)
+    ties, weights, margin = outcomes
+    return sample(key, K, problem.rows, ties=ties, weights=weights, margin=margin, **options)
 
 
 @partial(jax.jit, static_argnames=("settings", "method"))

@@ -25,6 +25,8 @@ from jax.scipy.special import log_ndtr
 __all__ = [
     "Outcomes",
     "TiltedMoments",
+    "grade_outcomes",
+    "interval_probability",
     "inverse_mills",
     "log_phi_cdf",
     "outcome_curvature",
@@ -32,6 +34,7 @@ __all__ = [
     "outcome_probabilities",
     "outcome_tilted_moments",
     "pair_probability",
+    "tie_outcomes",
     "tilted_moments",
 ]
 
@@ -76,73 +79,117 @@ def tilted_moments(m: jax.Array, v: jax.Array) -> TiltedMoments:
     return TiltedMoments(log_ndtr(z), m + v * r / s, v - v**2 * shrink / (1.0 + v))
 
 
-# --- ties and weighted judgements ------------------------------------------------------------
+# --- intervals: ties, grades and weighted judgements -----------------------------------------
 #
-# Thurstone-Mosteller with a tie margin (Glenn & David 1960): a judge perceives
-# ``d + e``, ``d = xi_hat_i - xi_hat_j``, ``e ~ N(0, 1)``, and says *i wins* above ``eps``,
-# *tie* within ``[-eps, eps]``:
+# Every observation here is a Gaussian judgement falling in an interval: a judge perceives
+# ``d + e``, ``e ~ N(0, 1)``, and reports which of a few intervals it fell in,
 #
-#     P(i > j | d) = Phi(d - eps),   P(tie | d) = Phi(eps - d) - Phi(-eps - d).
+#     P(obs | d) = P(lower < d + e <= upper) = Phi(upper - d) - Phi(lower - d).
 #
-# Both are log-concave in ``d`` (a Gaussian CDF, and a Gaussian's mass on an interval), so EP's
-# tilted variances stay in ``(0, v)`` and Laplace's curvature is >= 0. ``eps = 0`` without ties
-# is the probit pair model above. Under a cavity ``d ~ N(m, v)`` the tilted normaliser
-# is the same form with the noise variance ``1 + v`` (``s = sqrt(1 + v)``):
+# - Thurstone-Mosteller with a tie margin (Glenn & David 1960), ``d = xi_hat_i - xi_hat_j``:
+#   *i wins* is ``(eps, inf)``, ``P = Phi(d - eps)``; a *tie* is ``(-eps, eps]``,
+#   ``P = Phi(eps - d) - Phi(-eps - d)``; ``eps = 0`` without ties is the probit pair model.
+# - The ordinal GP (Chu & Ghahramani 2005), ``d = xi_hat_i``: grade ``k`` of ``K`` is
+#   ``(b_{k-1}, b_k]`` with thresholds ``b_0 < ... < b_{K-2}``, ``b_{-1} = -inf``,
+#   ``b_{K-1} = inf``.
 #
-#     win:  Z = Phi((m - eps) / s),
-#     tie:  Z = Phi((eps - m) / s) - Phi((-eps - m) / s),
-#
-# and the tilted moments follow from ``g = d log Z / dm`` and ``h = d^2 log Z / dm^2``:
-# ``mean = m + v g``, ``var = v + v^2 h`` (Minka 2001). ``v = 0`` gives the likelihood's own
-# log, slope and curvature (Laplace). A weight ``c`` (a judgement made ``c`` times) raises the
-# likelihood to the power ``c``: the same as ``c`` copies.
+# A Gaussian's mass on an interval is log-concave in ``d``, so EP's tilted variances stay in
+# ``(0, v)`` and Laplace's curvature is >= 0. Under a cavity ``d ~ N(m, v)`` the tilted normaliser
+# is the same form with noise variance ``1 + v`` (``s = sqrt(1 + v)``),
+# ``Z = Phi((upper - m) / s) - Phi((lower - m) / s)``, and the tilted moments follow from
+# ``g = d log Z / dm``, ``h = d^2 log Z / dm^2``: ``mean = m + v g``, ``var = v + v^2 h``
+# (Minka 2001). ``v = 0`` gives the likelihood's own log, slope and curvature (Laplace). A weight
+# ``c`` (a judgement made ``c`` times) raises the likelihood to the power ``c``: ``c`` copies.
 
 
 class Outcomes(NamedTuple):
-    """What each observed pair says, and how often (a pytree).
+    """What each observed row says, and how often (a pytree).
 
     Attributes:
-        tie: ``(m,)`` bool: row ``(i, j)`` is a tie (otherwise *i preferred to j*).
+        lower, upper: ``(m,)``: the row's judgement ``d + e`` fell in ``(lower, upper]``
+            (``-inf`` / ``inf`` for an open end; ``lower < upper``). Build them with
+            ``tie_outcomes`` or ``grade_outcomes``.
         weight: ``(m,)`` float > 0: the likelihood's power, e.g. how many times the judgement
             was made (``c`` copies of a row are one row of weight ``c``).
-        margin: ``()`` float: the tie margin ``eps`` (> 0 where a tie is observed).
     """
 
-    tie: jax.Array
+    lower: jax.Array
+    upper: jax.Array
     weight: jax.Array
-    margin: jax.Array
+
+
+def tie_outcomes(tie, weight, margin) -> Outcomes:
+    """Pairs ``(i, j)``, each *i preferred to j* (``(eps, inf)``) or a tie (``(-eps, eps]``)."""
+    tie = jnp.asarray(tie)
+    margin = jnp.asarray(margin, jnp.result_type(weight))
+    return Outcomes(
+        jnp.where(tie, -margin, margin), jnp.where(tie, margin, jnp.inf), jnp.asarray(weight)
+    )
+
+
+def grade_outcomes(grades, weight, thresholds) -> Outcomes:
+    """Entities' grades ``0..K-1`` (``(m,)`` int) under thresholds ``b: (K - 1,)`` increasing:
+    grade ``k`` is ``(b_{k-1}, b_k]``, with ``b_{-1} = -inf`` and ``b_{K-1} = inf``."""
+    b = jnp.asarray(thresholds)
+    edges = jnp.concatenate([jnp.array([-jnp.inf], b.dtype), b, jnp.array([jnp.inf], b.dtype)])
+    grades = jnp.asarray(grades)
+    return Outcomes(edges[grades], edges[grades + 1], jnp.asarray(weight, b.dtype))
+
+
+def _one_sided(z, s):
+    """``log Phi(z)`` and its first two derivatives in ``m`` where ``dz/dm = 1/s``."""
+    r = inverse_mills(z)
+    return log_ndtr(z), r / s, -jnp.clip(r * (z + r), 0.0, 1.0) / s**2
+
+
+def _two_sided(a, b, s):
+    """``(log Z, g, h)`` of ``Z = Phi(b) - Phi(a)``, ``a < b`` finite, ``a = (lower - m) / s``.
+
+    Reflected (``Z = Phi(-a) - Phi(-b)``) so that the interval's centre is <= 0, where the CDFs
+    are small and resolve the difference; the densities' differences are taken relative to the
+    endpoint nearer 0 (``expm1``), so a narrow interval keeps its relative precision.
+    """
+    flip = a + b > 0
+    a, b = jnp.where(flip, -b, a), jnp.where(flip, -a, b)
+    log_b = log_ndtr(b)
+    log_z = log_b + jnp.log(-jnp.expm1(log_ndtr(a) - log_b))
+    near_a = jnp.abs(a) <= jnp.abs(b)
+    x0, x1 = jnp.where(near_a, a, b), jnp.where(near_a, b, a)
+    ratio = jnp.expm1(0.5 * (x0**2 - x1**2))  # phi(x1) / phi(x0) - 1, in (-1, 0]
+    p0 = jnp.exp(-0.5 * x0**2 - _LOG_SQRT_2PI - log_z)  # phi(x0) / Z
+    # phi(a) - phi(b) and a phi(a) - b phi(b), over Z
+    dp = jnp.where(near_a, -p0 * ratio, p0 * ratio)
+    dq = jnp.where(near_a, p0 * (a - b - b * ratio), p0 * (a - b + a * ratio))
+    slope = dp / s  # d log Z / dm, Z in the (possibly reflected) variables
+    h = jnp.minimum(dq / s**2 - slope**2, 0.0)
+    return log_z, jnp.where(flip, -slope, slope), h
 
 
 def _log_z_derivatives(m, v, outcomes: Outcomes):
     """``(log Z, g, h)`` of each row's tilted normaliser (see above), one copy of each row."""
     s = jnp.sqrt(1.0 + v)
-    eps = outcomes.margin
-    # win: Z = Phi(z), z = (m - eps) / s
-    z = (m - eps) / s
-    r = inverse_mills(z)
-    win = (log_ndtr(z), r / s, -jnp.clip(r * (z + r), 0.0, 1.0) / (1.0 + v))
-    # tie: Z = Phi(b) - Phi(a), a = (-eps - |m|) / s, b = (eps - |m|) / s (symmetric in m's
-    # sign, so the interval is taken on the side where the CDFs are small and resolve it)
-    safe = jnp.where(outcomes.tie, eps, 1.0)  # no log(0) in the unused branch
-    mu = jnp.abs(m)
-    a, b = (-safe - mu) / s, (safe - mu) / s
-    log_b = log_ndtr(b)
-    log_z = log_b + jnp.log(-jnp.expm1(log_ndtr(a) - log_b))
-    # phi(a) / phi(b) = exp(delta), delta = (b^2 - a^2) / 2 = -2 eps |m| / s^2
-    delta = -2.0 * safe * mu / (1.0 + v)
-    phi_b = jnp.exp(-0.5 * b**2 - _LOG_SQRT_2PI - log_z)  # phi(b) / Z
-    slope = phi_b * jnp.expm1(delta) / s  # (phi(a) - phi(b)) / (s Z), for m >= 0
-    second = phi_b * (a * jnp.expm1(delta) + (a - b)) / (1.0 + v)  # (a phi(a) - b phi(b)) / (s^2 Z)
-    tie = (log_z, jnp.sign(m) * slope, jnp.minimum(second - slope**2, 0.0))
-    return tuple(jnp.where(outcomes.tie, t, w) for t, w in zip(tie, win, strict=True))
+    lower, upper = outcomes.lower, outcomes.upper
+    open_above, open_below = jnp.isinf(upper), jnp.isinf(lower)
+    # each branch on values that keep it finite where it is not the one taken (no NaN in grads)
+    lo = jnp.where(open_below, 0.0, lower)
+    up = jnp.where(open_above, 0.0, upper)
+    above = _one_sided((m - lo) / s, s)  # (lower, inf): Phi((m - lower) / s)
+    log_b, g_b, h_b = _one_sided((up - m) / s, s)  # (-inf, upper]: Phi((upper - m) / s)
+    below = (log_b, -g_b, h_b)
+    both = open_above | open_below
+    finite = _two_sided(jnp.where(both, -1.0, lo - m) / s, jnp.where(both, 1.0, up - m) / s, s)
+    return tuple(
+        jnp.where(open_above, x, jnp.where(open_below, y, z))
+        for x, y, z in zip(above, below, finite, strict=True)
+    )
 
 
 def outcome_tilted_moments(m: jax.Array, v: jax.Array, outcomes: Outcomes) -> TiltedMoments:
-    """Moments of ``P(outcome | d) N(d | m, v) / Z`` for one copy of each row (module notes).
+    """Moments of ``P(obs | d) N(d | m, v) / Z`` for one copy of each row (module notes).
 
     Args:
-        m, v: ``(m,)`` cavity means and variances (> 0) of the rows' differences.
-        outcomes: each row's outcome; the weight is not applied here (EP's site update does).
+        m, v: ``(m,)`` cavity means and variances (> 0) of the rows' ``d``.
+        outcomes: each row's interval; the weight is not applied here (EP's site update does).
     """
     log_z, g, h = _log_z_derivatives(m, v, outcomes)
     var = jnp.clip(v + v**2 * h, jnp.finfo(v.dtype).tiny, v)
@@ -152,7 +199,7 @@ def outcome_tilted_moments(m: jax.Array, v: jax.Array, outcomes: Outcomes) -> Ti
 def outcome_curvature(d: jax.Array, outcomes: Outcomes):
     """``(log P, slope, -curvature)`` of each row's likelihood at ``d`` (weights applied).
 
-    ``log P(outcome | d)``, its derivative in ``d`` and minus its second derivative (>= 0),
+    ``log P(obs | d)``, its derivative in ``d`` and minus its second derivative (>= 0),
     each times the row's weight: Laplace's ``(log Phi(d), r, w)`` for outcomes.
     """
     log_p, g, h = _log_z_derivatives(d, jnp.zeros_like(d), outcomes)
@@ -161,20 +208,23 @@ def outcome_curvature(d: jax.Array, outcomes: Outcomes):
 
 
 def outcome_log_likelihood(d: jax.Array, outcomes: Outcomes) -> jax.Array:
-    """``c_s log P(outcome_s | d_s)`` per row (``d``: the rows' differences)."""
+    """``c_s log P(obs_s | d_s)`` per row (``d``: the rows' ``d``)."""
     return outcome_curvature(d, outcomes)[0]
 
 
-def outcome_probabilities(delta_mean, delta_var, margin):
-    """Predictive ``(P(i > j), P(tie), P(j > i))`` from ``d ~ N(delta_mean, delta_var)``.
+def interval_probability(mean, var, lower, upper) -> jax.Array:
+    """Predictive ``P(lower < d + e <= upper)`` for ``d ~ N(mean, var)``: the interval's mass
+    under ``N(mean, 1 + var)``, in log space (keeps its relative precision when small)."""
+    rows = Outcomes(lower, upper, jnp.ones_like(mean))
+    return jnp.exp(_log_z_derivatives(mean, var, rows)[0])
 
+
+def outcome_probabilities(delta_mean, delta_var, margin):
+    """Predictive ``(P(i > j), P(tie), P(j > i))`` from ``d ~ N(delta_mean, delta_var)``:
     ``P(i > j) = Phi((dm - eps) / s)``, ``P(j > i) = Phi((-dm - eps) / s)``,
-    ``s = sqrt(1 + dv)``, and the tie the rest (computed as an interval's mass, not as
-    ``1 - win - loss``, so it keeps its relative precision when small).
-    """
+    ``s = sqrt(1 + dv)``, and the tie the interval ``(-eps, eps]``'s mass."""
+    margin = jnp.asarray(margin, jnp.result_type(delta_mean))
     s = jnp.sqrt(1.0 + delta_var)
     win = jnp.exp(log_ndtr((delta_mean - margin) / s))
     loss = jnp.exp(log_ndtr((-delta_mean - margin) / s))
-    tie = Outcomes(jnp.ones_like(delta_mean, bool), jnp.ones_like(delta_mean), margin)
-    log_tie = _log_z_derivatives(delta_mean, delta_var, tie)[0]
-    return win, jnp.exp(log_tie), loss
+    return win, interval_probability(delta_mean, delta_var, -margin, margin), loss

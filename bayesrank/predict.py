@@ -142,14 +142,14 @@ def draw_outcome_predictions(draws: jax.Array, pairs: jax.Array, margin) -> Outc
     d = draws[:, pairs[:, 0]] - draws[:, pairs[:, 1]]
     margin = jnp.asarray(margin, d.dtype)
 
-    def mean_probability(x, tie):
-        rows = Outcomes(jnp.full(x.shape, tie), jnp.ones_like(x), margin)
-        return jnp.mean(jnp.exp(outcome_log_likelihood(x, rows)), axis=0)
+    def mean_probability(lower, upper):
+        rows = Outcomes(jnp.full(d.shape, lower), jnp.full(d.shape, upper), jnp.ones_like(d))
+        return jnp.mean(jnp.exp(outcome_log_likelihood(d, rows)), axis=0)
 
     return OutcomePrediction(
-        mean_probability(d, False),
-        mean_probability(d, True),
-        mean_probability(-d, False),
+        mean_probability(margin, jnp.inf),
+        mean_probability(-margin, margin),
+        mean_probability(-jnp.inf, -margin),
         jnp.mean(d, axis=0),
         jnp.var(d, axis=0),
     )

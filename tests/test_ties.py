@@ -25,10 +25,10 @@ from bayesrank.io import load, load_metadata, save
 from bayesrank.kernels import RBF, XPGP
 from bayesrank.learning import fit_hyperparameters
 from bayesrank.likelihoods import (
-    Outcomes,
     outcome_curvature,
     outcome_probabilities,
     outcome_tilted_moments,
+    tie_outcomes,
 )
 
 pytestmark = pytest.mark.skipif(
@@ -69,7 +69,7 @@ def quadrature_moments(m, v, tie, eps):
 def outcomes(tie, weight=None, margin=0.5):
     tie = jnp.asarray(tie)
     weight = jnp.ones(tie.shape) if weight is None else jnp.asarray(weight, float)
-    return Outcomes(tie, weight, jnp.asarray(margin, float))
+    return tie_outcomes(tie, weight, jnp.asarray(margin, float))
 
 
 @pytest.mark.parametrize("tie", [False, True])
@@ -229,7 +229,7 @@ def test_evidence_gradients_against_finite_differences_of_reconverged_evidence()
 
     def evidence(scale, eps):
         post = ep.fit(
-            scale * K, pairs, outcomes=Outcomes(ties, weights, eps), tol=1e-12, max_iter=500
+            scale * K, pairs, outcomes=tie_outcomes(ties, weights, eps), tol=1e-12, max_iter=500
         )
         return post.log_evidence
 
@@ -242,7 +242,7 @@ def test_evidence_gradients_against_finite_differences_of_reconverged_evidence()
     np.testing.assert_allclose(grad, fd, rtol=1e-6)
 
     def laplace_evidence(scale):
-        o = Outcomes(ties, weights, jnp.asarray(0.4))
+        o = tie_outcomes(ties, weights, jnp.asarray(0.4))
         return laplace.log_evidence(scale * jnp.asarray(K), pairs, outcomes=o, tol=1e-13)
 
     lap_fd = (laplace_evidence(1.3 + h) - laplace_evidence(1.3 - h)) / (2 * h)

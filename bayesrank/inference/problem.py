@@ -16,13 +16,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..data.batch import bucket_size
-from ..data.checks import check_fits_dtype
+from ..data.checks import check_fits_dtype, check_outcomes
 from ..data.problem import PreferenceProblem
 from ..kernels.xpgp import XPGP
-from ..likelihoods import Outcomes
+from ..likelihoods import tie_outcomes
 from . import ep, laplace
 from .ep.fit import check_settings, check_sites, loop_settings, pad_pairs, unpad_posterior
-from .ep.host import pad_outcomes
+from .ep.host import pad_rows
 
 __all__ = ["fit_problem", "problem_outcomes", "why_not_finite"]
 
@@ -85,9 +85,9 @@ def fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings):
     mask = np.arange(N) < n
     sites = check_sites(sites, m)
     pairs, pair_mask, sites = pad_pairs(rows, None, sites, dtype)
-    outcomes = pad_outcomes(outcomes, m, dtype)
     if outcomes is not None:  # the margin is the prior's (traced with it)
-        outcomes = (outcomes.tie, outcomes.weight)
+        tie, weight, _ = check_outcomes(*outcomes, m)
+        outcomes = pad_rows(tie, weight, m, dtype)
     engine = settings["engine"]
     tol = settings["tol"]
     if engine == "laplace":
@@ -142,7 +142,7 @@ def _fit_jit(
     K = prior.covariance(X, graphs, mask)
     if outcomes is not None:
         margin = jnp.zeros((), K.dtype) if prior.margin is None else prior.margin
-        outcomes = Outcomes(*outcomes, margin)
+        outcomes = tie_outcomes(*outcomes, margin)
     if engine == "laplace":
         return laplace.fit(
             K, pairs, pair_mask=pair_mask, max_iter=max_iter, tol=tol, outcomes=outcomes

@@ -11,7 +11,7 @@ import numpy as np
 from ..data.batch import ProblemBatch, bucket_size, stack_problems, touched_entities
 from ..data.problem import PreferenceProblem
 from ..kernels.xpgp import XPGP, check_prior, mask_covariance
-from ..likelihoods import Outcomes
+from ..likelihoods import tie_outcomes
 
 
 class PreparedBatch(NamedTuple):
@@ -94,7 +94,7 @@ def outcomes(prior: XPGP, rows):
         return None
     tie, weight = rows
     margin = jnp.zeros((), weight.dtype) if prior.margin is None else prior.margin
-    return Outcomes(tie, weight, margin)
+    return tie_outcomes(tie, weight, margin)
 
 
 def covariances(prior: XPGP, data: PreparedBatch) -> jax.Array:

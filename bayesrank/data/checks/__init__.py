@@ -41,6 +41,7 @@ from .options import check_bool, check_choice, check_float, check_int
 from .pairs import (
     PairSummary,
     check_index_pairs,
+    check_intervals,
     check_outcomes,
     check_pair_array,
     check_pair_mask,
@@ -63,6 +64,7 @@ __all__ = [
     "check_grades",
     "check_index_pairs",
     "check_int",
+    "check_intervals",
     "check_matrix",
     "check_outcomes",
     "check_pair_array",

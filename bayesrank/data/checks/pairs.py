@@ -227,3 +227,28 @@ def check_outcomes(tie, weight, margin, m: int) -> tuple[np.ndarray, np.ndarray,
             "give a tie margin > 0"
         )
     return tie, weight, margin
+
+
+def check_intervals(lower, upper, weight, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's interval ``(lower, upper]`` and weight (``bayesrank.likelihoods.Outcomes``):
+    ``(m,)`` reals each, ``lower < upper`` (``-inf`` / ``inf`` for an open end, never NaN),
+    weights finite and > 0. Returns float64 arrays."""
+    out = []
+    for name, values in (("lower", lower), ("upper", upper), ("weight", weight)):
+        arr = np.asarray(values)
+        if arr.dtype.kind not in "iuf" or arr.shape != (m,):
+            raise ValueError(
+                f"outcomes.{name} must be a real array of shape ({m},), one per row, got "
+                f"{arr.dtype} {arr.shape}"
+            )
+        out.append(arr.astype(np.float64))
+    lower, upper, weight = out
+    if (bad := np.flatnonzero(~(lower < upper))).size:
+        k = bad[0]
+        raise ValueError(
+            f"row {k}'s interval (outcomes.lower, outcomes.upper] = ({lower[k]}, {upper[k]}] is "
+            "empty or not a number: lower < upper"
+        )
+    if (bad := np.flatnonzero(~(np.isfinite(weight) & (weight > 0)))).size:
+        raise ValueError(f"outcomes.weight[{bad[0]}] = {weight[bad[0]]} is not a finite number > 0")
+    return lower, upper, weight

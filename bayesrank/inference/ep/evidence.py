@@ -81,32 +81,32 @@ def evidence_from_posterior(
 
     ``cov`` and ``logdet`` are functions of ``K`` computed by the caller; the custom VJP gives
     the gradient with respect to ``K`` in closed form (see ``_evidence_bwd``), and with respect
-    to the tie margin (``outcomes.margin``; the weights and ties are data). ``factor``: ``U``
-    with ``cov = U U^T``, for the pairs' variances without cancellation.
+    to the rows' interval ends (``outcomes.lower``, ``outcomes.upper``: so to a tie margin or
+    an ordinal model's thresholds; the weights are data). ``factor``: ``U`` with
+    ``cov = U U^T``, for the pairs' variances without cancellation.
     """
     if outcomes is None:
-        return _evidence(K, None, cov, logdet, pairs, sites, active, valid, factor, None, None)
-    ties, weights = jax.lax.stop_gradient((outcomes.tie, outcomes.weight))
-    return _evidence(
-        K, outcomes.margin, cov, logdet, pairs, sites, active, valid, factor, ties, weights
-    )
+        return _evidence(K, None, cov, logdet, pairs, sites, active, valid, factor, None)
+    ends = (outcomes.lower, outcomes.upper)
+    weights = jax.lax.stop_gradient(outcomes.weight)
+    return _evidence(K, ends, cov, logdet, pairs, sites, active, valid, factor, weights)
 
 
-def _outcomes(margin, ties, weights):
-    return None if ties is None else Outcomes(ties, weights, margin)
+def _outcomes(ends, weights):
+    return None if weights is None else Outcomes(*ends, weights)
 
 
 @jax.custom_vjp
-def _evidence(K, margin, cov, logdet, pairs, sites, active, valid, factor, ties, weights):
+def _evidence(K, ends, cov, logdet, pairs, sites, active, valid, factor, weights):
     del K
-    outcomes = _outcomes(margin, ties, weights)
+    outcomes = _outcomes(ends, weights)
     value, *_ = _evidence_parts(cov, pairs, sites, active, valid, factor, outcomes)
     return value - 0.5 * logdet
 
 
-def _evidence_fwd(K, margin, cov, logdet, pairs, sites, active, valid, factor, ties, weights):
-    residuals = (cov, pairs, sites, active, valid, margin, ties, weights)
-    value = _evidence(K, margin, cov, logdet, pairs, sites, active, valid, factor, ties, weights)
+def _evidence_fwd(K, ends, cov, logdet, pairs, sites, active, valid, factor, weights):
+    residuals = (cov, pairs, sites, active, valid, ends, weights)
+    value = _evidence(K, ends, cov, logdet, pairs, sites, active, valid, factor, weights)
     return value, residuals
 
 
@@ -137,18 +137,18 @@ def _evidence_bwd(res, ct):
 
     ``S`` is applied as the sparse ``A^T diag(tau) A`` (O(m n)); one ``n^3`` product (``W``).
     """
-    cov, pairs, sites, active, valid, margin, ties, weights = res
+    cov, pairs, sites, active, valid, ends, weights = res
     n = cov.shape[0]
     tau = jnp.where(active, sites.tau, 0.0)
-    outcomes = _outcomes(margin, ties, weights)
+    outcomes = _outcomes(ends, weights)
     _, _, eta, m, v = _evidence_parts(cov, pairs, sites, active, valid, outcomes=outcomes)
 
-    def pair_terms(m, v, margin):
-        terms = site_log_normalisers(m, v, sites, active, valid, _outcomes(margin, ties, weights))
+    def pair_terms(m, v, ends):
+        terms = site_log_normalisers(m, v, sites, active, valid, _outcomes(ends, weights))
         return jnp.sum(terms)
 
-    _, vjp = jax.vjp(pair_terms, m, v, margin)
-    g, h, d_margin = vjp(jnp.ones((), cov.dtype))
+    _, vjp = jax.vjp(pair_terms, m, v, ends)
+    g, h, d_ends = vjp(jnp.ones((), cov.dtype))
     S_cov = apply_site_precision(cov, pairs, tau)  # S Sigma
     Pt = jnp.eye(n, dtype=cov.dtype) - S_cov  # P^T
     b = eta - to_entities(tau * m, pairs, n)  # eta - S mu
@@ -159,8 +159,8 @@ def _evidence_bwd(res, ct):
     SP = apply_site_precision(Pt.T, pairs, tau)  # S P = pseudo_data_precision
     grad = W + 0.5 * (jnp.outer(u, b) + jnp.outer(b, u)) - 0.5 * SP + 0.5 * jnp.outer(b, b)
     grad = 0.5 * (grad + grad.T)
-    d_margin = None if d_margin is None else ct * d_margin
-    return (ct * grad, d_margin) + (None,) * 9
+    d_ends = None if d_ends is None else jax.tree_util.tree_map(lambda x: ct * x, d_ends)
+    return (ct * grad, d_ends) + (None,) * 8
 
 
 _evidence.defvjp(_evidence_fwd, _evidence_bwd)
@@ -178,8 +178,8 @@ def log_evidence(K, pairs, sites: Sites, pair_mask=None, outcomes=None) -> jax.A
     i.e. the site normalisers that make each site's mass equal its tilted mass, times the Gaussian
     integral of prior and sites. Differentiable in ``K`` (closed-form gradient, ``_evidence_bwd``);
     the sites are held fixed (no gradient flows to them; at an EP fixed point the evidence is
-    stationary in them). ``outcomes``: ties, weights and the tie margin (``log Phi`` becomes each
-    row's outcome's tilted ``log Z``, weighted; differentiable in the margin too).
+    stationary in them). ``outcomes``: each row's interval and weight (``log Phi`` becomes each
+    row's tilted ``log Z``, weighted; differentiable in the intervals' ends too).
     """
     K = jnp.asarray(K)
     pairs = jnp.asarray(pairs)

@@ -188,8 +188,10 @@ def fit(
             times the judgement was made (a row of weight ``c`` equals ``c`` copies).
         margin: the tie margin ``eps >= 0`` (> 0 with ties; None: 0); 0 without ties and
             weights is the probit pair model. ``ties``, ``weights`` and ``margin`` make one
-            ``bayesrank.likelihoods.Outcomes``; or give that as ``outcomes`` (e.g. under a
-            transformation: ``log_evidence`` is differentiable in ``outcomes.margin`` too).
+            ``bayesrank.likelihoods.Outcomes`` (``tie_outcomes``).
+        outcomes: the rows' likelihood as one ``Outcomes`` in place of ``ties``, ``weights`` and
+            ``margin``: any interval per row (``grade_outcomes``, or ``tie_outcomes`` under a
+            transformation, where ``log_evidence`` is differentiable in the intervals' ends).
 
     ``log_evidence`` is differentiable with respect to ``K`` (the EP loop runs on
     ``stop_gradient(K)`` and the evidence is evaluated at the converged sites, whose own gradient

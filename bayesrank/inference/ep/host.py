@@ -9,8 +9,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...data.batch import bucket_size
-from ...data.checks import check_covariance, check_outcomes, check_pair_mask, check_pairs
-from ...likelihoods import Outcomes
+from ...data.checks import (
+    check_covariance,
+    check_intervals,
+    check_outcomes,
+    check_pair_mask,
+    check_pairs,
+)
+from ...likelihoods import Outcomes, tie_outcomes
 from .loop import default_tol
 from .sites import Sites
 
@@ -20,6 +26,7 @@ __all__ = [
     "loop_settings",
     "pad_outcomes",
     "pad_pairs",
+    "pad_rows",
     "unpad_posterior",
     "validate_problem",
 ]
@@ -68,26 +75,40 @@ def pad_pairs(pairs: np.ndarray, pair_mask, sites, dtype):
     return pairs_pad, mask_pad, sites
 
 
+def pad_rows(tie, weight, m: int, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """``(tie, weight)`` of ``m`` rows padded on the host to ``bucket_size(m)`` rows (a padded row:
+    no tie, weight 1; masked out)."""
+    M = bucket_size(m)
+    return np.pad(tie, (0, M - m)), np.pad(weight, (0, M - m), constant_values=1.0).astype(dtype)
+
+
 def pad_outcomes(outcomes, m: int, dtype) -> Outcomes | None:
-    """Checked ``outcomes`` (an ``Outcomes``, or ``(ties, weights, margin)``) of ``m`` rows,
-    padded on the host to ``bucket_size(m)`` rows (no tie, weight 1), or None."""
+    """Checked ``outcomes`` of ``m`` rows padded on the host to ``bucket_size(m)`` rows, or None:
+    an ``Outcomes`` (intervals, ``check_intervals``), or ``(ties, weights, margin)``
+    (``check_outcomes``: the tie model). A padded row is a win, ``(0, inf)``, of weight 1."""
     if outcomes is None:
         return None
-    tie, weight, margin = check_outcomes(*outcomes, m=m)
     M = bucket_size(m)
+    if isinstance(outcomes, Outcomes):
+        lower, upper, weight = check_intervals(*outcomes, m=m)
+    else:
+        tie, weight, margin = check_outcomes(*outcomes, m=m)
+        lower = np.where(tie, -margin, margin)
+        upper = np.where(tie, margin, np.inf)
     return Outcomes(
-        np.pad(tie, (0, M - m)),
+        np.pad(lower, (0, M - m)).astype(dtype),
+        np.pad(upper, (0, M - m), constant_values=np.inf).astype(dtype),
         np.pad(weight, (0, M - m), constant_values=1.0).astype(dtype),
-        np.asarray(margin, dtype),
     )
 
 
 def as_outcomes(ties, weights, margin, *, pairs, dtype) -> Outcomes:
-    """``Outcomes`` of ``pairs``' rows from traced or concrete parts (no checks)."""
+    """The tie model's ``Outcomes`` of ``pairs``' rows from traced or concrete parts (no
+    checks)."""
     m = jnp.shape(pairs)[0]
     tie = jnp.zeros(m, bool) if ties is None else jnp.asarray(ties)
     weight = jnp.ones(m, dtype) if weights is None else jnp.asarray(weights, dtype)
-    return Outcomes(tie, weight, jnp.asarray(margin, dtype))
+    return tie_outcomes(tie, weight, jnp.asarray(margin, dtype))
 
 
 def loop_settings(max_iter, tol, damping, dtype) -> tuple[np.ndarray, ...]:

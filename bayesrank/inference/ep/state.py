@@ -128,11 +128,7 @@ def sequential_sweep(state: EPState, pairs, pair_mask):
         v = sa[i] - sa[j]
         m = mean[i] - mean[j]
         old = Sites(tau[s], nu[s])
-        row = (
-            None
-            if outcomes is None
-            else outcomes._replace(tie=outcomes.tie[s], weight=outcomes.weight[s])
-        )
+        row = jax.tree_util.tree_map(lambda x: x[s], outcomes)
         new, skip, clip = new_sites(m, v, old, state.damping, outcomes=row)
         dtau = jnp.where(valid, new.tau - old.tau, 0.0)
         dnu = jnp.where(valid, new.nu - old.nu, 0.0)

@@ -67,7 +67,7 @@ from ...data.keys import check_key
 from ...data.problem import PreferenceProblem
 from ...diagnostics import warn_if_unconverged
 from ...kernels.xpgp import check_prior, default_trainable
-from ...likelihoods import Outcomes
+from ...likelihoods import tie_outcomes
 from ...predict import draw_entity_scores as entity_scores
 from ...predict import draw_pair_predictions as predict_pairs
 from ...predict import draw_probability_matrix as probability_matrix
@@ -154,7 +154,7 @@ def sample(
         tie, weight, eps = check_outcomes(
             ties, weights, 0.0 if margin is None else margin, len(pairs)
         )
-        outcomes = Outcomes(tie, weight.astype(K.dtype), np.asarray(eps, K.dtype))
+        outcomes = tie_outcomes(tie, weight.astype(K.dtype), np.asarray(eps, K.dtype))
     with one_blas_thread():
         samples, trace = _sample_fixed(
             key, K, pairs, pair_mask, settings.static(), settings.tuning(K.dtype), outcomes

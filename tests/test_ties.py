@@ -445,3 +445,41 @@ def test_a_fit_with_ties_and_weights_saves_and_loads(tmp_path):
     assert float(loaded.prior.margin) == 0.3
     np.testing.assert_array_equal(loaded.mean, post.mean)
     assert load_metadata(tmp_path / "ties.npz")["format_version"] == 2
+
+
+def test_the_command_line_fits_and_predicts_a_study_folder_with_ties(tmp_path):
+    """A study folder whose comparisons hold ties and weights: ``bayesrank fit`` adds a tie
+    margin to the prior, ``predict`` writes ``P(tie)`` beside ``P(i > j)``, both the saved
+    model's own prediction; the study folder round-trips through ``write_study_dir``."""
+    from bayesrank.cli import main
+    from bayesrank.data.study import read_study_dir, write_study_dir
+
+    rng = np.random.default_rng(5)
+    folder = tmp_path / "study" / "q1"
+    folder.mkdir(parents=True)
+    X = rng.normal(size=(8, 2))
+    np.savetxt(folder / "attributes.csv", X, delimiter=",")
+    (folder / "comparisons.csv").write_text("0,1\n1,2,3\n2,3,tie\n4,5,tie,2\n5,6\n6,7\n7,0\n")
+    (queries,) = [read_study_dir(tmp_path / "study")]
+    q = queries[0]
+    np.testing.assert_array_equal(q.ties, [[2, 3], [4, 5]])
+    np.testing.assert_array_equal(q.weights, [1, 3, 1, 1, 1])
+    np.testing.assert_array_equal(q.tie_weights, [1, 2])
+    again = read_study_dir(write_study_dir(tmp_path / "copy", queries))[0]
+    for name in ("pairs", "ties", "weights", "tie_weights"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(q, name))
+
+    model = tmp_path / "model"
+    args = ["fit", str(tmp_path / "study"), "--out", str(model), "--fixed", "--quiet"]
+    assert main(args) == 0
+    pairs_file = tmp_path / "pairs.csv"
+    assert main(["predict", str(model), "--pairs", str(pairs_file)]) == 0
+    lines = pairs_file.read_text().splitlines()
+    assert lines[0].endswith(",prob_tie")
+    posterior = load(model / "query-0.npz")
+    assert float(posterior.prior.margin) == 0.5
+    assert len(posterior.problem.ties) == 2
+    fields = lines[1].split(",")
+    pred = posterior.predict_outcomes(np.array([[int(fields[1]), int(fields[2])]]))
+    np.testing.assert_allclose(float(fields[5]), float(pred.win[0]), rtol=1e-5)
+    np.testing.assert_allclose(float(fields[-1]), float(pred.tie[0]), rtol=1e-5)

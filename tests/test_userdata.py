@@ -155,7 +155,11 @@ def test_comparisons_csv_by_id_in_file_order(tmp_path):
 @pytest.mark.parametrize(
     ("text", "kwargs", "match"),
     [
-        ("0,1\n1,2,1\n", {}, r"c\.csv, line 2: expected 'winner,loser', got 3 fields"),
+        ("0,1\n1,2,x\n", {}, r"c\.csv, line 2: weight 'x' is not a number > 0 \(or the"),
+        ("0,1\n1,2,0\n", {}, r"c\.csv, line 2: weight '0' is not a number > 0"),
+        ("0,1\n1,2,tie,-1\n", {}, r"c\.csv, line 2: weight '-1' is not a number > 0"),
+        ("0,1\n1,2,1,2\n", {}, r"c\.csv, line 2: expected 'a,b', 'a,b,weight', 'a,b,tie' or"),
+        ("0,1\n1,2,tie,1,2\n", {}, r"c\.csv, line 2: expected .* got 5 fields"),
         ("0,1\n# x\n2\n", {}, r"c\.csv, line 3: expected 'winner,loser', got 1 fields"),
         ("0,1\n1,1\n", {}, r"c\.csv, line 2: entity '1' compared with itself"),
         ("0,1\n1,5\n", {"X": np.eye(3)}, r"c\.csv, line 2: entity 5 outside 0\.\.2"),
@@ -240,3 +244,19 @@ def test_queries_to_arrays_errors_name_the_query():
         queries_to_arrays([queries[0], queries[1], queries[0]])
     with pytest.raises(ValueError, match=r"queries\[1\] is a tuple, not a Query"):
         queries_to_arrays([queries[0], (1, 2)])
+
+
+def test_comparisons_csv_with_ties_and_weights(tmp_path):
+    """``a,b,tie`` lines are ties, a trailing number a weight; ``read_comparisons`` (pairs
+    only) refuses such a file rather than dropping its ties."""
+    path = write(tmp_path, "c.csv", "winner,loser\n0,1\n1,2,3\n2,3,tie\n3,0,TIE,2.5\n0,1\n")
+    problem = PreferenceProblem.from_comparisons(path)
+    np.testing.assert_array_equal(problem.pairs, [[0, 1], [1, 2], [0, 1]])
+    np.testing.assert_array_equal(problem.weights, [1.0, 3.0, 1.0])
+    np.testing.assert_array_equal(problem.ties, [[2, 3], [3, 0]])
+    np.testing.assert_array_equal(problem.tie_weights, [1.0, 2.5])
+    assert problem.n == 4
+    plain = write(tmp_path, "p.csv", "0,1\n1,2\n")
+    assert PreferenceProblem.from_comparisons(plain).weights is None
+    with pytest.raises(ValueError, match="has ties or weights, which pairs alone cannot hold"):
+        userdata.read_comparisons(path)

@@ -22,12 +22,15 @@ MODEL is a folder: ``collection.json`` (the format below) and one model file per
 prediction file (one score per data line of the LETOR file the model was fitted on, so
 ``bayesrank evaluate DATA FILE`` scores it), and for every pair of entities of each query, the
 higher-ranked first: ``P(i > j | data)`` (Eq. 13-14), the moments of ``xi_i - xi_j``, and the
-90% interval of ``Phi(xi_i - xi_j)`` (the uncertainty of the probability itself).
+90% interval of ``Phi(xi_i - xi_j)`` (the uncertainty of the probability itself). A model of
+data with ties (a tie margin ``eps``) gives ``P(i > j) = Phi((dm - eps) / s)``, the interval of
+``Phi(xi_i - xi_j - eps)``, and a last column ``prob_tie``.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -50,12 +53,15 @@ def _queries(data: Path | None):
     from ..data.study import read_study_dir
 
     if data is not None and Path(data).is_dir():
-        out = [(q.qid, q.X, q.pairs, q.relations, None, None) for q in read_study_dir(data)]
+        out = [
+            (q.qid, q.X, (q.pairs, q.judgements), q.relations, None, None)
+            for q in read_study_dir(data)
+        ]
         return "study", None, out
     queries = load_letor(data_path(data))
     lines = sum(q.n_docs for q in queries)
     out = [
-        (q.qid, q.X, pairs_from_grades(q.grades), {}, np.asarray(q.rows), q.doc_ids)
+        (q.qid, q.X, (pairs_from_grades(q.grades), {}), {}, np.asarray(q.rows), q.doc_ids)
         for q in queries
     ]
     return "letor", lines, out
@@ -68,6 +74,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     from ..data.problem import PreferenceProblem
     from ..io import save
     from ..kernels import RBF, XPGP, Independent, RegularizedLaplacian
+    from ..kernels.xpgp import default_trainable
     from ..learning import fit_hyperparameters
     from ..model import XPGPModel
 
@@ -85,13 +92,15 @@ def _cmd_fit(args: argparse.Namespace) -> int:
                 f"(it has {sorted(rels) or 'none'})"
             )
     problems = [
-        PreferenceProblem.create(pairs, X, relations=[rels[r] for r in names])
-        for _, X, pairs, rels, _, _ in queries
+        PreferenceProblem.create(pairs, X, relations=[rels[r] for r in names], **judged)
+        for _, X, (pairs, judged), rels, _, _ in queries
     ]
+    n_ties = sum(len(p.ties) for p in problems)
     prior = XPGP(
         RBF(),
         tuple(RegularizedLaplacian() for _ in names),
         entity=None if args.no_entity else Independent(),
+        margin=0.5 if n_ties else None,  # the tie model's margin, learned unless --fixed
     )
 
     def say(text: str) -> None:
@@ -101,7 +110,11 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     if not args.fixed:
         say(f"learning the hyperparameters on {len(problems)} queries ...")
         method = "laplace" if args.inference == "laplace" else "ep"
-        prior = fit_hyperparameters(prior, problems, inference=method).prior
+        trainable = None
+        if n_ties and method == "laplace":  # only the EP evidence carries the margin's gradient
+            trainable = dataclasses.replace(default_trainable(prior), margin=False)
+            say("the tie margin stays at 0.5 (--inference laplace learns the kernel only)")
+        prior = fit_hyperparameters(prior, problems, inference=method, trainable=trainable).prior
     say(f"prior: {prior}")
     args.out.mkdir(parents=True, exist_ok=True)
     model = XPGPModel(prior, inference=args.inference)
@@ -112,7 +125,9 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     ):
         say(
             f"[{k + 1}/{len(problems)}] query {qid}: {problem.n} entities, "
-            f"{len(problem.pairs)} pairs ({args.inference})"
+            f"{len(problem.pairs)} pairs"
+            + (f", {len(problem.ties)} ties" if len(problem.ties) else "")
+            + f" ({args.inference})"
         )
         posterior = model.fit(problem, key=jax.random.fold_in(key, k))
         name = f"query-{k}.npz"
@@ -176,6 +191,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     total = document["lines"] if letor else sum(1 for _ in document["queries"])
     scores, pair_rows = [], []
     filled = np.full(total, np.nan) if letor else None
+    ties = False
     for q in document["queries"]:
         posterior = load(Path(args.model) / q["file"])
         mean = np.asarray(posterior.mean)
@@ -186,14 +202,19 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         order = np.argsort(-mean, kind="stable")
         i, j = np.triu_indices(len(order), 1)
         pairs = np.stack([order[i], order[j]], axis=1)
-        pred = posterior.predict_pairs(pairs)
-        prob, dm, dv = (np.asarray(a) for a in (pred.prob, pred.delta_mean, pred.delta_var))
-        lo, hi = norm.cdf(dm - z * np.sqrt(dv)), norm.cdf(dm + z * np.sqrt(dv))
+        # the tie model (a prior with a margin): P(i > j) = Phi((dm - eps) / s), and P(tie)
+        eps = 0.0 if posterior.prior.margin is None else float(posterior.prior.margin)
+        ties = ties or posterior.prior.margin is not None
+        pred = posterior.predict_outcomes(pairs)
+        prob, tie, dm, dv = (
+            np.asarray(a) for a in (pred.win, pred.tie, pred.delta_mean, pred.delta_var)
+        )
+        lo, hi = norm.cdf(dm - eps - z * np.sqrt(dv)), norm.cdf(dm - eps + z * np.sqrt(dv))
         ids = q["doc_ids"] or [""] * len(mean)
         for r, (a, b) in enumerate(pairs):
             pair_rows.append(
                 f"{q['qid']},{a},{b},{ids[a]},{ids[b]},{prob[r]:.6g},{dm[r]:.6g},"
-                f"{dv[r]:.6g},{lo[r]:.6g},{hi[r]:.6g}"
+                f"{dv[r]:.6g},{lo[r]:.6g},{hi[r]:.6g},{tie[r]:.6g}"
             )
     if args.scores is not None:
         if letor:
@@ -209,8 +230,12 @@ def _cmd_predict(args: argparse.Namespace) -> int:
             text = "qid,entity,score\n" + "\n".join(scores) + "\n"
         Path(args.scores).write_text(text)
     if args.pairs is not None:
-        head = "qid,i,j,doc_i,doc_j,prob,delta_mean,delta_var,prob_05,prob_95\n"
-        Path(args.pairs).write_text(head + "\n".join(pair_rows) + "\n")
+        head = "qid,i,j,doc_i,doc_j,prob,delta_mean,delta_var,prob_05,prob_95"
+        if ties:
+            head += ",prob_tie"
+        else:  # the probit pair model: no tie column
+            pair_rows = [row.rsplit(",", 1)[0] for row in pair_rows]
+        Path(args.pairs).write_text(head + "\n" + "\n".join(pair_rows) + "\n")
     print(
         f"{len(document['queries'])} queries: "
         + (f"scores in {args.scores}" if args.scores else "no --scores")

@@ -9,7 +9,7 @@ import os
 import zlib
 from pathlib import Path
 
-__all__ = ["MissingFileError", "as_path", "first_non_finite", "read_bytes"]
+__all__ = ["MissingFileError", "as_path", "csv_rows", "first_non_finite", "read_bytes"]
 
 
 class MissingFileError(FileNotFoundError, ValueError):
@@ -64,3 +64,15 @@ def first_non_finite(obj, path: str = "") -> str | None:
         if (found := first_non_finite(value, where)) is not None:
             return found
     return None
+
+
+def csv_rows(path: Path) -> list[tuple[int, list[str]]]:
+    """``(line number, fields)`` of a CSV file, comments and blank lines skipped."""
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file")
+    out = []
+    for lineno, line in enumerate(path.read_text().splitlines(), start=1):
+        text = line.strip()
+        if text and not text.startswith("#"):
+            out.append((lineno, [f.strip() for f in text.split(",")]))
+    return out

@@ -197,11 +197,12 @@ class PreferenceProblem:
     def from_comparisons(
         cls, source, X=None, relations: Sequence = (), *, entities=None, header=None
     ) -> PreferenceProblem:
-        """A problem from comparisons ``winner, loser`` (a tie: both orders).
+        """A problem from comparisons ``winner, loser``, and in a file ties and weights.
 
         Args:
             source: ``(m, 2)`` rows (indices, or ids with ``entities``), or a path to a CSV file
-                of lines ``winner,loser`` (optional header line).
+                of lines ``winner,loser``, ``a,b,tie``, each optionally ``,weight`` (optional
+                header line; a file with ties needs a prior with a tie margin).
             X: ``(n, d)`` attributes or None; relations: ``(n, n)`` adjacencies.
             entities: ids naming the rows (row ``i`` is ``entities[i]``; for a file without
                 ``X``, ``entity_ids`` numbers them in file order); None: indices.
@@ -213,7 +214,13 @@ class PreferenceProblem:
         file and 1-based line (``bayesrank.data.userdata``).
         """
         relations = tuple(relations) if isinstance(relations, Iterator) else relations
-        pairs, n = userdata.comparisons_pairs(
-            source, X, relations, entities=entities, header=header
+        read, n = userdata.comparisons_pairs(source, X, relations, entities=entities, header=header)
+        return cls.create(
+            read.pairs,
+            X,
+            relations,
+            n=n,
+            ties=read.ties if len(read.ties) else None,
+            weights=read.weights,
+            tie_weights=read.tie_weights,
         )
-        return cls.create(pairs, X, relations, n=n)

@@ -8,7 +8,9 @@
                                   row i (0-based)
             grades.csv            n numbers, one per line: relevance grades or ratings (higher
                                   is preferred; every pair of different grades is a preference)
-            comparisons.csv       or instead of grades: rows "winner,loser" (entity indices)
+            comparisons.csv       or instead of grades: rows "winner,loser" (entity indices),
+                                  or "a,b,tie" for a tie, each optionally ",weight" (how
+                                  many times it was judged; ``userdata.read_judgements``)
             relation-<name>.csv   one per relation type: rows "i,j" or "i,j,weight" (an
                                   undirected edge, weight 1 by default; a repeated edge, in
                                   either orientation, adds up)
@@ -32,9 +34,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ._io import as_path
+from ._io import as_path, csv_rows
 from .checks import check_adjacency, check_features
 from .pairs import pairs_from_grades, split_pairs
+from .userdata import read_judgements
 
 __all__ = [
     "SEEN",
@@ -53,34 +56,35 @@ SEEN = {"neither": 0, "one": 1, "both": 2}
 class StudyQuery:
     """One query of a relational collection: ``X: (n, d)`` attributes, the preference
     ``pairs: (m, 2)`` (winner first), and ``relations``: name -> ``W: (n, n)``; ``grades:
-    (n,)`` where the pairs come from grades (None for explicit comparisons)."""
+    (n,)`` where the pairs come from grades (None for explicit comparisons); from a comparisons
+    file also ``ties: (m_t, 2)`` and the weights (None: 1), as ``PreferenceProblem``'s."""
 
     qid: str
     X: np.ndarray
     pairs: np.ndarray
     relations: dict[str, np.ndarray] = field(default_factory=dict)
     grades: np.ndarray | None = None
+    ties: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))
+    weights: np.ndarray | None = None
+    tie_weights: np.ndarray | None = None
+
+    @property
+    def judgements(self) -> dict:
+        """``ties``, ``weights`` and ``tie_weights`` as ``PreferenceProblem.create``'s keywords
+        (empty where the query has none)."""
+        out = {"weights": self.weights, "tie_weights": self.tie_weights}
+        if len(self.ties):
+            out["ties"] = self.ties
+        return {k: v for k, v in out.items() if v is not None}
 
     @property
     def n(self) -> int:
         return len(self.X)
 
 
-def _rows(path: Path) -> list[tuple[int, list[str]]]:
-    """``(line number, fields)`` of a CSV file, comments and blank lines skipped."""
-    if not path.is_file():
-        raise ValueError(f"{path}: no such file")
-    out = []
-    for lineno, line in enumerate(path.read_text().splitlines(), start=1):
-        text = line.strip()
-        if text and not text.startswith("#"):
-            out.append((lineno, [f.strip() for f in text.split(",")]))
-    return out
-
-
 def _numbers(path: Path, width: int | None) -> np.ndarray:
     rows = []
-    for lineno, fields in _rows(path):
+    for lineno, fields in csv_rows(path):
         if width is not None and len(fields) != width:
             raise ValueError(f"{path}, line {lineno}: expected {width} values, got {len(fields)}")
         try:
@@ -97,7 +101,7 @@ def _numbers(path: Path, width: int | None) -> np.ndarray:
 def _indices(path: Path, n: int, what: str) -> tuple[np.ndarray, np.ndarray]:
     """Index pairs (and a weight column, default 1) of an edge or comparison file."""
     pairs, weights = [], []
-    for lineno, fields in _rows(path):
+    for lineno, fields in csv_rows(path):
         if len(fields) not in (2, 3):
             raise ValueError(f"{path}, line {lineno}: expected i,j or i,j,weight")
         try:
@@ -138,14 +142,15 @@ def read_study_dir(path: str | os.PathLike) -> list[StudyQuery]:
         has_grades = (folder / "grades.csv").is_file()
         if has_grades == (folder / "comparisons.csv").is_file():
             raise ValueError(f"{folder}: needs exactly one of grades.csv and comparisons.csv")
-        grades = None
+        grades, read = None, None
         if has_grades:
             grades = _numbers(folder / "grades.csv", 1)[:, 0]
             if len(grades) != n:
                 raise ValueError(f"{folder / 'grades.csv'}: {len(grades)} grades for {n} entities")
             pairs = pairs_from_grades(grades)
         else:
-            pairs, _ = _indices(folder / "comparisons.csv", n, "winner and loser")
+            read = read_judgements(folder / "comparisons.csv", None, n, header=False)
+            pairs = read.pairs
         relations = {}
         for file in sorted(folder.glob("relation-*.csv")):
             edges, weights = _indices(file, n, "entity indices")
@@ -157,7 +162,10 @@ def read_study_dir(path: str | os.PathLike) -> list[StudyQuery]:
             names = sorted(relations)
         elif sorted(relations) != names:
             raise ValueError(f"{folder}: relations {sorted(relations)}, other queries {names}")
-        queries.append(StudyQuery(folder.name, X, pairs, relations, grades))
+        judged = {}
+        if read is not None:
+            judged = dict(ties=read.ties, weights=read.weights, tie_weights=read.tie_weights)
+        queries.append(StudyQuery(folder.name, X, pairs, relations, grades, **judged))
     return queries
 
 
@@ -172,7 +180,7 @@ def write_study_dir(path: str | os.PathLike, queries: Sequence[StudyQuery]) -> P
         if q.grades is not None:
             np.savetxt(folder / "grades.csv", q.grades, fmt="%.17g")
         else:
-            np.savetxt(folder / "comparisons.csv", q.pairs, delimiter=",", fmt="%d")
+            _write_comparisons(folder / "comparisons.csv", q)
         for name, W in q.relations.items():
             i, j = np.nonzero(np.triu(W, 1))
             rows = np.column_stack([i, j, W[i, j]])
@@ -180,6 +188,16 @@ def write_study_dir(path: str | os.PathLike, queries: Sequence[StudyQuery]) -> P
                 for a, b, w in rows:
                     f.write(f"{int(a)},{int(b)},{w:.17g}\n")
     return root
+
+
+def _write_comparisons(path: Path, q: StudyQuery) -> None:
+    """``winner,loser[,weight]`` per pair and ``a,b,tie[,weight]`` per tie."""
+    lines = []
+    for rows, weights, tail in ((q.pairs, q.weights, ""), (q.ties, q.tie_weights, ",tie")):
+        for k, (i, j) in enumerate(rows):
+            weight = "" if weights is None else f",{weights[k]:.17g}"
+            lines.append(f"{int(i)},{int(j)}{tail}{weight}\n")
+    path.write_text("".join(lines))
 
 
 def split_known(key, pairs, n_known: int) -> tuple[np.ndarray, np.ndarray]:

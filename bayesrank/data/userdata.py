@@ -10,14 +10,17 @@ the others). Equal ratings give no pair (``ties="skip"``) or a pair each way (``
 two contradicting observations, whose likelihood ``Phi(f_i - f_j) Phi(f_j - f_i)`` is largest at
 ``f_i = f_j``).
 
-**Comparisons**: ``(m, 2)`` rows ``winner, loser``; a tie is both orders (as ``ties="both"``).
+**Comparisons**: ``(m, 2)`` rows ``winner, loser``. In a file, a line may go on with ``tie``
+(the two were judged equal: the tie model, ``bayesrank.likelihoods``) and a weight (how many
+times the judgement was made): ``a,b``, ``a,b,3``, ``a,b,tie``, ``a,b,tie,2``
+(``read_judgements``).
 
 **CSV files**: plain comma-separated text without quoting; blank lines and lines starting with
 ``#`` are skipped (the line reader of ``study``'s ``comparisons.csv``).
 
 * ratings: lines ``entity,rating``; a rating is a number, or ``nan`` or an empty field for
   unrated; an entity listed twice is an error; an entity not listed is unrated.
-* comparisons: lines ``winner,loser``.
+* comparisons: lines ``winner,loser``, optionally ``,tie`` and then ``,weight`` (a number > 0).
 
 *Entities* in a file are 0-based row indices (``0..n-1``, ``n`` from ``X``, the relations, or
 else the largest index + 1) unless ``entities=[id_0, id_1, ...]`` is given: then the fields are
@@ -34,7 +37,7 @@ entity 'carol' (not in entities)``), or the argument and index of an array.
 
 **LETOR queries**: ``queries_to_arrays`` stacks them for ``RankSVM().fit(X, y, qid)``.
 
-Length: just over 400 lines because the two CSV readers share one line grammar and one
+Length: under 500 lines because the CSV readers share one line grammar and one
 entity-naming rule, written once here with their messages.
 """
 
@@ -43,22 +46,24 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
-from ._io import as_path
+from ._io import as_path, csv_rows
 from .checks import check_distinct, check_pair_array, check_pairs, options
 from .letor import Query
 from .pairs import pairs_from_grades
-from .study import _rows
 
 __all__ = [
     "TIES",
+    "Judgements",
     "comparisons_pairs",
     "entity_ids",
     "queries_to_arrays",
     "ratings_pairs",
     "read_comparisons",
+    "read_judgements",
     "read_ratings",
 ]
 
@@ -169,7 +174,7 @@ def read_ratings(path, entities=None, n: int | None = None, *, header=None) -> n
     path = as_path(path, "ratings")
     resolve = _Entities(entities, n)
     rows, values, seen = [], [], {}
-    for k, (lineno, fields) in enumerate(_rows(path)):
+    for k, (lineno, fields) in enumerate(csv_rows(path)):
         if k == 0 and (header or (header is None and _no_data(fields, resolve))):
             continue
         try:
@@ -195,8 +200,79 @@ def read_ratings(path, entities=None, n: int | None = None, *, header=None) -> n
     return ratings
 
 
+class Judgements(NamedTuple):
+    """A comparisons file's lines: ``pairs: (m, 2)`` (winner first), ``ties: (m_t, 2)``, and
+    their weights (``(m,)``, ``(m_t,)``; ``None`` where every line of the kind has none)."""
+
+    pairs: np.ndarray
+    ties: np.ndarray
+    weights: np.ndarray | None
+    tie_weights: np.ndarray | None
+
+
+def _outcome(tail: list[str]) -> tuple[bool, float | None]:
+    """``(tie, weight)`` of the fields after ``winner,loser``: none, ``W``, ``tie`` or
+    ``tie,W``."""
+    tie = bool(tail) and tail[0].lower() == "tie"
+    rest = tail[1:] if tie else tail
+    if len(rest) > 1:
+        raise _Bad(
+            f"expected 'a,b', 'a,b,weight', 'a,b,tie' or 'a,b,tie,weight', got {2 + len(tail)} "
+            "fields"
+        )
+    if not rest:
+        return tie, None
+    weight = _rating(rest[0])
+    if weight is None or not (math.isfinite(weight) and weight > 0):
+        raise _Bad(f"weight {rest[0]!r} is not a number > 0 (or the outcome is not 'tie')")
+    return tie, weight
+
+
+def read_judgements(path, entities=None, n: int | None = None, *, header=None) -> Judgements:
+    """A comparisons CSV file with ties and weights (module docstring): lines ``winner,loser``,
+    ``a,b,tie``, each optionally ``,weight``.
+
+    Args, header: as ``read_comparisons``.
+
+    Raises:
+        ValueError: ``<path>, line <k>: ...`` for a malformed line, an unknown entity or an
+            index out of range, an entity compared with itself, a weight that is not > 0.
+    """
+    path = as_path(path, "comparisons")
+    resolve = _Entities(entities, n)
+    kept: dict[bool, list] = {False: [], True: []}
+    weights: dict[bool, list] = {False: [], True: []}
+    for k, (lineno, fields) in enumerate(csv_rows(path)):
+        if k == 0 and header:
+            continue
+        try:
+            if len(fields) < 2:
+                raise _Bad(f"expected 'winner,loser', got {len(fields)} fields")
+            if k == 0 and header is None and not any(_is_entity(f, resolve) for f in fields[:2]):
+                continue  # neither entity field is an entity: a header
+            rows = [resolve.field(text) for text in fields[:2]]
+            if rows[0] == rows[1]:
+                raise _Bad(f"entity {fields[0]!r} compared with itself")
+            tie, weight = _outcome(fields[2:])
+        except _Bad as bad:
+            raise ValueError(f"{path}, line {lineno}: {bad}") from None
+        kept[tie].append(rows)
+        weights[tie].append(weight)
+
+    def weight_array(values):
+        return None if all(w is None for w in values) else np.array([w or 1.0 for w in values])
+
+    return Judgements(
+        np.array(kept[False], np.int64).reshape(-1, 2),
+        np.array(kept[True], np.int64).reshape(-1, 2),
+        weight_array(weights[False]),
+        weight_array(weights[True]),
+    )
+
+
 def read_comparisons(path, entities=None, n: int | None = None, *, header=None) -> np.ndarray:
-    """A comparisons CSV file (lines ``winner,loser``; see the module docstring).
+    """A comparisons CSV file of pairs only (lines ``winner,loser``; see the module docstring;
+    a file with ties or weights: ``read_judgements``, or ``PreferenceProblem.from_comparisons``).
 
     Args:
         path: the file.
@@ -211,27 +287,13 @@ def read_comparisons(path, entities=None, n: int | None = None, *, header=None) 
         ValueError: ``<path>, line <k>: ...`` for a line without two fields, an unknown entity
             or an index out of range, an entity compared with itself.
     """
-    path = as_path(path, "comparisons")
-    resolve = _Entities(entities, n)
-    pairs = []
-    for k, (lineno, fields) in enumerate(_rows(path)):
-        if k == 0 and header:
-            continue
-        try:
-            if len(fields) != 2:
-                raise _Bad(
-                    f"expected 'winner,loser', got {len(fields)} fields (a tie is two lines: "
-                    "a,b and b,a)"
-                )
-            if k == 0 and header is None and not any(_is_entity(f, resolve) for f in fields):
-                continue  # neither field is an entity: a header
-            rows = [resolve.field(text) for text in fields]
-            if rows[0] == rows[1]:
-                raise _Bad(f"entity {fields[0]!r} compared with itself")
-        except _Bad as bad:
-            raise ValueError(f"{path}, line {lineno}: {bad}") from None
-        pairs.append(rows)
-    return np.array(pairs, np.int64).reshape(-1, 2)
+    read = read_judgements(path, entities, n, header=header)
+    if len(read.ties) or read.weights is not None:
+        raise ValueError(
+            f"{path}: has ties or weights, which pairs alone cannot hold: read it with "
+            "read_judgements, or PreferenceProblem.from_comparisons"
+        )
+    return read.pairs
 
 
 def entity_ids(path, kind: str = "comparisons", *, header: bool | None = None) -> list[str]:
@@ -250,7 +312,7 @@ def entity_ids(path, kind: str = "comparisons", *, header: bool | None = None) -
             "entity_ids of a comparisons file needs header=True or header=False: without "
             "entities a header line ('winner,loser') looks like a comparison"
         )
-    rows = _rows(as_path(path, "path"))
+    rows = csv_rows(as_path(path, "path"))
     if rows and (header or (header is None and _rating(rows[0][1][-1]) is None)):
         rows = rows[1:]
     seen: dict[str, None] = {}
@@ -311,7 +373,7 @@ def _rating_array(ratings) -> np.ndarray:
 
 def comparisons_pairs(
     source, X=None, relations: Sequence = (), *, entities=None, header=None
-) -> tuple[np.ndarray, int]:
+) -> tuple[Judgements, int]:
     """The pairs of comparisons given as an array or a CSV file, and the number of entities
     (from ``entities``, ``X`` or the relations, else the largest index + 1).
 
@@ -323,7 +385,8 @@ def comparisons_pairs(
             values, not as text).
 
     Returns:
-        ``(pairs: (m, 2) int64, n)``, in the source's order.
+        ``(Judgements, n)``: a file's pairs, ties and weights (``read_judgements``); an
+        array's rows are pairs.
 
     Raises:
         ValueError: naming the file and line, or the entry ``source[r, c]``, of an unknown
@@ -332,8 +395,15 @@ def comparisons_pairs(
     """
     size = _size(X, relations, entities)
     if _is_path(source):
-        pairs = read_comparisons(source, entities, size, header=header)
-    elif entities is None:
+        read = read_judgements(source, entities, size, header=header)
+        if size is None and len(read.pairs) + len(read.ties) == 0:
+            raise ValueError(
+                "no comparisons, and no X, relations or entities to tell the number of entities"
+            )
+        if size is None:
+            size = int(max(np.max(read.pairs, initial=0), np.max(read.ties, initial=0))) + 1
+        return read, size
+    if entities is None:
         pairs = check_pair_array(source, "source")
         if size is not None:  # name the argument; create() checks again, as "pairs"
             check_pairs(pairs, size, "source")
@@ -353,7 +423,7 @@ def comparisons_pairs(
                 "no comparisons, and no X, relations or entities to tell the number of entities"
             )
         size = int(pairs.max()) + 1
-    return pairs, size
+    return Judgements(pairs, np.zeros((0, 2), np.int64), None, None), size
 
 
 def queries_to_arrays(

@@ -131,6 +131,13 @@ def directory(config) -> list[StudyQuery]:
     if config.data_dir is None:
         raise ValueError("the collection 'dir' needs --data-dir (a folder in the study format)")
     folders = read_study_dir(config.data_dir)
+    for q in folders:  # the protocol splits each query's pairs into known and test ones
+        if len(q.ties) or q.weights is not None:
+            raise ValueError(
+                f"{config.data_dir}: query {q.qid!r} has ties or weighted comparisons, which the "
+                "relational study's protocol (a split of the pairs) does not take; fit it with "
+                "`bayesrank fit`"
+            )
     if config.queries is None or config.queries >= len(folders):
         return folders
     chosen = _choose(folders, config.queries, config.seed)

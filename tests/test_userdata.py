@@ -46,7 +46,7 @@ def test_ties_both_gives_a_pair_each_way():
     problem = PreferenceProblem.from_ratings([1.0, 2.0, 1.0], ties="both")
     assert pairs_of(problem) == [(0, 2), (1, 0), (1, 2), (2, 0)]
     assert problem.pairs.tolist() == sorted(problem.pairs.tolist())  # lexicographic
-    with pytest.raises(ValueError, match="ties must be 'skip' or 'both', got 'drop'"):
+    with pytest.raises(ValueError, match="ties must be one of 'skip', 'both' or 'tie', got 'drop'"):
         PreferenceProblem.from_ratings([1.0, 2.0], ties="drop")
 
 
@@ -260,3 +260,13 @@ def test_comparisons_csv_with_ties_and_weights(tmp_path):
     assert PreferenceProblem.from_comparisons(plain).weights is None
     with pytest.raises(ValueError, match="has ties or weights, which pairs alone cannot hold"):
         userdata.read_comparisons(path)
+
+
+def test_equal_ratings_as_ties(tmp_path):
+    path = write(tmp_path, "r.csv", "0,2\n1,1\n2,2\n3,nan\n4,1\n")
+    problem = PreferenceProblem.from_ratings(path, ties="tie")
+    np.testing.assert_array_equal(problem.pairs, [[0, 1], [0, 4], [2, 1], [2, 4]])
+    np.testing.assert_array_equal(problem.ties, [[0, 2], [1, 4]])
+    assert PreferenceProblem.from_ratings(path).ties.shape == (0, 2)
+    with pytest.raises(ValueError, match="ties"):
+        PreferenceProblem.from_ratings(path, ties="equal")

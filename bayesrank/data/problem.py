@@ -178,7 +178,8 @@ class PreferenceProblem:
                 row); or a path to a CSV file of lines ``entity,rating`` (optional header line;
                 entities not listed are unrated).
             X: ``(n, d)`` attributes or None; relations: ``(n, n)`` adjacencies.
-            ties: ``"skip"``: equal ratings give no pair; ``"both"``: a pair each way.
+            ties: ``"skip"``: equal ratings give no pair; ``"both"``: a pair each way;
+                ``"tie"``: a tie (the tie model: the prior needs a margin, ``XPGP(margin=...)``).
             entities: ids naming the rows of a file (row ``i`` is ``entities[i]``); None: the
                 file's entity field is a 0-based row index.
             header: whether a file's first line is a header (None: when it is not data).
@@ -188,10 +189,10 @@ class PreferenceProblem:
         1-based line at fault): ``bayesrank.data.userdata``.
         """
         relations = tuple(relations) if isinstance(relations, Iterator) else relations
-        pairs, n = userdata.ratings_pairs(
+        read, n = userdata.ratings_pairs(
             ratings, X, relations, ties=ties, entities=entities, header=header
         )
-        return cls.create(pairs, X, relations, n=n)
+        return cls.create(read.pairs, X, relations, n=n, ties=read.ties if ties == "tie" else None)
 
     @classmethod
     def from_comparisons(

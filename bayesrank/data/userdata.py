@@ -67,7 +67,7 @@ __all__ = [
     "read_ratings",
 ]
 
-TIES = ("skip", "both")  # ties=: equal ratings give no pair, or a pair each way
+TIES = ("skip", "both", "tie")  # ties=: equal ratings give no pair, a pair each way, or a tie
 
 
 class _Bad(Exception):
@@ -324,18 +324,19 @@ def entity_ids(path, kind: str = "comparisons", *, header: bool | None = None) -
 
 def ratings_pairs(
     ratings, X=None, relations: Sequence = (), *, ties: str = "skip", entities=None, header=None
-) -> tuple[np.ndarray, int]:
+) -> tuple[Judgements, int]:
     """The pairs implied by ratings given as an array or a CSV file, and the number of entities.
 
     Args:
         ratings: ``(n,)`` real numbers (``NaN`` = unrated), or a path to a ratings CSV file.
         X, relations: the problem's attributes and adjacencies; only their number of rows is
             used (a file's index range; the length ``ratings`` must have).
-        ties: ``"skip"`` (equal ratings, no pair) or ``"both"`` (a pair each way).
+        ties: ``"skip"`` (equal ratings, no pair), ``"both"`` (a pair each way) or ``"tie"``
+            (a tie ``(i, j)``, ``i < j``: the tie model).
         entities, header: for a file (see ``read_ratings``).
 
     Returns:
-        ``(pairs: (m, 2) int64, n)``, pairs in lexicographic ``(winner, loser)`` order.
+        ``(Judgements, n)``: pairs (and ties) in lexicographic order, no weights.
     """
     options.check_choice(ties, "ties", TIES)
     size = _size(X, relations, entities)
@@ -350,11 +351,15 @@ def ratings_pairs(
             )
     rated = np.flatnonzero(~np.isnan(values))
     sub = values[rated]
-    if ties == "skip":
-        local = pairs_from_grades(sub)
-    else:  # row-major argwhere: lexicographic, as pairs_from_grades
+    equal = np.zeros((0, 2), np.int64)
+    if ties == "both":  # row-major argwhere: lexicographic, as pairs_from_grades
         local = np.argwhere((sub[:, None] >= sub[None, :]) & ~np.eye(len(sub), dtype=bool))
-    return rated[local].reshape(-1, 2).astype(np.int64), len(values)
+    else:
+        local = pairs_from_grades(sub)
+        if ties == "tie":
+            equal = rated[np.argwhere(np.triu(sub[:, None] == sub[None, :], 1))]
+    pairs = rated[local].reshape(-1, 2).astype(np.int64)
+    return Judgements(pairs, equal.reshape(-1, 2).astype(np.int64), None, None), len(values)
 
 
 def _rating_array(ratings) -> np.ndarray:

@@ -34,6 +34,7 @@ __all__ = [
     "outcome_probabilities",
     "outcome_tilted_moments",
     "pair_probability",
+    "row_outcomes",
     "tie_outcomes",
     "tilted_moments",
 ]
@@ -134,6 +135,22 @@ def grade_outcomes(grades, weight, thresholds) -> Outcomes:
     edges = jnp.concatenate([jnp.array([-jnp.inf], b.dtype), b, jnp.array([jnp.inf], b.dtype)])
     grades = jnp.asarray(grades)
     return Outcomes(edges[grades], edges[grades + 1], jnp.asarray(weight, b.dtype))
+
+
+def row_outcomes(tie, grade, weight, margin, thresholds) -> Outcomes:
+    """A problem's rows (``PreferenceProblem.outcomes``): a pair or a tie where ``grade < 0``
+    (``tie_outcomes`` with ``margin``), else the grade's interval (``grade_outcomes`` with
+    ``thresholds``; None where no row is graded)."""
+    pairs = tie_outcomes(tie, weight, margin)
+    if thresholds is None:
+        return pairs
+    graded = grade >= 0
+    grades = grade_outcomes(jnp.where(graded, grade, 0), weight, thresholds)
+    return Outcomes(
+        jnp.where(graded, grades.lower, pairs.lower),
+        jnp.where(graded, grades.upper, pairs.upper),
+        pairs.weight,
+    )
 
 
 def _one_sided(z, s):

@@ -25,6 +25,7 @@ from .data.checks import (
     check_choice,
     check_features,
     check_float,
+    check_index_pairs,
     check_int,
 )
 from .data.problem import PreferenceProblem
@@ -33,6 +34,7 @@ from .inference import ep
 from .inference.ep.fit import EP_ADVICE, MAX_ITER_LIMIT, check_settings
 from .inference.problem import fit_problem, why_not_finite
 from .kernels.xpgp import XPGP, ComponentPosterior, check_prior, component_posterior
+from .likelihoods import interval_probability
 from .runtime import one_blas_thread, warn_if_float32
 
 __all__ = ["Posterior", "XPGPModel"]
@@ -72,6 +74,28 @@ class Posterior:
         for ``pairs: (p, 2)`` (``bayesrank.predict.OutcomePrediction``)."""
         margin = 0.0 if self.prior.margin is None else float(self.prior.margin)
         return self.result.predict_outcomes(pairs, margin)
+
+    def predict_grades(self, entities=None) -> np.ndarray:
+        """``(p, K)``: each entity's probability of each grade ``0..K-1`` under the prior's
+        thresholds (the ordinal model): ``P(y = k) = Phi((b_k - mu) / s) - Phi((b_{k-1} - mu)
+        / s)``, ``s = sqrt(1 + var)`` for a Gaussian posterior; for NUTS the average over the
+        draws. ``entities``: ``(p,)`` indices (None: all ``n``)."""
+        if self.prior.n_grades == 0:
+            raise ValueError("predict_grades needs a prior with thresholds (the ordinal model)")
+        n = self.problem.n
+        idx = np.arange(n)
+        if entities is not None:  # as pairs (i, i), which check_index_pairs names
+            idx = check_index_pairs(np.column_stack([entities, entities]), n, "entities")[:, 0]
+        b = np.asarray(self.prior.thresholds, np.float64)
+        edges = np.concatenate([[-np.inf], b, [np.inf]])
+        lower, upper = edges[:-1], edges[1:]
+        if self.inference == "nuts":
+            f = np.asarray(self.result.draws)[:, idx]  # (S, p)
+            mean, var = f[..., None], np.zeros_like(f)[..., None]
+            probs = interval_probability(mean, var, lower, upper)
+            return np.asarray(probs).mean(axis=0)
+        mean, var = (np.asarray(a)[idx] for a in self.result.scores())
+        return np.asarray(interval_probability(mean[:, None], var[:, None], lower, upper))
 
     def probability_matrix(self) -> jax.Array:
         """``(n, n)`` matrix of ``P(i > j | data)``."""
@@ -128,6 +152,11 @@ class Posterior:
         is not in: add it to the problem instead, without pairs, for transductive prediction).
         """
         prior = self.prior
+        if self.problem.anchored:
+            raise ValueError(
+                "predict_new does not take a graded problem yet; add the new entities to the "
+                "problem (without grades) to predict them transductively"
+            )
         if prior.relations or prior.attribute is None:
             raise ValueError(
                 "predict_new needs an attribute-only prior; add new entities to "

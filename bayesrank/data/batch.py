@@ -86,7 +86,9 @@ class ProblemBatch(NamedTuple):
     indices, masked out), ``mask: (B, n)``, ``pair_mask: (B, m)``. ``pairs`` holds each
     problem's ``rows`` (its pairs, then its ties); ``tie: (B, m)`` bool and ``weight: (B, m)``
     their outcomes where a problem has ties or weights (padded rows: no tie, weight 1), else
-    ``None``.
+    ``None``; ``grade: (B, m)`` each row's grade (-1: a pair or tie) and ``anchor: (B, n)``
+    bool the anchor entity of a graded problem (``PreferenceProblem.rows``), where a problem
+    has grades, else ``None``.
     """
 
     X: np.ndarray | None
@@ -96,6 +98,8 @@ class ProblemBatch(NamedTuple):
     pair_mask: np.ndarray
     tie: np.ndarray | None = None
     weight: np.ndarray | None = None
+    grade: np.ndarray | None = None
+    anchor: np.ndarray | None = None
 
 
 def stack_problems(problems, n_pad: int | None = None, m_pad: int | None = None) -> ProblemBatch:
@@ -105,9 +109,10 @@ def stack_problems(problems, n_pad: int | None = None, m_pad: int | None = None)
     n_rel = {len(p.relations) for p in problems}
     if len(n_rel) != 1 or len({p.X is None for p in problems}) != 1:
         raise ValueError("problems differ in their attributes or number of relations")
-    n_pad = max(max(p.n for p in problems), 2) if n_pad is None else n_pad
+    sizes = [p.n + p.anchored for p in problems]  # a graded problem's anchor takes a slot
+    n_pad = max(max(sizes), 2) if n_pad is None else n_pad
     m_pad = max(max(len(p.rows) for p in problems), 1) if m_pad is None else m_pad
-    if n_pad < max(p.n for p in problems) or m_pad < max(len(p.rows) for p in problems):
+    if n_pad < max(sizes) or m_pad < max(len(p.rows) for p in problems):
         raise ValueError(f"n_pad={n_pad}, m_pad={m_pad} are smaller than the largest problem")
     X = None
     if problems[0].X is not None:
@@ -121,18 +126,24 @@ def stack_problems(problems, n_pad: int | None = None, m_pad: int | None = None)
     pairs = np.tile(np.array([0, 1], dtype=np.int64), (len(problems), m_pad, 1))
     pair_mask = np.zeros((len(problems), m_pad), dtype=bool)
     mask = np.zeros((len(problems), n_pad), dtype=bool)
-    tie = weight = None
+    tie = weight = grade = anchor = None
     if any(p.has_outcomes for p in problems):
         tie = np.zeros((len(problems), m_pad), bool)
         weight = np.ones((len(problems), m_pad))
+    if any(p.anchored for p in problems):
+        grade = np.full((len(problems), m_pad), -1, np.int64)
+        anchor = np.zeros((len(problems), n_pad), bool)
     for b, p in enumerate(problems):
         rows = p.rows
         pairs[b, : len(rows)] = rows
         pair_mask[b, : len(rows)] = True
         mask[b, : p.n] = True
         if tie is not None:
-            tie[b, : len(rows)], weight[b, : len(rows)] = p.outcomes()
-    return ProblemBatch(X, tuple(relations), pairs, mask, pair_mask, tie, weight)
+            tie[b, : len(rows)], g, weight[b, : len(rows)] = p.outcomes()
+        if grade is not None:
+            grade[b, : len(rows)] = g
+            anchor[b, p.n] = p.anchored
+    return ProblemBatch(X, tuple(relations), pairs, mask, pair_mask, tie, weight, grade, anchor)
 
 
 def touched_entities(batch: ProblemBatch, size: int | None = None):
@@ -168,7 +179,7 @@ def size_buckets(
     """
     if multiple < 1:
         raise ValueError(f"bucket must be a positive integer, got {multiple}")
-    counts = [len(np.unique(p.rows)) if touched else p.n for p in problems]
+    counts = [len(np.unique(p.rows)) if touched else p.n + p.anchored for p in problems]
     groups: dict[int, list[int]] = {}
     largest = max(2, max(counts))
     for k, c in enumerate(counts):

@@ -8,7 +8,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import userdata
-from .checks import check_adjacency, check_features, check_int, check_outcomes, check_pairs
+from .checks import (
+    check_adjacency,
+    check_features,
+    check_graded,
+    check_int,
+    check_outcomes,
+    check_pairs,
+)
 
 __all__ = ["PreferenceProblem"]
 
@@ -32,9 +39,15 @@ class PreferenceProblem:
         weights: ``(m,)`` float64 > 0, each pair's weight (how many times it was judged: a row
             of weight ``c`` equals ``c`` copies), or None (all 1).
         tie_weights: ``(m_t,)`` float64 > 0, each tie's weight, or None (all 1).
+        graded: ``(m_g, 2)`` int64, row ``(i, k)`` = *entity i was given grade k* (``0..K-1``,
+            higher preferred: the ordinal model of ``bayesrank.likelihoods``; the prior needs
+            ``K - 1`` thresholds, ``XPGP(threshold=..., threshold_gaps=...)``). An entity may be
+            graded several times.
+        grade_weights: ``(m_g,)`` float64 > 0, each grade's weight, or None (all 1).
 
-    The engines see one list of rows, ``pairs`` then ``ties`` (``rows``), with their outcomes
-    (``outcomes``); a fit's sites follow that order.
+    The engines see one list of rows, ``pairs``, ``ties``, then one ``(i, n)`` per grade
+    (``rows``: entity ``n`` is an *anchor* whose value is 0, so a grade's ``d = xi_i - 0``), with
+    their outcomes (``outcomes``); a fit's sites follow that order.
     """
 
     pairs: np.ndarray
@@ -44,36 +57,56 @@ class PreferenceProblem:
     ties: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))
     weights: np.ndarray | None = None
     tie_weights: np.ndarray | None = None
+    graded: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))
+    grade_weights: np.ndarray | None = None
 
     @property
     def has_outcomes(self) -> bool:
-        """Whether the problem has ties or weights (else: probit pairs, one site each)."""
-        return len(self.ties) > 0 or self.weights is not None or self.tie_weights is not None
+        """Whether the problem has ties, grades or weights (else: probit pairs)."""
+        weighted = (self.weights, self.tie_weights, self.grade_weights)
+        return len(self.ties) > 0 or self.anchored or any(w is not None for w in weighted)
+
+    @property
+    def anchored(self) -> bool:
+        """Whether the rows use the anchor entity ``n`` (the problem has grades)."""
+        return len(self.graded) > 0
 
     @property
     def rows(self) -> np.ndarray:
-        """``(m + m_t, 2)``: the pairs, then the ties: the rows the engines fit."""
-        return np.concatenate([self.pairs, self.ties]) if len(self.ties) else self.pairs
+        """``(m + m_t + m_g, 2)``: the pairs, the ties, then ``(i, n)`` per grade of entity
+        ``i`` (``n``: the anchor): the rows the engines fit."""
+        if not (len(self.ties) or self.anchored):
+            return self.pairs
+        anchor = np.column_stack([self.graded[:, 0], np.full(len(self.graded), self.n)])
+        return np.concatenate([self.pairs, self.ties, anchor.astype(np.int64)])
 
-    def outcomes(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(tie, weight)`` of each of ``rows``: ``(m + m_t,)`` bool and float64."""
-        m, m_t = len(self.pairs), len(self.ties)
-        tie = np.concatenate([np.zeros(m, bool), np.ones(m_t, bool)])
+    def outcomes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(tie, grade, weight)`` of each of ``rows``: bool, int64 (-1 for a pair or a tie)
+        and float64, ``(m + m_t + m_g,)`` each."""
+        m, m_t, m_g = len(self.pairs), len(self.ties), len(self.graded)
+        tie = np.concatenate([np.zeros(m, bool), np.ones(m_t, bool), np.zeros(m_g, bool)])
+        grade = np.concatenate([np.full(m + m_t, -1, np.int64), self.graded[:, 1]])
         weight = np.concatenate(
             [
-                np.ones(m) if self.weights is None else self.weights,
-                np.ones(m_t) if self.tie_weights is None else self.tie_weights,
+                np.ones(count) if w is None else w
+                for count, w in (
+                    (m, self.weights),
+                    (m_t, self.tie_weights),
+                    (m_g, self.grade_weights),
+                )
             ]
         )
-        return tie, weight
+        return tie, grade, weight
 
     def require_pairs_only(self, what: str) -> None:
-        """``ValueError`` if the problem has ties or weights, which ``what`` does not take."""
+        """``ValueError`` if the problem has ties, grades or weights, which ``what`` does not
+        take."""
         if self.has_outcomes:
             raise ValueError(
-                f"{what} takes pairs only, but the problem has "
-                f"{len(self.ties)} ties{' and weights' if self.weights is not None else ''}: "
-                "fit it with XPGPModel.fit or fit_hyperparameters, which take both"
+                f"{what} takes pairs only, but the problem has {len(self.ties)} ties, "
+                f"{len(self.graded)} grades"
+                f"{' and weights' if self.weights is not None else ''}: fit it with "
+                "XPGPModel.fit or fit_hyperparameters, which take them"
             )
 
     def merged(self) -> PreferenceProblem:
@@ -91,6 +124,7 @@ class PreferenceProblem:
 
         pairs, weights = merge(self.pairs, self.weights, True)
         ties, tie_weights = merge(self.ties, self.tie_weights, False)
+        graded, grade_weights = merge(self.graded, self.grade_weights, True)
         return PreferenceProblem(
             pairs=pairs,
             n=self.n,
@@ -99,6 +133,8 @@ class PreferenceProblem:
             ties=ties,
             weights=weights if len(pairs) else None,
             tie_weights=tie_weights if len(ties) else None,
+            graded=graded,
+            grade_weights=grade_weights if len(graded) else None,
         )
 
     @classmethod
@@ -112,11 +148,14 @@ class PreferenceProblem:
         ties=None,
         weights=None,
         tie_weights=None,
+        graded=None,
+        grade_weights=None,
     ) -> PreferenceProblem:
         """Check and assemble a problem; ``n`` defaults to ``len(X)`` or the relations' size.
 
-        ``ties``: ``(m_t, 2)`` pairs judged equal; ``weights``, ``tie_weights``: each pair's and
-        tie's weight (> 0; None: 1), e.g. how many times it was judged (class docstring)."""
+        ``ties``: ``(m_t, 2)`` pairs judged equal; ``graded``: ``(m_g, 2)`` rows ``(entity,
+        grade)``, integer grades ``>= 0``; ``weights``, ``tie_weights``, ``grade_weights``: each
+        row's weight (> 0; None: 1), e.g. how many times it was judged (class docstring)."""
         if X is not None:
             X = check_features(X)
         relations = () if relations is None else relations
@@ -156,6 +195,11 @@ class PreferenceProblem:
             if ties is None:
                 raise ValueError("tie_weights without ties: give ties=(m_t, 2) beside them")
             _, tie_weights, _ = check_outcomes(None, tie_weights, 0.0, len(tie_rows))
+        graded_rows = np.zeros((0, 2), np.int64) if graded is None else check_graded(graded, n)
+        if grade_weights is not None:
+            if graded is None:
+                raise ValueError("grade_weights without grades: give graded=(m_g, 2) beside them")
+            _, grade_weights, _ = check_outcomes(None, grade_weights, 0.0, len(graded_rows))
         return cls(
             pairs=summary.pairs,
             n=n,
@@ -164,7 +208,24 @@ class PreferenceProblem:
             ties=tie_rows,
             weights=weights,
             tie_weights=tie_weights,
+            graded=graded_rows,
+            grade_weights=grade_weights,
         )
+
+    @classmethod
+    def from_grades(
+        cls, grades, X=None, relations: Sequence = (), n: int | None = None
+    ) -> PreferenceProblem:
+        """A problem of graded entities for the ordinal model: ``grades: (n,)`` integers
+        ``0..K-1`` (higher preferred), ``NaN`` for an entity without a grade (still a row).
+        Its prior needs ``K - 1`` thresholds (``XPGP(threshold=..., threshold_gaps=...)``)."""
+        values = np.asarray(grades, np.float64)
+        if values.ndim != 1:
+            raise ValueError(f"grades must be (n,), got shape {values.shape}")
+        rated = np.flatnonzero(~np.isnan(values))
+        graded = np.column_stack([rated, values[rated]])
+        n = len(values) if n is None else n
+        return cls.create(np.zeros((0, 2), np.int64), X, relations, n=n, graded=graded)
 
     @classmethod
     def from_ratings(

@@ -18,27 +18,55 @@ import numpy as np
 from ..data.batch import bucket_size
 from ..data.checks import check_fits_dtype, check_outcomes
 from ..data.problem import PreferenceProblem
-from ..kernels.xpgp import XPGP
-from ..likelihoods import tie_outcomes
+from ..kernels.xpgp import XPGP, with_anchor
+from ..likelihoods import row_outcomes
 from . import ep, laplace
 from .ep.fit import check_settings, check_sites, loop_settings, pad_pairs, unpad_posterior
 from .ep.host import pad_rows
 
-__all__ = ["fit_problem", "problem_outcomes", "why_not_finite"]
+__all__ = ["fit_problem", "problem_covariance", "problem_outcomes", "why_not_finite"]
 
 
 def problem_outcomes(prior: XPGP, problem: PreferenceProblem):
-    """``(tie, weight, margin)`` of the problem's rows under the prior (host arrays), or None for
-    probit pairs (no ties, no weights, no margin). ``ValueError`` for ties without a margin."""
+    """``(tie, grade, weight)`` of the problem's rows (host arrays), or None for probit pairs (no
+    ties, grades or weights, no margin). ``ValueError`` for ties without a tie margin, or
+    grades the prior's thresholds do not define."""
     if len(problem.ties) and prior.margin is None:
         raise ValueError(
             f"the problem has {len(problem.ties)} ties, but the prior has no tie margin: give "
             "it one, e.g. XPGP(..., margin=0.5) (learned with the other hyperparameters)"
         )
+    if problem.anchored:
+        top = int(problem.graded[:, 1].max())
+        if prior.n_grades == 0:
+            raise ValueError(
+                f"the problem has grades 0..{top}, but the prior has no thresholds: give it "
+                f"{top}, e.g. XPGP(..., threshold=-1.0, threshold_gaps=jnp.ones({top - 1})) "
+                "(learned with the other hyperparameters)"
+            )
+        if top >= prior.n_grades:
+            row = int(np.argmax(problem.graded[:, 1]))
+            raise ValueError(
+                f"graded row {row}: grade {top} is beyond the prior's {prior.n_grades} grades "
+                f"(0..{prior.n_grades - 1}): give the prior {top} thresholds"
+            )
     if not problem.has_outcomes and prior.margin is None:
         return None
-    tie, weight = problem.outcomes()
-    return tie, weight, 0.0 if prior.margin is None else np.asarray(prior.margin)
+    return problem.outcomes()
+
+
+def problem_covariance(prior: XPGP, problem: PreferenceProblem, dtype):
+    """The prior covariance of the problem's entities, and of its anchor where it has grades
+    (``with_anchor``): ``(n, n)`` or ``(n + 1, n + 1)``."""
+    X = None if problem.X is None else jnp.asarray(problem.X, dtype)
+    graphs = prior.prepare(problem.relations)
+    N = problem.n + problem.anchored
+    if not problem.anchored:
+        return prior.covariance(X, graphs, np.ones(N, bool))
+    mask = np.arange(N) < problem.n
+    X = None if X is None else jnp.concatenate([X, jnp.zeros((1, X.shape[1]), dtype)])
+    graphs = prior.prepare([np.pad(W, (0, 1)) for W in problem.relations])
+    return with_anchor(prior.covariance(X, graphs, mask), jnp.asarray(~mask))
 
 
 def why_not_finite(prior: XPGP, problem: PreferenceProblem) -> str:
@@ -69,7 +97,7 @@ def fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings):
     outcomes = problem_outcomes(prior, problem)
     rows = problem.rows
     n, m = problem.n, len(rows)
-    N = bucket_size(n)
+    N = bucket_size(n + problem.anchored)  # a slot for the anchor of graded problems
     dtype = jnp.result_type(float)
     relations = []
     for W in problem.relations:
@@ -83,11 +111,14 @@ def fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings):
         X = np.zeros((N, problem.X.shape[1]), dtype)
         X[:n] = problem.X
     mask = np.arange(N) < n
+    anchor = (np.arange(N) == n) if problem.anchored else None
     sites = check_sites(sites, m)
     pairs, pair_mask, sites = pad_pairs(rows, None, sites, dtype)
-    if outcomes is not None:  # the margin is the prior's (traced with it)
-        tie, weight, _ = check_outcomes(*outcomes, m)
-        outcomes = pad_rows(tie, weight, m, dtype)
+    if outcomes is not None:  # the margin and thresholds are the prior's (traced with it)
+        tie, grade, weight = outcomes
+        _, weight, _ = check_outcomes(None, weight, 0.0, m)
+        tie, weight = pad_rows(tie, weight, m, dtype)
+        outcomes = (tie, np.pad(grade, (0, len(tie) - m), constant_values=-1), weight)
     engine = settings["engine"]
     tol = settings["tol"]
     if engine == "laplace":
@@ -98,6 +129,7 @@ def fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings):
         X,
         graphs,
         mask,
+        anchor,
         pairs,
         pair_mask,
         sites,
@@ -129,6 +161,7 @@ def _fit_jit(
     X,
     graphs,
     mask,
+    anchor,
     pairs,
     pair_mask,
     sites,
@@ -139,10 +172,10 @@ def _fit_jit(
     engine,
     **static,
 ):
-    K = prior.covariance(X, graphs, mask)
+    K = with_anchor(prior.covariance(X, graphs, mask), anchor)
     if outcomes is not None:
         margin = jnp.zeros((), K.dtype) if prior.margin is None else prior.margin
-        outcomes = tie_outcomes(*outcomes, margin)
+        outcomes = row_outcomes(*outcomes, margin, prior.thresholds)
     if engine == "laplace":
         return laplace.fit(
             K, pairs, pair_mask=pair_mask, max_iter=max_iter, tol=tol, outcomes=outcomes

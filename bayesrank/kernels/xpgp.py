@@ -32,7 +32,14 @@ import jax.scipy.linalg as jsl
 
 from .attributes import Independent
 from .base import Kernel
-from .params import Positive, check_hyperparameters, map_params, param, pytree_dataclass
+from .params import (
+    Bounded,
+    Positive,
+    check_hyperparameters,
+    map_params,
+    param,
+    pytree_dataclass,
+)
 
 __all__ = [
     "FROZEN_BY_DEFAULT",
@@ -41,6 +48,7 @@ __all__ = [
     "component_posterior",
     "default_trainable",
     "mask_covariance",
+    "with_anchor",
 ]
 
 #: (class name, field) of the hyperparameters held fixed by default when fitting: the confounded
@@ -72,6 +80,22 @@ def mask_covariance(K: jax.Array, mask: jax.Array | None) -> jax.Array:
     return jnp.where(keep, K, 0.0) + jnp.diag(jnp.where(mask, 0.0, 1.0))
 
 
+def with_anchor(K: jax.Array, anchor: jax.Array | None) -> jax.Array:
+    """``K`` with the anchor entity's variance set to ``eps^2 max(1, max_i K_ii)`` (``anchor:
+    (n,)`` bool, one True, an entity already decoupled by ``mask_covariance``), or ``K``.
+
+    The anchor's value is 0 (the ordinal model's grades are pairs ``(i, anchor)``); a variance
+    of ``eps^2`` of the prior's scale keeps ``K``'s Cholesky factorisation defined and moves
+    every other entity's posterior by ``O(eps^2)`` relative, below round-off.
+    """
+    if anchor is None:
+        return K
+    eps = jnp.finfo(K.dtype).eps
+    tiny = eps**2 * jnp.maximum(1.0, jnp.max(jnp.diagonal(K)))
+    eye = jnp.eye(K.shape[-1], dtype=bool)
+    return jnp.where(eye & anchor[:, None], tiny, K)
+
+
 @pytree_dataclass
 class XPGP:
     """The combined prior of Eq. 5.
@@ -90,6 +114,11 @@ class XPGP:
             calls a tie when ``|xi_hat_i - xi_hat_j + noise| <= eps``:
             ``bayesrank.likelihoods``), learned with the other hyperparameters; ``None``: no
             ties (the probit pair model). Needed for problems with ties; not part of ``K``.
+        threshold, threshold_gaps: the ordinal model's thresholds on ``xi_hat`` for graded
+            entities (Chu & Ghahramani 2005; ``bayesrank.likelihoods.grade_outcomes``): the
+            lowest, ``b_0`` (in ``(-100, 100)``), and the ``K - 2`` positive gaps to the next
+            ones (``None``: two grades), so ``b_0 < b_1 < ... < b_{K-2}`` for ``K`` grades
+            (``thresholds``). ``None``: no grades. Learned with the other hyperparameters.
     """
 
     attribute: Kernel | None = None
@@ -98,6 +127,27 @@ class XPGP:
     sigma: jnp.ndarray = param(Positive(), default=0.5**0.5)
     entity: Independent | None = None
     margin: jnp.ndarray = param(Positive(), default=None)
+    threshold: jnp.ndarray = param(Bounded(-100.0, 100.0), default=None)
+    threshold_gaps: jnp.ndarray = param(Positive(), default=None)
+
+    @property
+    def thresholds(self):
+        """``(K - 1,)`` increasing: ``b_0`` and ``b_0`` plus the gaps' running sums (``(B, K - 1)``
+        for a prior per query); ``None`` without a ``threshold``."""
+        if self.threshold is None:
+            return None
+        first = jnp.asarray(self.threshold)[..., None]  # (..., 1): a fit per query has (B,)
+        if self.threshold_gaps is None:
+            return first
+        gaps = jnp.asarray(self.threshold_gaps)
+        return jnp.concatenate([first, first + jnp.cumsum(gaps, axis=-1)], axis=-1)
+
+    @property
+    def n_grades(self) -> int:
+        """``K``, the number of grades the thresholds define (0 without thresholds)."""
+        if self.threshold is None:
+            return 0
+        return 2 + (0 if self.threshold_gaps is None else int(jnp.shape(self.threshold_gaps)[-1]))
 
     def prepare(self, relations: Sequence[Any]) -> tuple:
         """Host-side, once per problem: each relation kernel's graph data from its adjacency.
@@ -236,6 +286,19 @@ def check_prior(prior, n_features: int | None = None, where: str = "prior") -> X
         )
     if prior.margin is not None and jnp.ndim(prior.margin) != 0:
         raise ValueError(f"XPGP.margin must be a scalar, got shape {jnp.shape(prior.margin)}")
+    if prior.threshold is not None and jnp.ndim(prior.threshold) != 0:
+        raise ValueError(
+            f"XPGP.threshold must be a scalar (the lowest threshold), got shape "
+            f"{jnp.shape(prior.threshold)}"
+        )
+    if prior.threshold_gaps is not None:
+        if prior.threshold is None:
+            raise ValueError("XPGP.threshold_gaps without a threshold: give threshold (b_0) too")
+        if jnp.ndim(prior.threshold_gaps) != 1:
+            raise ValueError(
+                "XPGP.threshold_gaps must be (K - 2,): the gaps between successive thresholds, "
+                f"got shape {jnp.shape(prior.threshold_gaps)}"
+            )
     ls = getattr(prior.attribute, "lengthscales", None)
     if ls is not None and jnp.ndim(ls) > 1:
         raise ValueError(f"ARD.lengthscales must be a scalar or (d,), got shape {jnp.shape(ls)}")

@@ -104,6 +104,7 @@ def subsample(problems, size: int) -> tuple[list, list]:
     rng = np.random.default_rng(0)
     out, origins = [], []
     for b, p in enumerate(problems):
+        p.require_pairs_only("Start(coarse=...), a start on subsets of the pairs,")
         if p.n <= size:
             out.append(p)
             origins.append((b, np.arange(len(p.pairs))))
@@ -159,6 +160,8 @@ def auto_coarse(coarse, problems, method, optimizer, per_query, laplace_start):
     if method != "evidence" or not bfgs or per_query or laplace_start:
         return None
     if isinstance(problems, ProblemBatch):  # padded already: the coarse start takes problems
+        return None
+    if any(p.has_outcomes for p in problems):  # its subsets are of pairs alone
         return None
     touched = max(len(np.unique(np.asarray(p.pairs))) for p in problems)
     return touched // 2 if touched >= COARSE_FROM else None

@@ -21,7 +21,7 @@ def one_query(batch: ProblemBatch, b: int) -> ProblemBatch:
 
 def stack(problems) -> ProblemBatch:
     """Problems padded to bucketed sizes (entities and pairs)."""
-    n = bucket_size(max(p.n for p in problems))
+    n = bucket_size(max(p.n + p.anchored for p in problems))
     m = bucket_size(max(len(p.rows) for p in problems))
     return stack_problems(problems, n_pad=n, m_pad=m)
 
@@ -33,6 +33,8 @@ def restriction(batch: ProblemBatch, method: str) -> int | bool:
     if method != "evidence":
         return False
     n = batch.mask.sum(axis=1)
+    if batch.anchor is not None:  # a graded problem's anchor is touched too
+        n = n + batch.anchor.sum(axis=1)
     m = batch.pair_mask.sum(axis=1)
     size = bucket_size(int(np.max(np.minimum(n, 2 * m))))
     return size if size < batch.mask.shape[1] else False

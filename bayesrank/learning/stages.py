@@ -63,18 +63,20 @@ class _Prepared(NamedTuple):
 
 
 def check_margin_learning(prior, trainable, o: Options) -> None:
-    """The tie margin is a likelihood parameter: only the EP evidence carries its gradient.
-    ``ValueError`` where a trainable margin would otherwise stay where it started (EM's M-step
-    maximises the expected log prior, in which the margin does not appear; the Laplace
-    evidence is differentiated in ``K`` only)."""
-    if prior.margin is None or not isinstance(trainable, XPGP) or not trainable.margin:
+    """The tie margin and the ordinal thresholds are likelihood parameters: only the EP
+    evidence carries their gradients. ``ValueError`` where a trainable one would otherwise stay
+    where it started (EM's M-step maximises the expected log prior, in which they do not appear;
+    the Laplace evidence is differentiated in ``K`` only)."""
+    if not isinstance(trainable, XPGP) or not (o.method == "em" or o.inference == "laplace"):
         return
-    if o.method == "em" or o.inference == "laplace":
-        raise ValueError(
-            f"the tie margin (XPGP.margin) is learned by method='evidence' with inference='ep' "
-            f"only, not method={o.method!r} with inference={o.inference!r}: use those, or hold "
-            "it fixed with trainable=dataclasses.replace(default_trainable(prior), margin=False)"
-        )
+    for name in ("margin", "threshold", "threshold_gaps"):
+        if getattr(prior, name) is not None and np.any(getattr(trainable, name)):
+            raise ValueError(
+                f"XPGP.{name}, a likelihood parameter, is learned by method='evidence' with "
+                f"inference='ep' only, not method={o.method!r} with inference={o.inference!r}: "
+                "use those, or hold it fixed with trainable="
+                f"dataclasses.replace(default_trainable(prior), {name}=False)"
+            )
 
 
 def _prepare(prior, batch, groups, restrict, per_query, o: Options, center, sites) -> _Prepared:

@@ -10,8 +10,8 @@ import numpy as np
 
 from ..data.batch import ProblemBatch, bucket_size, stack_problems, touched_entities
 from ..data.problem import PreferenceProblem
-from ..kernels.xpgp import XPGP, check_prior, mask_covariance
-from ..likelihoods import tie_outcomes
+from ..kernels.xpgp import XPGP, check_prior, mask_covariance, with_anchor
+from ..likelihoods import row_outcomes
 
 
 class PreparedBatch(NamedTuple):
@@ -34,6 +34,8 @@ class PreparedBatch(NamedTuple):
     entity_mask: jax.Array | None = None
     tie: jax.Array | None = None  # (B, m) bool, with weight: the rows' outcomes (ProblemBatch)
     weight: jax.Array | None = None
+    grade: jax.Array | None = None  # (B, m) int, -1 for pairs and ties
+    anchor: jax.Array | None = None  # (B, n) bool (the size K is computed at), or None
 
 
 def prepare_batch(prior: XPGP, batch: ProblemBatch, restrict: int | bool = False) -> PreparedBatch:
@@ -53,13 +55,16 @@ def prepare_batch(prior: XPGP, batch: ProblemBatch, restrict: int | bool = False
     for r, kernel in enumerate(prior.relations):
         per_query = [kernel.prepare(W) for W in batch.relations[r]]
         graphs.append(jax.tree_util.tree_map(lambda *a: np.stack(a), *per_query))
-    X, mask, pairs = batch.X, batch.mask, batch.pairs
+    X, mask, pairs, anchor = batch.X, batch.mask, batch.pairs, batch.anchor
     entities = entity_mask = None
     if restrict is not False:
         size = None if restrict is True else int(restrict)
         entities, entity_mask, pairs = touched_entities(batch, size)
         if not prior.relations:  # restrict X itself: K is computed at the smaller size
             X = None if X is None else np.take_along_axis(X, entities[..., None], axis=1)
+            if anchor is not None:  # the anchor is touched (its grades), but no real entity
+                anchor = np.take_along_axis(anchor, entities, axis=1) & entity_mask
+                entity_mask = entity_mask & ~anchor
             mask, entities, entity_mask = entity_mask, None, None
     return jax.device_put(
         PreparedBatch(
@@ -72,29 +77,35 @@ def prepare_batch(prior: XPGP, batch: ProblemBatch, restrict: int | bool = False
             entity_mask,
             batch.tie,
             None if batch.weight is None else np.asarray(batch.weight, jnp.result_type(float)),
+            batch.grade,
+            anchor,
         )
     )
 
 
+
 def outcome_rows(prior: XPGP, data: PreparedBatch):
-    """The rows' ``(tie, weight)`` arrays where the likelihood is not plain probit pairs (ties,
-    weights, or a margin in the prior), else None: with ``outcomes``, what the engines take."""
+    """The rows' ``(tie, grade, weight)`` arrays where the likelihood is not plain probit pairs
+    (ties, grades, weights, or a margin in the prior), else None: with ``outcomes``, what the
+    engines take."""
     if data.tie is None and prior.margin is None:
         return None
-    if data.tie is not None:
-        return data.tie, data.weight
-    dtype = jnp.result_type(float)
-    return jnp.zeros(data.pairs.shape[:-1], bool), jnp.ones(data.pairs.shape[:-1], dtype)
+    shape = data.pairs.shape[:-1]
+    if data.tie is None:
+        dtype = jnp.result_type(float)
+        return jnp.zeros(shape, bool), jnp.full(shape, -1), jnp.ones(shape, dtype)
+    grade = jnp.full(shape, -1) if data.grade is None else data.grade
+    return data.tie, grade, data.weight
 
 
 def outcomes(prior: XPGP, rows):
-    """``Outcomes`` of one query's ``rows = (tie, weight)`` (``outcome_rows``) under the prior's
-    tie margin, or None."""
+    """``Outcomes`` of one query's ``rows = (tie, grade, weight)`` (``outcome_rows``) under the
+    prior's tie margin and thresholds, or None."""
     if rows is None:
         return None
-    tie, weight = rows
+    tie, grade, weight = rows
     margin = jnp.zeros((), weight.dtype) if prior.margin is None else prior.margin
-    return tie_outcomes(tie, weight, margin)
+    return row_outcomes(tie, grade, weight, margin, prior.thresholds)
 
 
 def covariances(prior: XPGP, data: PreparedBatch) -> jax.Array:
@@ -105,6 +116,8 @@ def covariances(prior: XPGP, data: PreparedBatch) -> jax.Array:
 
     in_x = None if data.X is None else 0
     K = jax.vmap(one, in_axes=(in_x, 0, 0))(data.X, data.graphs, data.mask)
+    if data.anchor is not None:  # graded problems: the anchor's value is 0
+        K = jax.vmap(with_anchor)(K, data.anchor)
     if data.entities is None:
         return K
 
@@ -137,7 +150,7 @@ def size_groups(problems) -> list[tuple[np.ndarray, ProblemBatch]]:
     """The problems grouped by their size bucket (entities and pairs), each group stacked at its
     bucketed shape: ``[(indices, batch)]``. Problems of similar sizes share a group (and a
     compiled program); EP's ``n^3`` never pays for a much larger query's padding."""
-    keys = [(bucket_size(p.n), bucket_size(len(p.rows))) for p in problems]
+    keys = [(bucket_size(p.n + p.anchored), bucket_size(len(p.rows))) for p in problems]
     groups: dict[tuple[int, int], list[int]] = {}
     for k, key in enumerate(keys):
         groups.setdefault(key, []).append(k)

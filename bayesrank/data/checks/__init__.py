@@ -40,6 +40,7 @@ from .covariance import (
 from .options import check_bool, check_choice, check_float, check_int
 from .pairs import (
     PairSummary,
+    check_graded,
     check_index_pairs,
     check_intervals,
     check_outcomes,
@@ -61,6 +62,7 @@ __all__ = [
     "check_features",
     "check_fits_dtype",
     "check_float",
+    "check_graded",
     "check_grades",
     "check_index_pairs",
     "check_int",

@@ -252,3 +252,30 @@ def check_intervals(lower, upper, weight, m: int) -> tuple[np.ndarray, np.ndarra
     if (bad := np.flatnonzero(~(np.isfinite(weight) & (weight > 0)))).size:
         raise ValueError(f"outcomes.weight[{bad[0]}] = {weight[bad[0]]} is not a finite number > 0")
     return lower, upper, weight
+
+
+def check_graded(graded, n: int) -> np.ndarray:
+    """Grades of entities: ``(m_g, 2)`` rows ``(entity, grade)``, entities in ``[0, n)``, grades
+    whole numbers ``>= 0`` (``ValueError`` naming the row). Returns int64."""
+    arr = np.asarray(graded)
+    if arr.ndim != 2 or arr.shape[1] != 2 or arr.dtype.kind not in "iuf":
+        raise ValueError(
+            f"graded must be (m_g, 2) rows (entity, grade) of numbers, got {arr.dtype} {arr.shape}"
+        )
+    values = arr.astype(np.float64)
+    if (bad := np.flatnonzero(~np.isfinite(values).all(axis=1))).size:
+        raise ValueError(f"graded row {bad[0]}: {values[bad[0]].tolist()} is not finite")
+    if (bad := np.flatnonzero((values != np.round(values)).any(axis=1))).size:
+        row = values[bad[0]]
+        raise ValueError(
+            f"graded row {bad[0]}: grade {row[1]} of entity {row[0]:g} is not an integer (grades "
+            "are 0, 1, ..., K - 1; map other labels onto them)"
+        )
+    out = values.astype(np.int64)
+    if (bad := np.flatnonzero((out[:, 0] < 0) | (out[:, 0] >= n))).size:
+        raise ValueError(
+            f"graded row {bad[0]}: entity {out[bad[0], 0]} is out of range for n={n} entities"
+        )
+    if (bad := np.flatnonzero(out[:, 1] < 0)).size:
+        raise ValueError(f"graded row {bad[0]}: grade {out[bad[0], 1]} is negative (0..K-1)")
+    return out

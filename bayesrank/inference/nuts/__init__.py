@@ -62,18 +62,24 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...data.checks import check_choice, check_float, check_outcomes, check_problem
+from ...data.checks import (
+    check_choice,
+    check_float,
+    check_intervals,
+    check_outcomes,
+    check_problem,
+)
 from ...data.keys import check_key
 from ...data.problem import PreferenceProblem
 from ...diagnostics import warn_if_unconverged
 from ...kernels.xpgp import check_prior, default_trainable
-from ...likelihoods import tie_outcomes
+from ...likelihoods import Outcomes, row_outcomes, tie_outcomes
 from ...predict import draw_entity_scores as entity_scores
 from ...predict import draw_pair_predictions as predict_pairs
 from ...predict import draw_probability_matrix as probability_matrix
 from ...querymap import map_queries
 from ...runtime import one_blas_thread, warn_if_float32
-from ..problem import problem_outcomes
+from ..problem import problem_covariance, problem_outcomes
 from .models import (
     build_prior,
     hyper_spec,
@@ -127,7 +133,16 @@ def _float_problem(K, pairs, pair_mask, batched):
 
 
 def sample(
-    key, K, pairs, *, pair_mask=None, ties=None, weights=None, margin=None, **options
+    key,
+    K,
+    pairs,
+    *,
+    pair_mask=None,
+    ties=None,
+    weights=None,
+    margin=None,
+    outcomes: Outcomes | None = None,
+    **options,
 ) -> NUTSPosterior:
     """NUTS for one problem at fixed hyperparameters (the prior covariance ``K``).
 
@@ -139,6 +154,7 @@ def sample(
         pair_mask: ``(m,)`` bool, False for padded pairs.
         ties, weights, margin: each row a tie or a win, its weight and the tie margin, as in
             ``bayesrank.inference.ep.fit`` (None: probit pairs of weight 1).
+        outcomes: or each row's interval and weight as one ``Outcomes`` (e.g. grades).
         options: the sampler's settings (``NUTSSettings``: ``num_warmup``,
             ``num_samples``, ``num_chains``, ``target_accept_prob``, ``max_tree_depth``,
             ``dense_mass``, ``init_radius``).
@@ -149,12 +165,15 @@ def sample(
     settings = settings_from(options)
     check_key(key)
     K, pairs, pair_mask = _float_problem(K, pairs, pair_mask, batched=False)
-    outcomes = None
     if ties is not None or weights is not None or margin is not None:
-        tie, weight, eps = check_outcomes(
-            ties, weights, 0.0 if margin is None else margin, len(pairs)
-        )
+        if outcomes is not None:
+            raise ValueError("give ties, weights and margin, or outcomes, not both")
+        eps = 0.0 if margin is None else margin
+        tie, weight, eps = check_outcomes(ties, weights, eps, len(pairs))
         outcomes = tie_outcomes(tie, weight.astype(K.dtype), np.asarray(eps, K.dtype))
+    elif outcomes is not None:
+        lower, upper, weight = check_intervals(*outcomes, m=len(pairs))
+        outcomes = Outcomes(*(np.asarray(a, K.dtype) for a in (lower, upper, weight)))
     with one_blas_thread():
         samples, trace = _sample_fixed(
             key, K, pairs, pair_mask, settings.static(), settings.tuning(K.dtype), outcomes
@@ -178,14 +197,15 @@ def sample_problem(key, prior, problem, **options) -> NUTSPosterior:
             f"{type(problem).__name__}"
         )
     check_prior(prior, None if problem.X is None else problem.X.shape[1])
-    graphs = prior.prepare(problem.relations)
-    X = None if problem.X is None else jnp.asarray(problem.X)
-    K = prior.covariance(X, graphs, np.ones(problem.n, bool))
+    K = problem_covariance(prior, problem, jnp.result_type(float))
     outcomes = problem_outcomes(prior, problem)
     if outcomes is None:
         return sample(key, K, problem.pairs, **options)
-    ties, weights, margin = outcomes
-    return sample(key, K, problem.rows, ties=ties, weights=weights, margin=margin, **options)
+    tie, grade, weight = outcomes
+    margin = 0.0 if prior.margin is None else prior.margin
+    rows = row_outcomes(tie, grade, weight, margin, prior.thresholds)
+    post = sample(key, K, problem.rows, outcomes=rows, **options)
+    return first_entities(post, problem.n) if problem.anchored else post
 
 
 @partial(jax.jit, static_argnames=("settings", "method"))

@@ -150,6 +150,8 @@ def read_problem(name: str, node, arrays: dict) -> PreferenceProblem:
             ties=array(node.get("ties")),
             weights=array(node.get("weights")),
             tie_weights=array(node.get("tie_weights")),
+            graded=array(node.get("graded")),
+            grade_weights=array(node.get("grade_weights")),
         )
     except ModelFileError:
         raise

@@ -23,6 +23,9 @@ key                                shape, dtype                what
                                                                without ties)
 ``problem/weights``                ``(m,)`` float64            each pair's weight (absent: 1)
 ``problem/tie_weights``            ``(m_t,)`` float64          each tie's weight (absent: 1)
+``problem/graded``                 ``(m_g, 2)`` int64          rows (entity, grade) (absent
+                                                               without grades)
+``problem/grade_weights``          ``(m_g,)`` float64          each grade's weight (absent: 1)
 ``prior/...``                      as the hyperparameter       each hyperparameter of the prior,
                                                                e.g. ``prior/attribute/rho``,
                                                                ``prior/weights``,
@@ -56,7 +59,8 @@ key                     value
 ``summary``             for people: ``n_entities``, ``n_pairs``, ``n_features``,
                         ``n_relations``, ``dtype``, ``converged``, ``log_evidence``
 ``problem``             ``{"n": n, "pairs": KEY, "X": KEY or null, "relations": [KEY, ...]}``,
-                        and ``"ties"``, ``"weights"``, ``"tie_weights"`` (KEY) where present
+                        and ``"ties"``, ``"weights"``, ``"tie_weights"``, ``"graded"``,
+                        ``"grade_weights"`` (KEY) where present
 ``prior``               the XPGP prior as a tree of nodes (``bayesrank.io.trees``): each
                         kernel's class and fields; each hyperparameter's array key, its
                         ``constraint``, ``default_trainable`` flag and ``value`` (a copy for
@@ -171,7 +175,7 @@ def _document(posterior: Posterior) -> tuple[dict, dict]:
     for r, W in enumerate(problem.relations):
         arrays[f"problem/relations/{r}"] = np.asarray(W)
         problem_node["relations"].append(f"problem/relations/{r}")
-    for name in ("ties", "weights", "tie_weights"):  # only where the problem has them
+    for name in ("ties", "weights", "tie_weights", "graded", "grade_weights"):  # where present
         value = getattr(problem, name)
         if value is not None and len(value):
             arrays[f"problem/{name}"] = np.asarray(value)
@@ -183,7 +187,7 @@ def _document(posterior: Posterior) -> tuple[dict, dict]:
     log_evidence = getattr(result, "log_evidence", None)
     meta = {
         "format": FORMAT,
-        "format_version": 2 if problem.has_outcomes or posterior.prior.margin is not None else 1,
+        "format_version": 2 if problem.has_outcomes or _likelihood_params(posterior.prior) else 1,
         "bayesrank_version": getattr(bayesrank, "__version__", "unknown"),
         "jax_version": jax.__version__,
         "numpy_version": np.__version__,
@@ -312,3 +316,8 @@ def load(path, *, kernels=()) -> Posterior:
     posterior = Posterior(prior, problem, result, learning, engine)
     check_fit(name, posterior)
     return posterior
+
+
+def _likelihood_params(prior) -> bool:
+    """Whether the prior has a tie margin or thresholds (which a version-1 reader refuses)."""
+    return prior.margin is not None or prior.threshold is not None

@@ -12,7 +12,7 @@ from .graph import (
     laplacian,
     laplacian_spectrum,
 )
-from .params import Bounded, Positive, constrain, unconstrain
+from .params import Bounded, Positive, Real, constrain, unconstrain
 from .xpgp import XPGP, ComponentPosterior, component_posterior, mask_covariance
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "LaplacianSpectrum",
     "Linear",
     "Positive",
+    "Real",
     "RegularizedLaplacian",
     "component_posterior",
     "constrain",

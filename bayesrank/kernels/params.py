@@ -9,6 +9,7 @@ constraint    domain                       constrained = f(u)                  u
 ============  ===========================  ==================================  =================
 Positive      ``(lower, inf)``             ``lower + exp(u)``                  ``log(v - lower)``
 Bounded       ``(low, high)``              ``low + (high-low) sigmoid(u)``     ``logit(...)``
+Real          ``(-inf, inf)``              ``u``                               ``value``
 ============  ===========================  ==================================  =================
 
 ``exp`` (not softplus) for positive scales makes a log-normal hyperprior a normal prior on ``u``
@@ -28,6 +29,7 @@ import numpy as np
 __all__ = [
     "Bounded",
     "Positive",
+    "Real",
     "check_hyperparameters",
     "constrain",
     "constrain_host",
@@ -51,6 +53,17 @@ class Positive(NamedTuple):
 
     def inverse(self, value, xp=jnp):
         return xp.log(value - self.lower)
+
+
+class Real(NamedTuple):
+    """A value anywhere on the real line (finite), mapped by the identity: a location, such as
+    the ordinal model's lowest threshold."""
+
+    def forward(self, u, xp=jnp):
+        return u
+
+    def inverse(self, value, xp=jnp):
+        return value
 
 
 class Bounded(NamedTuple):
@@ -136,8 +149,10 @@ def constrain_host(obj):
     return map_params(obj, lambda _o, _n, c, u: c.forward(np.asarray(u, np.float64), xp=np))
 
 
-def _describe(c: Positive | Bounded, strict: bool) -> tuple[float, float, str]:
+def _describe(c: Positive | Bounded | Real, strict: bool) -> tuple[float, float, str]:
     """``(low, high, phrase)`` of the domain a value must lie in."""
+    if isinstance(c, Real):
+        return -np.inf, np.inf, "real"
     if isinstance(c, Bounded):
         return c.low, c.high, f"in ({c.low}, {c.high})"
     low = c.lower if strict else 0.0

@@ -33,8 +33,8 @@ import jax.scipy.linalg as jsl
 from .attributes import Independent
 from .base import Kernel
 from .params import (
-    Bounded,
     Positive,
+    Real,
     check_hyperparameters,
     map_params,
     param,
@@ -116,7 +116,7 @@ class XPGP:
             ties (the probit pair model). Needed for problems with ties; not part of ``K``.
         threshold, threshold_gaps: the ordinal model's thresholds on ``xi_hat`` for graded
             entities (Chu & Ghahramani 2005; ``bayesrank.likelihoods.grade_outcomes``): the
-            lowest, ``b_0`` (in ``(-100, 100)``), and the ``K - 2`` positive gaps to the next
+            lowest, ``b_0`` (any real), and the ``K - 2`` positive gaps to the next
             ones (``None``: two grades), so ``b_0 < b_1 < ... < b_{K-2}`` for ``K`` grades
             (``thresholds``). ``None``: no grades. Learned with the other hyperparameters.
     """
@@ -127,7 +127,7 @@ class XPGP:
     sigma: jnp.ndarray = param(Positive(), default=0.5**0.5)
     entity: Independent | None = None
     margin: jnp.ndarray = param(Positive(), default=None)
-    threshold: jnp.ndarray = param(Bounded(-100.0, 100.0), default=None)
+    threshold: jnp.ndarray = param(Real(), default=None)
     threshold_gaps: jnp.ndarray = param(Positive(), default=None)
 
     @property

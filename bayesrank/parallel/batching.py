@@ -83,7 +83,6 @@ def prepare_batch(prior: XPGP, batch: ProblemBatch, restrict: int | bool = False
     )
 
 
-
 def outcome_rows(prior: XPGP, data: PreparedBatch):
     """The rows' ``(tie, grade, weight)`` arrays where the likelihood is not plain probit pairs
     (ties, grades, weights, or a margin in the prior), else None: with ``outcomes``, what the

@@ -257,3 +257,27 @@ def test_a_graded_fit_saves_and_loads(tmp_path):
 def test_bad_grades_and_thresholds_name_the_culprit(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+def test_the_command_line_fits_grades_as_grades_or_as_pairs_with_ties(tmp_path):
+    """``bayesrank fit --labels grades`` fits the ordinal model to a study folder's grades
+    (thresholds for grades 0..2 in the prior), ``--labels ties`` pairs and ties, and a query of
+    comparisons refuses either rather than pretend."""
+    from bayesrank.cli import main
+
+    rng = np.random.default_rng(7)
+    folder = tmp_path / "study" / "q1"
+    folder.mkdir(parents=True)
+    np.savetxt(folder / "attributes.csv", rng.normal(size=(9, 2)), delimiter=",")
+    np.savetxt(folder / "grades.csv", [0, 1, 2, 1, 0, 2, 2, 1, 0], fmt="%d")
+    data = str(tmp_path / "study")
+    for labels, check in (
+        ("grades", lambda p: len(p.problem.graded) == 9 and p.prior.n_grades == 3),
+        ("ties", lambda p: len(p.problem.ties) == 9 and p.prior.margin is not None),
+    ):
+        out = tmp_path / labels
+        assert main(["fit", data, "--out", str(out), "--fixed", "--quiet", "--labels", labels]) == 0
+        assert check(load(out / "query-0.npz"))
+    (folder / "grades.csv").unlink()
+    (folder / "comparisons.csv").write_text("0,1\n1,2\n")
+    assert main(["fit", data, "--out", str(tmp_path / "c"), "--quiet", "--labels", "grades"]) == 2

@@ -8,7 +8,11 @@ a regularized Laplacian per relation (``--relations``, study folders), and an in
 per-entity effect (``--no-entity`` drops it); its hyperparameters are learned by maximising the
 EP evidence (``--fixed`` keeps the defaults; the engine's own evidence with ``--inference
 laplace``), one ``theta`` shared by the queries; then each query's posterior by the engine
-(``--inference ep|laplace|nuts``).
+(``--inference ep|laplace|nuts``). Graded data (a LETOR file, study folders with
+``grades.csv``) gives the pairs its grades imply (``--labels pairs``, the default), those and a
+tie for every two equal grades (``--labels ties``: a tie margin in the prior), or the grades
+themselves (``--labels grades``: the ordinal model, ``K - 1`` thresholds for grades
+``0..K-1``); the margin and thresholds are learned with the kernel.
 
 MODEL is a folder: ``collection.json`` (the format below) and one model file per query
 (``bayesrank.io``, ``query-<k>.npz``).
@@ -44,32 +48,64 @@ COLLECTION_VERSION = 1
 INDEX = "collection.json"
 
 
-def _queries(data: Path | None):
-    """``(kind, lines, [(qid, X, pairs, relations dict, rows, doc_ids)])`` of DATA."""
+def _labels(qid, grades, pairs, judged, labels: str):
+    """A query's ``(pairs, keywords of PreferenceProblem.create)`` under ``--labels``: the pairs
+    its grades imply (``pairs``), with equal grades as ties (``ties``), or the grades themselves
+    (``grades``, the ordinal model); a query of comparisons keeps its own."""
+    import numpy as np
+
+    from ..data.pairs import pairs_from_grades
+
+    if grades is None:
+        if labels != "pairs":
+            raise ValueError(
+                f"--labels {labels}: query {qid!r} has comparisons, not grades (its ties and "
+                "weights, if any, are read as they are)"
+            )
+        return pairs, judged
+    if labels == "grades":
+        values = np.asarray(grades, np.float64)
+        if np.any(values != np.round(values)) or np.any(values < 0):
+            raise ValueError(
+                f"--labels grades: query {qid!r} has grades that are not whole numbers >= 0 "
+                f"({values[(values != np.round(values)) | (values < 0)][0]!r}): map them onto "
+                "0, 1, ..., K - 1"
+            )
+        graded = np.column_stack([np.arange(len(values)), values]).astype(np.int64)
+        return np.zeros((0, 2), np.int64), {"graded": graded}
+    if labels == "ties":
+        equal = np.argwhere(np.triu(np.equal.outer(grades, grades), 1))
+        return pairs_from_grades(grades), {"ties": equal} if len(equal) else {}
+    return pairs_from_grades(grades), {}
+
+
+def _queries(data: Path | None, labels: str = "pairs"):
+    """``(kind, lines, [(qid, X, (pairs, judged), relations dict, rows, doc_ids)])`` of DATA,
+    the labels taken as ``--labels`` says (``_labels``)."""
     import numpy as np
 
     from ..data.letor import load_letor
-    from ..data.pairs import pairs_from_grades
     from ..data.study import read_study_dir
 
     if data is not None and Path(data).is_dir():
-        out = [
-            (q.qid, q.X, (q.pairs, q.judgements), q.relations, None, None)
-            for q in read_study_dir(data)
-        ]
+        out = []
+        for q in read_study_dir(data):
+            labelled = _labels(q.qid, q.grades, q.pairs, q.judgements, labels)
+            out.append((q.qid, q.X, labelled, q.relations, None, None))
         return "study", None, out
     queries = load_letor(data_path(data))
     lines = sum(q.n_docs for q in queries)
-    out = [
-        (q.qid, q.X, (pairs_from_grades(q.grades), {}), {}, np.asarray(q.rows), q.doc_ids)
-        for q in queries
-    ]
+    out = []
+    for q in queries:
+        labelled = _labels(q.qid, q.grades, None, {}, labels)
+        out.append((q.qid, q.X, labelled, {}, np.asarray(q.rows), q.doc_ids))
     return "letor", lines, out
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
     setup_jax()
     import jax
+    import numpy as np
 
     from ..data.problem import PreferenceProblem
     from ..io import save
@@ -78,7 +114,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     from ..learning import fit_hyperparameters
     from ..model import XPGPModel
 
-    kind, lines, queries = _queries(args.data)
+    kind, lines, queries = _queries(args.data, args.labels)
     if args.query:
         known = [q[0] for q in queries]
         if missing := sorted(set(args.query) - set(known)):
@@ -96,11 +132,18 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         for _, X, (pairs, judged), rels, _, _ in queries
     ]
     n_ties = sum(len(p.ties) for p in problems)
+    top = max((int(p.graded[:, 1].max()) for p in problems if p.anchored), default=0)
+    thresholds = {}
+    if top > 0:  # the ordinal model: K - 1 thresholds from -1 to 1, learned unless --fixed
+        thresholds = {"threshold": -1.0 if top > 1 else 0.0}
+        if top > 1:
+            thresholds["threshold_gaps"] = np.full(top - 1, 2.0 / (top - 1))
     prior = XPGP(
         RBF(),
         tuple(RegularizedLaplacian() for _ in names),
         entity=None if args.no_entity else Independent(),
         margin=0.5 if n_ties else None,  # the tie model's margin, learned unless --fixed
+        **thresholds,
     )
 
     def say(text: str) -> None:
@@ -111,9 +154,10 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         say(f"learning the hyperparameters on {len(problems)} queries ...")
         method = "laplace" if args.inference == "laplace" else "ep"
         trainable = None
-        if n_ties and method == "laplace":  # only the EP evidence carries the margin's gradient
-            trainable = dataclasses.replace(default_trainable(prior), margin=False)
-            say("the tie margin stays at 0.5 (--inference laplace learns the kernel only)")
+        if (n_ties or top) and method == "laplace":  # only EP's evidence has their gradients
+            frozen = dict(margin=False, threshold=False, threshold_gaps=False)
+            trainable = dataclasses.replace(default_trainable(prior), **frozen)
+            say("the tie margin and thresholds stay as they start (--inference laplace)")
         prior = fit_hyperparameters(prior, problems, inference=method, trainable=trainable).prior
     say(f"prior: {prior}")
     args.out.mkdir(parents=True, exist_ok=True)
@@ -127,6 +171,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
             f"[{k + 1}/{len(problems)}] query {qid}: {problem.n} entities, "
             f"{len(problem.pairs)} pairs"
             + (f", {len(problem.ties)} ties" if len(problem.ties) else "")
+            + (f", {len(problem.graded)} grades" if problem.anchored else "")
             + f" ({args.inference})"
         )
         posterior = model.fit(problem, key=jax.random.fold_in(key, k))
@@ -263,6 +308,11 @@ def add_parsers(sub) -> None:
     fit.add_argument("--relations", nargs="*", default=None, help="relation names (study data)")
     fit.add_argument("--inference", choices=["ep", "laplace", "nuts"], default="ep")
     fit.add_argument("--fixed", action="store_true", help="keep the default hyperparameters")
+    fit.add_argument(
+        "--labels", choices=["pairs", "ties", "grades"], default="pairs",
+        help="graded data as the pairs its grades imply (default), with equal grades as ties "
+        "(a learned tie margin), or as grades (the ordinal model, learned thresholds)",
+    )  # fmt: skip
     fit.add_argument("--no-entity", action="store_true", help="no per-entity effect")
     fit.add_argument("--seed", type=int, default=0, help="NUTS's key")
     fit.add_argument("--quiet", action="store_true", help="no progress on stderr")

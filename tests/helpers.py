@@ -186,3 +186,15 @@ def assert_close(
                 f"actual there: {got_b[bad][:5]}, expected: {want_b[bad][:5]}"
             )
     np.testing.assert_allclose(got, want, rtol=r, atol=a, err_msg=msg)
+
+
+# --- Monte Carlo error ------------------------------------------------------------------------
+
+
+def mcse_mean(x) -> float:
+    """Monte Carlo standard error of the mean of ``x: (chains, draws)``: its sd over the square
+    root of NumPyro's effective sample size (split chains, autocorrelation)."""
+    from numpyro.diagnostics import effective_sample_size
+
+    x = np.asarray(x)
+    return float(x.std() / np.sqrt(effective_sample_size(x)))

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mcse_mean
 from scipy import integrate, stats
 
 from bayesrank import PreferenceProblem, Start, XPGPModel, default_trainable
@@ -154,12 +155,6 @@ def test_counts_equal_copies_and_mixed_problems_fit_as_their_rows():
     assert len(merged.graded) == len(problem.graded)
     c = XPGPModel(prior).fit(merged)
     np.testing.assert_allclose(c.mean, a.mean, atol=1e-9)
-
-
-def mcse_mean(x):
-    x = np.asarray(x)
-    batches = x.reshape(x.shape[0], 20, -1).mean(axis=2).ravel()
-    return batches.std(ddof=1) / np.sqrt(len(batches))
 
 
 @pytest.mark.slow  # long NUTS chains, as the pairs-only agreement tests

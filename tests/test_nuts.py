@@ -23,8 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import assert_close, float32_not_run, float32_param
-from numpyro.diagnostics import effective_sample_size
+from helpers import assert_close, float32_not_run, float32_param, mcse_mean
 from quadrature import probit_tilted_moments
 from scipy import stats
 
@@ -40,12 +39,6 @@ MONTE_CARLO = (
     "slow (a NUTS run of its own); float32 NUTS is checked against quadrature by "
     "test_one_pair_against_quadrature"
 )
-
-
-def mcse_mean(x):
-    """Monte Carlo standard error of the mean of ``x: (chains, draws)`` (NumPyro's ESS)."""
-    x = np.asarray(x)
-    return x.std() / np.sqrt(effective_sample_size(x))
 
 
 @pytest.mark.parametrize("padded", [float32_param(False), True])  # float32 run (time): unpadded

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import mcse_mean
 from scipy import integrate, stats
 
 from bayesrank import PreferenceProblem, XPGPModel, default_trainable, parallel
@@ -261,13 +262,6 @@ def test_every_schedule_reaches_the_same_fixed_point(options):
     np.testing.assert_allclose(other.mean, base.mean, atol=1e-9)
     np.testing.assert_allclose(other.cov, base.cov, atol=1e-9)
     np.testing.assert_allclose(other.log_evidence, base.log_evidence, atol=1e-9)
-
-
-def mcse_mean(x):
-    """Monte Carlo standard error of ``mean(x)`` over ``(chains, draws)`` (batch means)."""
-    x = np.asarray(x)
-    batches = x.reshape(x.shape[0], 20, -1).mean(axis=2).ravel()
-    return batches.std(ddof=1) / np.sqrt(len(batches))
 
 
 @pytest.mark.slow  # long NUTS chains, as the pairs-only agreement tests

@@ -1,4 +1,4 @@
-"""The cost of ties and of weighted (repeated) judgements against pairs alone, at equal ``m``.
+"""The cost of ties, grades and weighted (repeated) judgements against pairs alone, at equal ``m``.
 
     python benchmarks/bench_ties.py [--sizes 300x600,300x1200] [--repeats 7]
 
@@ -9,7 +9,9 @@ fifth are ties), through the public ``ep.fit`` as a user calls it:
 1. ``pairs``: the judgements as probit pairs, ties dropped (today's model, ``m`` rows fewer ties);
 2. ``pairs + ties``: every judgement, ties as ties (``ties=``, ``margin=0.5``): ``m`` rows;
 3. ``copies``: the same judgements made ``c = 4`` times each, as ``4 m`` rows;
-4. ``weights``: the same as ``m`` rows of weight 4 (the same posterior as 3, to 1e-9).
+4. ``weights``: the same as ``m`` rows of weight 4 (the same posterior as 3, to 1e-9);
+5. ``grades``: ``m`` grades instead (the ordinal model, 3 grades, thresholds -0.5 and 0.5),
+   each of a random entity: ``m`` rows against the anchor entity (``n + 1`` entities).
 
 Reports the first call (compilation included), the median of the repeated calls, EP's sweeps,
 and each row's ratio to ``pairs``. Writes ``benchmarks/out/ties.json``.
@@ -49,6 +51,7 @@ def main() -> None:
     import numpy as np
 
     from bayesrank.inference import ep
+    from bayesrank.likelihoods import grade_outcomes
 
     copies = 4
     report = {"machine": harness.machine_info(), "versions": harness.versions("jax"), "rows": []}
@@ -64,6 +67,17 @@ def main() -> None:
                 K, rows, ties=tie, weights=np.full(m, float(copies)), margin=0.5
             ),
         }
+        rng = np.random.default_rng(1)
+        who = rng.integers(0, n, m)  # m grades of random entities, against the anchor n
+        f = 2.0 * np.linalg.cholesky(K + 1e-9 * np.eye(n)) @ rng.normal(size=n) / 2.0
+        grade = np.digitize(f[who] + rng.normal(size=m), [-0.5, 0.5])
+        K_anchor = np.zeros((n + 1, n + 1))
+        K_anchor[:n, :n] = K
+        K_anchor[n, n] = np.finfo(float).eps ** 2 * np.max(np.diag(K))
+        graded = np.column_stack([who, np.full(m, n)])
+        cases["grades"] = lambda K_anchor=K_anchor, graded=graded, grade=grade, m=m: ep.fit(
+            K_anchor, graded, outcomes=grade_outcomes(grade, np.ones(m), np.array([-0.5, 0.5]))
+        )
         print(f"n = {n}, m = {m} ({int(tie.sum())} ties)")
         base = None
         for name, fit in cases.items():

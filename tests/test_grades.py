@@ -180,6 +180,7 @@ def test_ep_laplace_and_nuts_agree_on_grades():
     assert np.max(np.abs(post.mean - exact)) < np.max(np.abs(lap.mean - exact))
 
 
+@pytest.mark.slow  # end to end: a learned fit and Nelder-Mead over refits
 def test_learned_thresholds_reach_an_independent_optimisers_evidence():
     """The thresholds alone learned (the kernel held: its scale trades off against them along a
     flat ridge), by plain maximum likelihood: the EP evidence at the fit is within the fit's
@@ -254,6 +255,7 @@ def test_bad_grades_and_thresholds_name_the_culprit(make, match):
         make()
 
 
+@pytest.mark.slow  # end to end: the command line's fit and predict
 def test_the_command_line_fits_grades_as_grades_or_as_pairs_with_ties(tmp_path):
     """``bayesrank fit --labels grades`` fits the ordinal model to a study folder's grades
     (thresholds for grades 0..2 in the prior), ``--labels ties`` pairs and ties, and a query of

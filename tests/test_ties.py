@@ -357,6 +357,7 @@ def tie_problem(seed=0, n=24, m=120, eps=0.5):
     return PreferenceProblem.create(np.array(pairs), X=X, ties=np.array(ties))
 
 
+@pytest.mark.slow  # end to end: the model's fit, and merged repeats
 def test_the_model_fits_a_problem_with_ties_as_ep_on_its_rows():
     problem = tie_problem()
     prior = XPGP(RBF(), margin=0.4)
@@ -381,6 +382,7 @@ def test_the_model_fits_a_problem_with_ties_as_ep_on_its_rows():
     np.testing.assert_allclose(a.log_evidence, b.log_evidence, atol=1e-9)
 
 
+@pytest.mark.slow  # end to end: a learned fit and refits around it
 def test_learning_the_margin_maximises_the_evidence():
     """The learned margin and lengthscale are where the EP evidence is stationary: the
     evidence at the learned prior is above its value a step away in each direction."""
@@ -442,6 +444,7 @@ def test_a_fit_with_ties_and_weights_saves_and_loads(tmp_path):
     assert load_metadata(tmp_path / "ties.npz")["format_version"] == 2
 
 
+@pytest.mark.slow  # end to end: the command line's fit and predict
 def test_the_command_line_fits_and_predicts_a_study_folder_with_ties(tmp_path):
     """A study folder whose comparisons hold ties and weights: ``bayesrank fit`` adds a tie
     margin to the prior, ``predict`` writes ``P(tie)`` beside ``P(i > j)``, both the saved

@@ -15,7 +15,7 @@ jitted program, which a new split of the same query, or a query of similar size,
 from __future__ import annotations
 
 import dataclasses
-from functools import cached_property
+from functools import cached_property, partial
 
 import jax
 import jax.numpy as jnp
@@ -152,11 +152,6 @@ class Posterior:
         is not in: add it to the problem instead, without pairs, for transductive prediction).
         """
         prior = self.prior
-        if self.problem.anchored:
-            raise ValueError(
-                "predict_new does not take a graded problem yet; add the new entities to the "
-                "problem (without grades) to predict them transductively"
-            )
         if prior.relations or prior.attribute is None:
             raise ValueError(
                 "predict_new needs an attribute-only prior; add new entities to "
@@ -168,14 +163,19 @@ class Posterior:
                 "add the new entities to the problem (without pairs) and predict transductively"
             )
         X_new = check_features(X_new, n_features=self.problem.X.shape[1], name="X_new")
+        mean, cov, X = self.mean, self.cov, self.problem.X
+        if self.problem.anchored:  # the grades' sites touch the anchor, whose value is 0
+            mean, cov = np.pad(np.asarray(mean), (0, 1)), np.pad(np.asarray(cov), (0, 1))
+            X = np.pad(X, ((0, 1), (0, 0)))
         return _predict_new(
             prior,
-            self.problem.X,
+            X,
             X_new,
-            self.mean,
-            self.cov,
+            mean,
+            cov,
             self.problem.rows,
             self.result.sites,
+            self.problem.anchored,
         )
 
 
@@ -185,10 +185,12 @@ def prior_weight_scale(prior: XPGP) -> jax.Array:
     return w1**2 / (2 * prior.sigma**2)
 
 
-@jax.jit
-def _predict_new(prior: XPGP, X, X_new, mean, cov, pairs, sites):
+@partial(jax.jit, static_argnames=("anchored",))
+def _predict_new(prior: XPGP, X, X_new, mean, cov, pairs, sites, anchored=False):
     scale = prior_weight_scale(prior)
     K_cross = scale * prior.attribute(X, X_new)
+    if anchored:  # the anchor (last row) is independent of every entity
+        K_cross = K_cross.at[-1].set(0.0)
     K_new = scale * prior.attribute(X_new)
     if prior.entity is not None:
         K_new = K_new + prior.entity.scale**2 / (2 * prior.sigma**2) * jnp.eye(len(X_new))

@@ -23,7 +23,7 @@ from bayesrank import PreferenceProblem, Start, XPGPModel, default_trainable
 from bayesrank.inference import ep, laplace
 from bayesrank.inference.problem import problem_covariance
 from bayesrank.io import load, save
-from bayesrank.kernels import RBF, XPGP
+from bayesrank.kernels import RBF, XPGP, Independent
 from bayesrank.learning import fit_hyperparameters
 from bayesrank.likelihoods import grade_outcomes, outcome_tilted_moments
 
@@ -278,3 +278,18 @@ def test_the_command_line_fits_grades_as_grades_or_as_pairs_with_ties(tmp_path):
     (folder / "grades.csv").unlink()
     (folder / "comparisons.csv").write_text("0,1\n1,2\n")
     assert main(["fit", data, "--out", str(tmp_path / "c"), "--quiet", "--labels", "grades"]) == 2
+
+
+def test_new_entities_of_a_graded_problem_as_if_they_were_in_it():
+    """``predict_new`` after grades equals the transductive posterior of the same entities added
+    to the problem without a grade (the anchor's row of the cross-covariance is 0)."""
+    rng = np.random.default_rng(8)
+    n = 12
+    X = rng.normal(size=(n + 3, 2))
+    grades = np.array([0, 1, 2, 1, 0, 2, 2, 1, 0, 1, 2, 0], float)
+    prior = dataclasses.replace(prior_for(np.array([-0.5, 0.5])), entity=Independent(0.3))
+    model = XPGPModel(prior, tol=1e-12)
+    mean, cov = model.fit(PreferenceProblem.from_grades(grades, X=X[:n])).predict_new(X[n:])
+    whole = model.fit(PreferenceProblem.from_grades(np.r_[grades, [np.nan] * 3], X=X))
+    np.testing.assert_allclose(mean, whole.mean[n:], atol=1e-10)
+    np.testing.assert_allclose(cov, whole.cov[n:, n:], atol=1e-10)

@@ -105,12 +105,11 @@ def _queries(data: Path | None, labels: str = "pairs"):
 def _cmd_fit(args: argparse.Namespace) -> int:
     setup_jax()
     import jax
-    import numpy as np
 
     from ..data.problem import PreferenceProblem
     from ..io import save
     from ..kernels import RBF, XPGP, Independent, RegularizedLaplacian
-    from ..kernels.xpgp import default_trainable
+    from ..kernels.xpgp import default_trainable, start_thresholds
     from ..learning import fit_hyperparameters
     from ..model import XPGPModel
 
@@ -133,11 +132,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     ]
     n_ties = sum(len(p.ties) for p in problems)
     top = max((int(p.graded[:, 1].max()) for p in problems if p.anchored), default=0)
-    thresholds = {}
-    if top > 0:  # the ordinal model: K - 1 thresholds from -1 to 1, learned unless --fixed
-        thresholds = {"threshold": -1.0 if top > 1 else 0.0}
-        if top > 1:
-            thresholds["threshold_gaps"] = np.full(top - 1, 2.0 / (top - 1))
+    # the ordinal model: K - 1 thresholds from -1 to 1, learned unless --fixed
+    thresholds = start_thresholds(top + 1) if top > 0 else {}
     prior = XPGP(
         RBF(),
         tuple(RegularizedLaplacian() for _ in names),

@@ -3,7 +3,7 @@ the scripts in ``experiments/`` are front ends for the full-data runs.
 
 ``relational`` (a subpackage: ``bayesrank.experiments.relational``) is the relational study of
 Kersting & Xu (2009, Sec. 6) with its controls; ``StudyConfig`` is its protocol, from the
-bundled sample (the command's default) to the full study over three collections. The four
+bundled sample (the command's default) to the full study over three collections. The five
 subpackages below are each one implementation with two protocols: ``--protocol reduced`` (the
 default: the bundled OHSUMED sample, about a minute at most) and ``--protocol full`` (the
 full-data study whose results are in ``docs/results/``; ``experiments/<script>.py`` runs it on
@@ -18,6 +18,7 @@ full-data study whose results are in ``docs/results/``; ``experiments/<script>.p
                    pair, with NUTS's Monte Carlo standard error
 ``inference``      ``inference``: EP and Laplace (and NUTS) with learned hyperparameters:
                    pair error, log-likelihood, calibration
+``labels``         ``labels``: ties or grades against pairs alone at equal labelling cost
 =================  ==========================================================================
 
 Each module has the same face, which the command line wires up::
@@ -50,9 +51,9 @@ load inside ``run``).
 
 from __future__ import annotations
 
-from . import active, baselines, ep_vs_nuts, inference
+from . import active, baselines, ep_vs_nuts, inference, labels
 
 #: The experiments by subcommand name.
-EXPERIMENTS = {m.NAME: m for m in (active, baselines, ep_vs_nuts, inference)}
+EXPERIMENTS = {m.NAME: m for m in (active, baselines, ep_vs_nuts, inference, labels)}
 
-__all__ = ["EXPERIMENTS", "active", "baselines", "ep_vs_nuts", "inference"]
+__all__ = ["EXPERIMENTS", "active", "baselines", "ep_vs_nuts", "inference", "labels"]

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
+import numpy as np
 
 from .attributes import Independent
 from .base import Kernel
@@ -48,6 +49,7 @@ __all__ = [
     "component_posterior",
     "default_trainable",
     "mask_covariance",
+    "start_thresholds",
     "with_anchor",
 ]
 
@@ -78,6 +80,16 @@ def mask_covariance(K: jax.Array, mask: jax.Array | None) -> jax.Array:
         return K
     keep = mask[:, None] & mask[None, :]
     return jnp.where(keep, K, 0.0) + jnp.diag(jnp.where(mask, 0.0, 1.0))
+
+
+def start_thresholds(n_grades: int) -> dict:
+    """``XPGP``'s threshold fields for ``n_grades`` grades (K >= 2), evenly from -1 to 1: a
+    start for learning (``XPGP(..., **start_thresholds(3))``)."""
+    if n_grades < 2:
+        raise ValueError(f"the ordinal model needs at least 2 grades, got {n_grades}")
+    if n_grades == 2:
+        return {"threshold": 0.0}
+    return {"threshold": -1.0, "threshold_gaps": np.full(n_grades - 2, 2.0 / (n_grades - 2))}
 
 
 def with_anchor(K: jax.Array, anchor: jax.Array | None) -> jax.Array:

@@ -34,7 +34,7 @@ from .inference import ep
 from .inference.ep.fit import EP_ADVICE, MAX_ITER_LIMIT, check_settings
 from .inference.problem import fit_problem, why_not_finite
 from .kernels.xpgp import XPGP, ComponentPosterior, check_prior, component_posterior
-from .likelihoods import interval_probability
+from .predict import grade_probabilities
 from .runtime import one_blas_thread, warn_if_float32
 
 __all__ = ["Posterior", "XPGPModel"]
@@ -86,16 +86,11 @@ class Posterior:
         idx = np.arange(n)
         if entities is not None:  # as pairs (i, i), which check_index_pairs names
             idx = check_index_pairs(np.column_stack([entities, entities]), n, "entities")[:, 0]
-        b = np.asarray(self.prior.thresholds, np.float64)
-        edges = np.concatenate([[-np.inf], b, [np.inf]])
-        lower, upper = edges[:-1], edges[1:]
         if self.inference == "nuts":
-            f = np.asarray(self.result.draws)[:, idx]  # (S, p)
-            mean, var = f[..., None], np.zeros_like(f)[..., None]
-            probs = interval_probability(mean, var, lower, upper)
-            return np.asarray(probs).mean(axis=0)
+            draws = np.asarray(self.result.draws)[:, idx]  # (S, p): no variance beyond the draws
+            return grade_probabilities(draws, 0.0, self.prior.thresholds).mean(axis=0)
         mean, var = (np.asarray(a)[idx] for a in self.result.scores())
-        return np.asarray(interval_probability(mean[:, None], var[:, None], lower, upper))
+        return grade_probabilities(mean, var, self.prior.thresholds)
 
     def probability_matrix(self) -> jax.Array:
         """``(n, n)`` matrix of ``P(i > j | data)``."""

@@ -25,9 +25,16 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import log_ndtr
 
-from .likelihoods import Outcomes, outcome_log_likelihood, outcome_probabilities, pair_probability
+from .likelihoods import (
+    Outcomes,
+    interval_probability,
+    outcome_log_likelihood,
+    outcome_probabilities,
+    pair_probability,
+)
 
 __all__ = [
     "OutcomePrediction",
@@ -37,6 +44,7 @@ __all__ = [
     "draw_pair_predictions",
     "draw_probability_matrix",
     "entity_scores",
+    "grade_probabilities",
     "predict_new",
     "predict_outcomes",
     "predict_pairs",
@@ -80,6 +88,18 @@ def predict_outcomes(mean, cov, pairs, margin) -> OutcomePrediction:
     pred = predict_pairs(mean, cov, pairs)
     win, tie, loss = outcome_probabilities(pred.delta_mean, pred.delta_var, margin)
     return OutcomePrediction(win, tie, loss, pred.delta_mean, pred.delta_var)
+
+
+def grade_probabilities(mean, var, thresholds) -> np.ndarray:
+    """``(..., K)``: the probability of each grade ``0..K-1`` of entities whose ``xi_hat`` is
+    ``N(mean, var)`` (``mean``, ``var``: ``(...)``), under increasing ``thresholds: (K - 1,)``:
+    ``Phi((b_k - mu) / s) - Phi((b_{k-1} - mu) / s)``, ``s = sqrt(1 + var)`` (the ordinal
+    model, ``bayesrank.likelihoods``)."""
+    b = np.asarray(thresholds, np.float64)
+    edges = np.concatenate([[-np.inf], b, [np.inf]])
+    mean = np.asarray(mean, np.float64)[..., None]
+    var = np.broadcast_to(np.asarray(var, np.float64), np.shape(mean)[:-1])[..., None]
+    return np.asarray(interval_probability(mean, var, edges[:-1], edges[1:]))
 
 
 def probability_matrix(mean: jax.Array, cov: jax.Array) -> jax.Array:

@@ -14,8 +14,10 @@ option             ``reduced`` (the default)            ``full`` (``docs/results
 ``--repeats``      1                                    2
 =================  ===================================  =====================================
 
-Protocol, per query, budget ``J`` and repetition (a NumPy generator of ``--seed``, ``J``, the
-query's position and the repetition):
+Queries: ``--queries`` of the collection's, at random (seeded), among those with at least
+``2 max(J)`` pairs of documents with different grades (the relational study's loader and rule),
+so that every draw leaves held-out pairs. Protocol, per query, budget ``J`` and repetition (a
+NumPy generator of ``--seed``, ``J``, the query's position and the repetition):
 
 * **the judgements**: ``J`` distinct unordered pairs of the query's documents, uniformly at
   random; each is answered by the documents' grades: the higher graded wins, equal grades are a

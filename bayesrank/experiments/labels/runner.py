@@ -111,7 +111,7 @@ def run_protocol(protocol: Protocol, data_dir) -> dict:
         data_dir=data_dir,
         queries=protocol.queries,
         seed=protocol.seed,
-        known=(1,),
+        known=(max(protocol.budget),),  # queries with 2 J pairs of different grades at least
         max_movies=100,
     )
     queries = [q for q in load_collection(config) if len(np.unique(q.grades)) > 1]

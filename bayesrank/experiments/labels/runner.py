@@ -135,9 +135,10 @@ def run_protocol(protocol: Protocol, data_dir) -> dict:
             prior = fit_hyperparameters(_prior(way, n_grades), problems).prior
             priors[f"{way}@{budget}"] = repr(prior)
             model = XPGPModel(prior)
+            built = iter(problems)  # in the order they were built: query, then repetition
             for k, (q, ds) in enumerate(zip(queries, drawn, strict=True)):
                 for r, d in enumerate(ds):
-                    post = model.fit(_problem(way, q, d))
+                    post = model.fit(next(built))
                     numbers = _measures(way, post, d, grades[k], relevant)
                     rows.append(
                         {"budget": budget, "way": way, "query": q.qid, "repeat": r, **numbers}

@@ -1,6 +1,7 @@
 """The one batching path: collection façades against the single-query façades, the query map
 against a plain loop, and the persistent compilation cache across processes."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -59,6 +60,60 @@ def test_fit_ep_over_a_collection_equals_each_problems_own_fit():
     preds = parallel.predict_pairs(posts, [p.pairs[:5] for p in probs])
     for p, post, pred in zip(probs, posts, preds, strict=True):
         np.testing.assert_allclose(pred.prob, post.predict_pairs(p.pairs[:5]).prob)
+
+
+def outcome_problems(seed):
+    """Problems with ties, weights and grades beside their pairs (and one of pairs only), their
+    judgements drawn from the tie and ordinal models with a graph on the entities."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for n, kind in ((9, "ties"), (16, "grades"), (10, "pairs"), (26, "both")):
+        base = problems(int(rng.integers(1000)), [(n, 3 * n)])[0]
+        i = rng.integers(0, n, 6)
+        ties = np.c_[i, (i + rng.integers(1, n, 6)) % n]
+        graded = np.c_[rng.permutation(n)[: n // 2], rng.integers(0, 3, n // 2)]
+        extra = {
+            "ties": dict(ties=ties, weights=rng.integers(1, 4, len(base.pairs)).astype(float)),
+            "grades": dict(graded=graded),
+            "pairs": {},
+            "both": dict(ties=ties, graded=graded, grade_weights=np.full(len(graded), 2.0)),
+        }[kind]
+        out.append(
+            PreferenceProblem.create(base.pairs, X=base.X, relations=base.relations, **extra)
+        )
+    return out
+
+
+OUTCOME_PRIOR = dataclasses.replace(
+    PRIOR, margin=jnp.asarray(0.3), threshold=jnp.asarray(-0.5), threshold_gaps=jnp.array([1.0])
+)
+
+
+@pytest.mark.slow
+def test_collections_with_ties_weights_and_grades_equal_each_problems_own_fit():
+    """Ties, weights and grades (with their anchors) in ``fit_ep`` and ``fit_predict``: each
+    query's posterior, evidence and test-pair outcome probabilities equal XPGPModel.fit's on
+    the problem alone (which the engines' own tests check against quadrature and NUTS)."""
+    probs = outcome_problems(0)
+    tests = [np.array([[0, 1], [2, 3], [4, 1]]) for _ in probs]
+    posts = parallel.fit_ep(OUTCOME_PRIOR, probs, tol=1e-10)
+    preds = parallel.fit_predict(OUTCOME_PRIOR, probs, tests, tol=1e-10)
+    tol = 1e-8 if jax.config.jax_enable_x64 else 2e-3
+    for q, (p, post) in enumerate(zip(probs, posts, strict=True)):
+        ref = XPGPModel(OUTCOME_PRIOR, tol=1e-10).fit(p)
+        assert post.mean.shape == (p.n,) and post.sites.tau.shape == (len(p.rows),)
+        np.testing.assert_allclose(post.mean, ref.mean, atol=tol)
+        np.testing.assert_allclose(post.log_evidence, ref.log_evidence, rtol=tol)
+        assert preds.mean[q].shape == (p.n,)
+        np.testing.assert_allclose(preds.mean[q], ref.mean, atol=tol)
+        np.testing.assert_allclose(preds.var[q], np.diag(ref.cov), atol=tol)
+        np.testing.assert_allclose(preds.log_evidence[q], ref.log_evidence, rtol=tol)
+        want = ref.predict_outcomes(tests[q])
+        got = preds.outcomes[q]
+        for field in ("win", "tie", "loss"):
+            np.testing.assert_allclose(getattr(got, field), getattr(want, field), atol=tol)
+    pairs_only = parallel.fit_predict(PRIOR, probs[2:3], tests[2:3])
+    assert pairs_only.outcomes is None
 
 
 @pytest.mark.slow

@@ -413,12 +413,16 @@ def test_em_and_laplace_refuse_to_learn_the_margin_silently():
     assert frozen.margin is False and frozen.attribute.rho is True
 
 
-def test_ties_need_a_margin_and_collections_say_they_take_pairs_only():
+def test_ties_need_a_margin_and_batched_nuts_says_it_takes_pairs_only():
     problem = tie_problem(3, n=10, m=30)
     with pytest.raises(ValueError, match=r"has \d+ ties, but the prior has no tie margin"):
         XPGPModel(XPGP(RBF())).fit(problem)
-    with pytest.raises(ValueError, match="takes pairs only, but the problem has"):
-        parallel.fit_ep(XPGP(RBF()), [problem])
+    with pytest.raises(ValueError, match=r"problems\[1\]: the problem has \d+ ties, but the"):
+        parallel.fit_ep(
+            XPGP(RBF()), [PreferenceProblem.create(problem.pairs, X=problem.X), problem]
+        )
+    with pytest.raises(ValueError, match=r"sample_nuts \(problems\[0\]\) takes pairs only"):
+        parallel.sample_nuts(jax.random.key(0), XPGP(RBF(), margin=0.5), [problem])
     with pytest.raises(ValueError, match="tie_weights without ties"):
         PreferenceProblem.create(problem.pairs, X=problem.X, tie_weights=[1.0])
     with pytest.raises(ValueError, match=r"ties row 0 is a self-pair \(3, 3\)"):

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..data.batch import ProblemBatch, bucket_size, stack_problems, touched_entities
 from ..data.problem import PreferenceProblem
+from ..inference.problem import problem_outcomes
 from ..kernels.xpgp import XPGP, check_prior, mask_covariance, with_anchor
 from ..likelihoods import row_outcomes
 
@@ -126,21 +127,28 @@ def covariances(prior: XPGP, data: PreparedBatch) -> jax.Array:
     return jax.vmap(restrict)(K, data.entities, data.entity_mask)
 
 
-def check_problems(problems, prior: XPGP | None = None) -> list[PreferenceProblem]:
-    """A non-empty list of ``PreferenceProblem`` of probit pairs (a collection's compiled
-    programs take neither ties, weights nor a tie margin: ``ValueError`` naming the first)."""
+def check_problems(problems, prior: XPGP | None = None, pairs_only: str | None = None):
+    """A non-empty list of ``PreferenceProblem``; under ``prior``, each problem's ties and grades
+    are ones the prior defines (``problem_outcomes``: a tie margin, enough thresholds).
+    ``pairs_only``: the name of a program that takes probit pairs only (no ties, grades, weights
+    or tie margin). ``ValueError`` naming the first problem at fault."""
     problems = list(problems)
     if not problems:
         raise ValueError("problems is empty: give at least one PreferenceProblem")
     for k, p in enumerate(problems):
         if not isinstance(p, PreferenceProblem):
             raise ValueError(f"problems[{k}] must be a PreferenceProblem, got {type(p).__name__}")
-        p.require_pairs_only(f"bayesrank.parallel's collection programs (problems[{k}])")
-    if prior is not None and getattr(prior, "margin", None) is not None:
+        if pairs_only:
+            p.require_pairs_only(f"{pairs_only} (problems[{k}])")
+        elif prior is not None:
+            try:
+                problem_outcomes(prior, p)
+            except ValueError as e:
+                raise ValueError(f"problems[{k}]: {e}") from None
+    if pairs_only and prior is not None and prior.margin is not None:
         raise ValueError(
-            "bayesrank.parallel's collection programs take the probit pair model: the prior has "
-            "a tie margin (fit problems with ties one at a time, XPGPModel.fit, or together "
-            "with fit_hyperparameters)"
+            f"{pairs_only} takes the probit pair model, but the prior has a tie margin (fit "
+            "problems with ties with bayesrank.parallel.fit_ep or fit_predict, or XPGPModel.fit)"
         )
     return problems
 

@@ -27,7 +27,7 @@ from ..inference.ep.fit import EP_ADVICE, MAX_ITER_LIMIT, check_settings, unpad_
 from ..kernels.xpgp import XPGP
 from ..metrics import LetorMetrics
 from ..metrics import letor_metrics as _letor_metrics_one
-from ..predict import PairPrediction
+from ..predict import OutcomePrediction, PairPrediction
 from ..querymap import query_map_method
 from ..runtime import warn_if_float32
 from .batching import check_problems, covariances, prepare_batch, size_groups
@@ -42,7 +42,9 @@ class CollectionPrediction(NamedTuple):
     (``(p_q,)`` host arrays: ``prob`` = P(i > j), ``delta_mean``, ``delta_var``); ``mean[q]``,
     ``var[q]``: ``(n_q,)`` posterior mean and variance of each entity's preference degree (its
     scores); ``log_evidence``, ``n_iter``, ``converged``, ``max_change``: ``(Q,)``; ``plan``: how
-    it ran (``CollectionPlan``, ``plan.describe()``).
+    it ran (``CollectionPlan``, ``plan.describe()``); ``outcomes[q]``, where the prior has a tie
+    margin: the test pairs' ``OutcomePrediction`` (``P(i > j)``, ``P(tie)``, ``P(j > i)``), else
+    None.
     """
 
     predictions: list
@@ -53,6 +55,7 @@ class CollectionPrediction(NamedTuple):
     converged: np.ndarray
     max_change: np.ndarray
     plan: CollectionPlan
+    outcomes: list | None = None
 
 
 def fit_predict(
@@ -74,7 +77,9 @@ def fit_predict(
     Args:
         prior: the XPGP prior shared by the queries (fixed hyperparameters).
         problems: ``Q`` ``PreferenceProblem`` (this process's
-            queries, where several processes run: ``bayesrank.parallel.distributed``).
+            queries, where several processes run: ``bayesrank.parallel.distributed``), with
+            pairs, and ties, grades or weights where the prior defines them (a tie margin,
+            thresholds).
         test_pairs: ``Q`` arrays ``(p_q, 2)`` of pairs to predict, indices into each problem's
             entities.
         mesh: a one-axis mesh (``query_mesh``); default: every device.
@@ -97,7 +102,7 @@ def fit_predict(
         for k, (p, t) in enumerate(zip(problems, test_pairs, strict=True))
     ]
     options = _ep_options(max_iter, tol, schedule, accelerate)
-    plan, out = run_collection(
+    plan, anchored, out = run_collection(
         prior,
         problems,
         tests,
@@ -111,11 +116,12 @@ def fit_predict(
     for g, res in zip(plan.groups, out, strict=True):
         for q, row in zip(g.queries, g.rows, strict=True):
             n, _, p, _ = plan.sizes[q]
+            n = n - anchored[q]  # a graded query's anchor is not one of its entities
             for k in QueryResult._fields:
                 value = np.asarray(getattr(res, k)[row])
                 fields[k][q] = (
                     value[:p]
-                    if k in ("prob", "delta_mean", "delta_var")
+                    if k in ("prob", "delta_mean", "delta_var", "win", "tie", "loss")
                     else (value[:n] if k in ("mean", "var") else value)
                 )
     result = CollectionPrediction(
@@ -130,6 +136,15 @@ def fit_predict(
         np.asarray(fields["converged"]),
         np.asarray(fields["max_change"]),
         plan,
+        None
+        if prior.margin is None
+        else [
+            OutcomePrediction(*v)
+            for v in zip(
+                *(fields[k] for k in ("win", "tie", "loss", "delta_mean", "delta_var")),
+                strict=True,
+            )
+        ],
     )
     if max_iter:
         warn_if_unconverged(result.converged, "EP fit", EP_ADVICE)
@@ -164,7 +179,7 @@ def fit_ep(
     ``(n, n)`` covariance.
     """
     options = _ep_options(max_iter, tol, schedule, accelerate)
-    plan, out = run_collection(
+    plan, anchored, out = run_collection(
         prior,
         problems,
         None,
@@ -178,7 +193,7 @@ def fit_ep(
         for q, row in zip(g.queries, g.rows, strict=True):
             n, m, _, _ = plan.sizes[q]
             one = jax.tree_util.tree_map(lambda x, row=row: x[row], res)
-            posts[q] = unpad_posterior(one, int(n), int(m))
+            posts[q] = unpad_posterior(one, int(n - anchored[q]), int(m))
     if max_iter:
         warn_if_unconverged(np.array([bool(p.converged) for p in posts]), "EP fit", EP_ADVICE)
     return posts
@@ -200,7 +215,7 @@ def sample_nuts(key, prior: XPGP, problems, *, method: str | None = None, **opti
     ``NUTSPosterior`` per problem over its own entities."""
     from ..inference import nuts  # NumPyro loads only when sampling is asked for
 
-    problems = check_problems(problems, prior)
+    problems = check_problems(problems, prior, pairs_only="bayesrank.parallel.sample_nuts")
     keys = jax.random.split(key, len(problems))
     out: list = [None] * len(problems)
     for idx, batch in size_groups(problems):

@@ -22,11 +22,12 @@ import numpy as np
 from ..data.checks import check_int
 from ..inference import ep
 from ..inference.ep.sites import site_precision
-from ..kernels.xpgp import check_prior, mask_covariance
+from ..kernels.xpgp import check_prior, mask_covariance, with_anchor
+from ..likelihoods import outcome_probabilities
 from ..predict import predict_new, predict_pairs
 from ..querymap import map_queries, query_map_method
 from ..runtime import one_blas_thread
-from .batching import check_problems
+from .batching import check_problems, outcomes
 from .distributed import all_sizes
 from .plan import Group, make_plan
 from .sharding import check_mesh, gather, place, query_mesh, shard_queries
@@ -37,7 +38,11 @@ class _Block(NamedTuple):
     ``graphs`` (per relation, leading axis ``r``), ``mask: (r, n)``, ``pairs: (r, m, 2)``,
     ``pair_mask: (r, m)``, ``valid: (r,)`` (False: an empty slot); for prediction ``test: (r, p,
     2)`` and the touched entities ``entities: (r, t)``, ``entity_mask: (r, t)``, ``pairs`` then
-    indexing into ``entities`` (None where the whole posterior is asked for)."""
+    indexing into ``entities`` (None where the whole posterior is asked for). ``pairs`` holds
+    each problem's ``rows`` (pairs, ties, grades); where the collection has ties, grades,
+    weights or a tie margin, ``tie``, ``grade``, ``weight: (r, m)`` are their outcomes
+    (``PreferenceProblem.outcomes``), and where it has grades ``anchor: (r, n)`` marks each
+    graded problem's anchor entity (``with_anchor``); else None."""
 
     X: np.ndarray | None
     graphs: tuple
@@ -48,12 +53,17 @@ class _Block(NamedTuple):
     test: np.ndarray | None = None
     entities: np.ndarray | None = None
     entity_mask: np.ndarray | None = None
+    tie: np.ndarray | None = None
+    grade: np.ndarray | None = None
+    weight: np.ndarray | None = None
+    anchor: np.ndarray | None = None
 
 
 class QueryResult(NamedTuple):
     """One query's outputs of the prediction program (padded shapes): the test pairs'
     ``prob``, ``delta_mean``, ``delta_var`` ``(p,)``; the entities' ``mean``, ``var`` ``(n,)``;
-    EP's ``log_evidence``, ``n_iter``, ``converged``, ``max_change``."""
+    EP's ``log_evidence``, ``n_iter``, ``converged``, ``max_change``; the test pairs' ``win``,
+    ``tie``, ``loss`` ``(p,)`` under the prior's tie margin (0 where it has none)."""
 
     prob: jax.Array
     delta_mean: jax.Array
@@ -64,28 +74,42 @@ class QueryResult(NamedTuple):
     n_iter: jax.Array
     converged: jax.Array
     max_change: jax.Array
+    win: jax.Array
+    tie: jax.Array
+    loss: jax.Array
 
 
 def _one_query(prior, settings, row: _Block, *, options):
     """EP posterior of one query, or (``row.test`` given) EP on its touched entities and the
     prediction of its test pairs from every entity's posterior."""
     max_iter, tol = settings
-    K = prior.covariance(row.X, row.graphs, row.mask)
-    fit = partial(ep.fit_core, pair_mask=row.pair_mask, max_iter=max_iter, tol=tol, **options)
+    K = with_anchor(prior.covariance(row.X, row.graphs, row.mask), row.anchor)
+    rows = None if row.tie is None else (row.tie, row.grade, row.weight)
+    fit = partial(
+        ep.fit_core,
+        pair_mask=row.pair_mask,
+        outcomes=outcomes(prior, rows),
+        max_iter=max_iter,
+        tol=tol,
+        **options,
+    )
     if row.test is None:
         return fit(K, row.pairs)
     K_touched = mask_covariance(K[row.entities[:, None], row.entities[None, :]], row.entity_mask)
     post = fit(K_touched, row.pairs)
     S, eta = site_precision(len(row.entities), row.pairs, post.sites, row.pair_mask)
     mean, cov = predict_new(post.mean, post.cov, S, eta, K[row.entities], K)
+    pred = predict_pairs(mean, cov, row.test)
+    margin = jnp.zeros((), K.dtype) if prior.margin is None else prior.margin
     return QueryResult(
-        *predict_pairs(mean, cov, row.test),
+        *pred,
         mean,
         jnp.diag(cov),
         post.log_evidence,
         post.n_iter,
         post.converged,
         post.max_change,
+        *outcome_probabilities(pred.delta_mean, pred.delta_var, margin),
     )
 
 
@@ -109,9 +133,11 @@ def _collection_jit(prior, blocks, settings, *, mesh, method, schedule, accelera
     return tuple(results)
 
 
-def _block(prior, problems, tests, rows, local_rows: int, g: Group) -> _Block:
+def _block(prior, problems, tests, rows, local_rows: int, g: Group, kinds) -> _Block:
     """Host arrays of one group's block: ``problems[k]`` (with ``tests[k]``, or no test pairs
-    where ``tests`` is None) at row ``rows[k]`` of ``local_rows``; the other rows empty."""
+    where ``tests`` is None) at row ``rows[k]`` of ``local_rows``; the other rows empty.
+    ``kinds = (outcomes, anchored)``: whether the collection (every process's) needs the rows'
+    outcomes, and anchors, so that every block has the same structure."""
     n, m = g.n, g.m
     dtype = np.dtype(jnp.result_type(float))
     has_X = prior.attribute is not None
@@ -121,13 +147,23 @@ def _block(prior, problems, tests, rows, local_rows: int, g: Group) -> _Block:
     pairs = np.tile(np.array([0, 1], np.int32), (local_rows, m, 1))
     pair_mask = np.zeros((local_rows, m), bool)
     valid = np.zeros(local_rows, bool)
+    with_outcomes, anchored = kinds
+    tie = np.zeros((local_rows, m), bool) if with_outcomes else None
+    grade = np.full((local_rows, m), -1, np.int64) if with_outcomes else None
+    weight = np.ones((local_rows, m), dtype) if with_outcomes else None
+    anchor = np.zeros((local_rows, n), bool) if anchored else None
     for q, row in zip(problems, rows, strict=True):
         if has_X:
             X[row, : q.n] = q.X
         mask[row, : q.n] = True
-        pairs[row, : len(q.pairs)] = q.pairs
-        pair_mask[row, : len(q.pairs)] = True
+        count = len(q.rows)
+        pairs[row, :count] = q.rows
+        pair_mask[row, :count] = True
         valid[row] = True
+        if with_outcomes:
+            tie[row, :count], grade[row, :count], weight[row, :count] = q.outcomes()
+        if anchored:
+            anchor[row, q.n] = q.anchored
     graphs = []
     for r, kernel in enumerate(prior.relations):
         empty = kernel.prepare(np.zeros((n, n)))
@@ -137,7 +173,18 @@ def _block(prior, problems, tests, rows, local_rows: int, g: Group) -> _Block:
             W[: q.n, : q.n] = q.relations[r]
             per_row[row] = kernel.prepare(W)
         graphs.append(jax.tree_util.tree_map(lambda *a: np.stack(a), *per_row))
-    block = _Block(X, tuple(graphs), mask, pairs, pair_mask, valid)
+    block = _Block(
+        X,
+        tuple(graphs),
+        mask,
+        pairs,
+        pair_mask,
+        valid,
+        tie=tie,
+        grade=grade,
+        weight=weight,
+        anchor=anchor,
+    )
     if tests is None:
         return block
     test = np.tile(np.array([0, 1], np.int32), (local_rows, g.p, 1))
@@ -145,16 +192,18 @@ def _block(prior, problems, tests, rows, local_rows: int, g: Group) -> _Block:
     entity_mask = np.zeros((local_rows, g.t), bool)
     for q, t, row in zip(problems, tests, rows, strict=True):
         test[row, : len(t)] = t
-        touched = np.unique(q.pairs)
+        touched = np.unique(q.rows)
         entities[row, : len(touched)], entity_mask[row, : len(touched)] = touched, True
-        pairs[row, : len(q.pairs)] = np.searchsorted(touched, q.pairs)
+        pairs[row, : len(q.rows)] = np.searchsorted(touched, q.rows)
     return block._replace(test=test, entities=entities, entity_mask=entity_mask)
 
 
 def run_collection(prior, problems, tests, *, mesh, method, per_octave, **options):
-    """Plan, place, run and gather: ``(plan, per group outputs)``, the outputs (padded, on the
-    host, every process's) a ``QueryResult`` per row, stacked, or (``tests`` None) an
-    ``EPPosterior`` per row. ``tests``: each problem's test pairs, or None."""
+    """Plan, place, run and gather: ``(plan, anchored, per group outputs)``, the outputs
+    (padded, on the host, every process's) a ``QueryResult`` per row, stacked, or (``tests``
+    None) an ``EPPosterior`` per row; ``anchored: (Q,)`` bool, whether a query's last entity
+    (``plan.sizes[q, 0] - 1``) is its grades' anchor. ``tests``: each problem's test pairs, or
+    None."""
     problems = check_problems(problems, prior)
     check_prior(prior, next((p.X.shape[1] for p in problems if p.X is not None), None))
     if len({p.X is None for p in problems}) != 1 or len({len(p.relations) for p in problems}) != 1:
@@ -174,12 +223,14 @@ def run_collection(prior, problems, tests, *, mesh, method, per_octave, **option
         raise ValueError(f"the mesh spans {n_processes} of {jax.process_count()} processes")
     method = query_map_method(method, next(iter(mesh.devices.flat)).platform)
     sizes = [
-        (p.n, len(p.pairs), 0, p.n)
+        (p.n + p.anchored, len(p.rows), 0, p.n + p.anchored)
         if tests is None
-        else (p.n, len(p.pairs), len(t), max(2, len(np.unique(p.pairs))))
+        else (p.n + p.anchored, len(p.rows), len(t), max(2, len(np.unique(p.rows))))
         for p, t in zip(problems, tests or [None] * len(problems), strict=True)
     ]
     sizes, owner = all_sizes(np.array(sizes, np.int64).reshape(-1, 4))
+    flags, _ = all_sizes(np.array([(p.has_outcomes, p.anchored) for p in problems]).reshape(-1, 2))
+    kinds = (bool(flags[:, 0].any()) or prior.margin is not None, bool(flags[:, 1].any()))
     plan = make_plan(sizes, owner, n_processes, per_process, method, per_octave)
     me = jax.process_index()
     offset = int(np.sum(owner < me))
@@ -195,6 +246,7 @@ def run_collection(prior, problems, tests, *, mesh, method, per_octave, **option
             g.rows[mine] - me * local_rows,
             local_rows,
             g,
+            kinds,
         )
         blocks.append(place(block, mesh, local_rows * n_processes))
     settings = (
@@ -208,4 +260,4 @@ def run_collection(prior, problems, tests, *, mesh, method, per_octave, **option
                 shared_prior, tuple(blocks), settings, mesh=mesh, method=method, **options
             )
         )
-    return plan, out
+    return plan, flags[:, 1].astype(bool), out

@@ -188,7 +188,8 @@ def test_learned_thresholds_reach_an_independent_optimisers_evidence():
     from scipy.optimize import minimize
 
     problem, _ = graded_problem(5, n=40, b=np.array([-1.0, 0.5, 1.5]), scale=2.0)
-    prior = prior_for(np.array([0.0, 1.0, 2.0]))
+    # the weight given, so that the trainable tree has its leaf (None would leave it learned)
+    prior = dataclasses.replace(prior_for(np.array([0.0, 1.0, 2.0])), weights=jnp.ones(1))
     frozen = jax.tree_util.tree_map(lambda _: False, default_trainable(prior))
     trainable = dataclasses.replace(frozen, threshold=True, threshold_gaps=True)
     result = fit_hyperparameters(

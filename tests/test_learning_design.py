@@ -179,3 +179,98 @@ def test_a_learned_fit_compiles_two_programs():
             XPGPModel(XPGP(RBF())).fit(again, learn_hyperparameters=True)
     assert first[0] == 2, first
     assert second[0] == 0, second
+
+
+def test_design_points_match_the_tie_margin_and_thresholds_to_the_data():
+    """At every design point but the start, the margin and thresholds make the prior
+    predictive's tie rate and grade shares the data's: ``eps = sqrt(1 + v) Phi^-1((1 + r) / 2)``,
+    ``b_k = sqrt(1 + v) Phi^-1(F_k)``, ``v`` the rows' weighted mean prior variance of their
+    difference, computed here from each problem's own covariance (``problem_covariance``)."""
+    import dataclasses
+
+    import jax.numpy as jnp
+    from scipy import stats
+
+    from bayesrank.data.batch import stack_problems
+    from bayesrank.inference.problem import problem_covariance
+    from bayesrank.kernels.params import unconstrain_host
+    from bayesrank.kernels.xpgp import default_trainable
+    from bayesrank.learning.matching import match_design
+
+    rng = np.random.default_rng(4)
+    problems = []
+    for n in (9, 14):
+        base = _problem(int(rng.integers(100)), n=n, m=2 * n)
+        problems.append(
+            PreferenceProblem.create(
+                base.pairs,
+                X=base.X,
+                ties=np.c_[np.arange(4), np.arange(4) + 5],
+                weights=rng.integers(1, 4, len(base.pairs)).astype(float),
+                graded=np.c_[np.arange(n), rng.integers(0, 3, n)],
+            )
+        )
+    prior = XPGP(
+        RBF(1.0, 0.7),
+        weights=jnp.array([1.0]),
+        entity=Independent(0.3),
+        margin=0.5,
+        threshold=-1.0,
+        threshold_gaps=jnp.array([2.0]),
+    )
+    other = dataclasses.replace(prior, weights=jnp.array([6.0]), entity=Independent(1.5))
+    flags = tuple(bool(f) for f in jax.tree_util.tree_leaves(default_trainable(prior)))
+    free = [
+        np.ravel(x)
+        for x, f in zip(jax.tree_util.tree_leaves(unconstrain_host(prior)), flags, strict=True)
+        if f
+    ]
+    grid = np.concatenate(free)[None, None].repeat(2, axis=0)  # (S = 2, B = 1, P)
+    priors = jax.tree_util.tree_map(lambda a, b: np.stack([a, b]), prior, other)
+    out = match_design(grid, priors, stack_problems(problems), prior, flags, per_query=False)
+    np.testing.assert_array_equal(out[0], grid[0])  # the start keeps its values
+    # one theta: the rates are the queries' mean rates
+    rates = []
+    for p in problems:
+        tie, grade, weight = p.outcomes()
+        pair = grade < 0
+        rates.append(
+            (
+                np.sum(weight[pair] * tie[pair]) / np.sum(weight[pair]),
+                np.cumsum(np.bincount(grade[~pair], weight[~pair], 3))[:2] / np.sum(weight[~pair]),
+            )
+        )
+    r = np.mean([a for a, _ in rates])
+    F = np.mean([b for _, b in rates], axis=0)
+    sizes = [len(p.rows) for p in problems]
+
+    # the variances: each query's weighted mean, averaged over queries by their row counts
+    def query_means(kind):
+        means = []
+        for p in problems:
+            K = np.asarray(problem_covariance(other, p, jnp.float64))
+            _, grade, weight = p.outcomes()
+            sel = grade < 0 if kind == "pair" else grade >= 0
+            i, j = p.rows[sel, 0], p.rows[sel, 1]
+            v = K[i, i] + (K[j, j] - 2 * K[i, j] if kind == "pair" else 0.0)
+            means.append(np.average(v, weights=weight[sel]))
+        return np.average(means, weights=sizes)
+
+    v_p, v_g = query_means("pair"), query_means("grade")
+    eps = np.sqrt(1 + v_p) * stats.norm.ppf((1 + r) / 2)
+    b = np.sqrt(1 + v_g) * stats.norm.ppf(F)
+    labels = [
+        name
+        for name, f in zip(
+            ["kappa", "rho", "weights", "sigma", "entity", "margin", "threshold", "gaps"],
+            flags,
+            strict=True,
+        )
+        if f
+    ]
+    got = dict(zip(labels, out[1, 0], strict=True))
+    np.testing.assert_allclose(np.exp(got["margin"]), eps, rtol=1e-10)
+    np.testing.assert_allclose(got["threshold"], b[0], rtol=1e-10)
+    np.testing.assert_allclose(np.exp(got["gaps"]), b[1] - b[0], rtol=1e-10)
+    # the kernel's own coordinates are the design's, untouched
+    np.testing.assert_array_equal(out[1, 0, :3], grid[1, 0, :3])

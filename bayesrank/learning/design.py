@@ -15,7 +15,9 @@ in unconstrained (log) coordinates over ranges set from the data:
   start's ARD metric;
 - mixing weights and the entity effect's scale: ``[10^-1.5, 10^1.5]`` (prior variances from
   ``1e-3`` to ``1e3`` times the likelihood's unit noise);
-- any other free value: its start plus or minus ``SPAN`` (a factor ``e^3 = 20`` on a scale).
+- any other free value: its start plus or minus ``SPAN`` (a factor ``e^3 = 20`` on a scale);
+- but a tie margin and grade thresholds: set at each point from the data's tie and grade
+  rates under that point's prior (``matching``), so they follow its kernel's scale.
 
 The start itself (the median heuristic) is the design's first point and always starts BFGS;
 so do the best other points, up to ``starts`` in all, each more than ``APART`` from those
@@ -41,6 +43,7 @@ from ..kernels.params import map_params, unconstrain_host
 from ..kernels.xpgp import XPGP
 from .diagnostics import flat_values
 from .drive import design_priors, design_values
+from .matching import match_design
 from .results import Design
 
 __all__ = [
@@ -250,6 +253,11 @@ def global_starts(
     )  # (S, B, P)
     # row 0 is each query's start, as given (float rounding aside)
     grid[0] = flat_values(free, per_query)
+    dtype = free[0].dtype
+    # a tie margin and thresholds follow each point's kernel (``matching``)
+    grid = match_design(
+        grid, design_priors(grid, shapes, fixed, cfg, dtype), batch, priors[0], cfg.flags, per_query
+    )
 
     def leaves(rows):  # (B, P) -> free leaves
         parts = np.split(rows, np.cumsum([int(np.prod(s)) for s in shapes])[:-1], axis=1)
@@ -266,7 +274,6 @@ def global_starts(
     chosen = np.stack([np.concatenate([c, np.repeat(c[:1], count - len(c))]) for c in chosen])
     B = grid.shape[1]
     starts = [leaves(grid[chosen[:, j], np.arange(B)]) for j in range(count)]
-    dtype = free[0].dtype
     grid_priors = design_priors(grid, shapes, fixed, cfg, dtype)
     if per_query:
         return starts, Design(grid_priors, values.T, chosen)

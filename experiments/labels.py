@@ -8,12 +8,16 @@ and the full protocol, pins the run to one CPU and writes the Markdown table of
         [--all-cpus] [--protocol full|reduced] [--collection OHSUMED|MQ2008|MovieLens|sample]
         [--queries 30] [--budget 25 50 100] [--repeats 2] [--seed 0]
 
-Writes ``<out>/results.json``, ``table.txt`` and ``table.md``.
+Writes ``<out>/results.json``, ``table.txt`` and ``table.md``. With ``--figure PATH --from
+DIR [DIR ...]`` it runs nothing and draws the pair error of the runs in those folders (their
+``results.json``; runs of one collection joined by budget) to ``PATH``: the figure of
+``docs/results/labels.md``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import jax
@@ -31,9 +35,19 @@ def main(argv=None) -> None:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--all-cpus", action="store_true", help="do not pin to one CPU")
+    parser.add_argument("--figure", type=Path, default=None, help="draw the runs of --from")
+    parser.add_argument("--from", dest="runs", type=Path, nargs="+", default=[])
     labels.add_arguments(parser)
     parser.set_defaults(protocol="full")
     args = parser.parse_args(argv)
+    if args.figure is not None:
+        if not args.runs:
+            parser.error("--figure needs --from DIR [DIR ...]: the folders of earlier runs")
+        from bayesrank.experiments.labels.report import plot
+
+        runs = [json.loads((folder / "results.json").read_text()) for folder in args.runs]
+        print(f"written: {plot(runs, args.figure)}")
+        return
     if not args.all_cpus:
         pin_to_one_cpu()  # before the first computation
     enable_compilation_cache()

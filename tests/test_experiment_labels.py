@@ -76,6 +76,17 @@ def test_the_reduced_protocol_on_the_sample(tmp_path):
                 )
     assert (tmp_path / "out" / "table.txt").read_text().startswith("sample: 2 queries")
     assert "| judgements | way |" in labels.markdown(results)
+    # the figure's bands: the mean over queries and its t interval (two queries: 1 dof)
+    from scipy import stats
+
+    from bayesrank.experiments.labels.report import error_bands, plot
+
+    for way, (budgets, mean, lo, hi) in error_bands(written).items():
+        per_query = [r["pair_error"] for r in rows if r["way"] == way]
+        half = stats.t.ppf(0.975, 1) * np.std(per_query, ddof=1) / np.sqrt(2)
+        assert list(budgets) == [12] and mean[0] == pytest.approx(np.mean(per_query))
+        assert hi[0] - mean[0] == pytest.approx(half) and mean[0] - lo[0] == pytest.approx(half)
+    assert plot([written], tmp_path / "labels.png").stat().st_size > 0
 
 
 @pytest.mark.parametrize(

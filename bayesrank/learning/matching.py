@@ -99,6 +99,13 @@ def _point_variances(priors, data, per_query: bool):
     return jax.lax.map(lambda prior: one(prior, *data), priors)
 
 
+def _mean_of_some(x):
+    """The mean over queries (axis 0) of those with a value (not NaN); NaN where none has."""
+    x = np.asarray(x, np.float64)
+    count = np.sum(~np.isnan(x), axis=0)
+    return np.where(count > 0, np.nansum(x, axis=0) / np.maximum(count, 1), np.nan)
+
+
 def match_design(grid: np.ndarray, priors, batch: ProblemBatch, prior: XPGP, flags, per_query):
     """``grid: (S, B, P)`` (flat free unconstrained values, ``B = 1`` for a shared ``theta``)
     with every point's free margin and threshold columns (but the start's, row 0) set from the
@@ -137,7 +144,7 @@ def match_design(grid: np.ndarray, priors, batch: ProblemBatch, prior: XPGP, fla
     r, F = outcome_rates(batch, prior.n_grades or 1)
     if not per_query:  # one theta: the rows' rates and variances over every query
         counts = np.asarray(batch.pair_mask).sum(1)
-        r, F = np.nanmean(r)[None], np.nanmean(F, axis=0)[None]
+        r, F = _mean_of_some(r)[None], _mean_of_some(F)[None]
         v_pairs = np.average(v_pairs, axis=1, weights=counts)[:, None]
         v_grades = np.average(v_grades, axis=1, weights=counts)[:, None]
     margin, b = matched_values(v_pairs, v_grades, r[None], F[None])

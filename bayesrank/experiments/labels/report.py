@@ -7,7 +7,7 @@ import numpy as np
 
 from .protocol import WAYS
 
-__all__ = ["MEASURES", "markdown_table", "summarize", "table"]
+__all__ = ["MEASURES", "error_bands", "markdown_table", "plot", "summarize", "table"]
 
 #: The measures compared, and whether higher is better.
 MEASURES = {"pair_error": False, "log_lik": True, "ndcg10": True, "ap": True}
@@ -106,3 +106,59 @@ def markdown_table(results) -> str:
     for b, w, err, ll, nd, ap, vs, tie in _lines(results):
         out.append(f"| {b} | {w} | {err:.3f} | {ll:.3f} | {nd:.3f} | {ap:.3f} | {vs} | {tie} |")
     return "\n".join(out)
+
+
+def error_bands(results) -> dict:
+    """Per way: ``(budgets, mean, lo, hi)`` of the held-out pair error, the mean over queries of
+    each query's mean over draws, with its 95% t interval over queries."""
+    from scipy import stats
+
+    out = {}
+    for way in WAYS:
+        budgets, mean, lo, hi = [], [], [], []
+        for budget in results["settings"]["budget"]:
+            values = np.array(list(_per_query(results["rows"], budget, way, "pair_error").values()))
+            half = stats.t.ppf(0.975, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values))
+            budgets.append(budget)
+            mean.append(values.mean())
+            lo.append(values.mean() - half)
+            hi.append(values.mean() + half)
+        out[way] = tuple(np.array(a) for a in (budgets, mean, lo, hi))
+    return out
+
+
+def plot(runs, path):
+    """The held-out pair error of each way against the number of judgements, one panel per
+    collection, from the results of one or more runs (``runs``: result dicts; runs of the same
+    collection are joined by budget). Bands: 95% intervals over queries. Needs matplotlib."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from ...plot import save
+    from ...plot._base import draw_curve, pyplot
+
+    by_collection: dict = {}
+    for results in runs:
+        name = results["settings"]["collection"]
+        by_collection.setdefault(name, []).append(results)
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(by_collection), figsize=(4.2 * len(by_collection), 3.6))
+    axes = np.atleast_1d(axes)
+    colors = {"pairs": "0.35", "ties": "tab:blue", "grades": "tab:orange"}
+    for ax, (name, parts) in zip(axes, by_collection.items(), strict=True):
+        bands = [error_bands(results) for results in parts]
+        for way in WAYS:
+            joined = np.concatenate([np.stack(b[way]) for b in bands], axis=1)
+            joined = joined[:, np.argsort(joined[0])]
+            draw_curve(ax, *joined, label=way, color=colors[way])
+        queries = {len(results["queries"]) for results in parts}
+        ax.set_title(f"{name} ({'/'.join(map(str, sorted(queries)))} queries)")
+        ax.set_xlabel("judgements per query")
+        ax.set_xscale("log", base=2)
+        budgets = sorted({b for results in parts for b in results["settings"]["budget"]})
+        ax.set_xticks(budgets, [str(b) for b in budgets])
+        ax.minorticks_off()
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("held-out pair error")
+    axes[0].legend(frameon=False)
+    return save(fig, path, close=True)

@@ -1,0 +1,109 @@
+"""The scikit-learn face shared by the label rankers: parameters, ``repr``, ``score``, tags.
+
+scikit-learn is not a dependency: the estimators are duck-typed (``get_params``, ``set_params``,
+``fit`` returning ``self``, learned attributes ending in ``_``), so ``sklearn.base.clone`` and
+the model-selection tools accept them; ``__sklearn_tags__`` imports scikit-learn only when
+scikit-learn itself calls it. Host-side only: nothing here runs JAX.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+from ..data.batch import bucket_size
+from ._checks import check_lengths, check_orders, check_X
+
+__all__ = ["LabelRanker", "pad_rows", "padded_size"]
+
+
+def padded_size(n: int) -> int:
+    """The rows a fit or prediction on ``n`` rows compiles at (see ``pad_rows``)."""
+    return bucket_size(n, per_octave=2)
+
+
+def pad_rows(a: np.ndarray, size: int) -> np.ndarray:
+    """``a: (n, ...)`` padded with zero rows to ``(size, ...)``. The estimators pad to
+    ``padded_size(n) = data.batch.bucket_size(n, per_octave=2)`` rows (``1.5 * 2^k`` or
+    ``2^(k+1)``: at most 50% more rows) and give the padded rows weight 0, so the folds of a
+    cross-validation (train sizes that differ by one) and similar sizes reuse one compiled
+    program."""
+    return np.pad(a, [(0, size - a.shape[0])] + [(0, 0)] * (a.ndim - 1))
+
+
+class LabelRanker:
+    """Parameters, ``repr``, input checks and ``score`` of a label ranker.
+
+    A subclass's ``__init__`` stores its keyword hyperparameters under their own names and does
+    nothing else; it defines ``fit(X, rankings)`` (returning ``self``) and ``predict(X)`` (label
+    orders ``(n, c)``).
+    """
+
+    @classmethod
+    def _param_names(cls) -> tuple[str, ...]:
+        return tuple(p for p in inspect.signature(cls.__init__).parameters if p != "self")
+
+    def get_params(self, deep: bool = True) -> dict:
+        """The hyperparameters, ``{name: value}`` (scikit-learn's ``get_params``)."""
+        return {k: getattr(self, k) for k in self._param_names()}
+
+    def set_params(self, **params):
+        """Set hyperparameters by name; ``ValueError`` for an unknown name. Returns ``self``."""
+        names = self._param_names()
+        for k, v in params.items():
+            if k not in names:
+                raise ValueError(f"unknown parameter {k!r}; {type(self).__name__} has {names}")
+            setattr(self, k, v)
+        return self
+
+    def __repr__(self) -> str:
+        defaults = inspect.signature(type(self).__init__).parameters
+        changed = []
+        for k, v in self.get_params().items():
+            default = defaults[k].default
+            same = v is default or (type(v) is type(default) and v == default)
+            if not same:
+                changed.append(f"{k}={v!r}")
+        return f"{type(self).__name__}({', '.join(changed)})"
+
+    def __sklearn_tags__(self):
+        """scikit-learn's tags (called by scikit-learn only, which is imported here): no
+        estimator type, a required 2-D target (the rankings), dense finite 2-D ``X``."""
+        from sklearn.utils import InputTags, Tags, TargetTags
+
+        return Tags(
+            estimator_type=None,
+            target_tags=TargetTags(required=True, multi_output=True, single_output=False),
+            input_tags=InputTags(allow_nan=False, sparse=False, two_d_array=True),
+        )
+
+    def _check_fit_inputs(self, X, rankings):
+        """``fit``'s ``X: (n, d)`` float64 and ``rankings: (n, c)`` int64 orders, checked."""
+        name = type(self).__name__
+        if rankings is None:
+            raise ValueError(f"{name}.fit needs rankings: (n, c) label orders, got None")
+        X = check_X(X)
+        rankings = check_orders(rankings)
+        check_lengths(X, rankings)
+        return X, rankings
+
+    def _check_fitted(self):
+        if "n_features_in_" not in vars(self):
+            raise ValueError(
+                f"this {type(self).__name__} is not fitted yet; call fit(X, rankings) first"
+            )
+
+    def _check_X(self, X) -> np.ndarray:
+        self._check_fitted()
+        return check_X(X, n_features=self.n_features_in_, owner=type(self).__name__)
+
+    def score(self, X, rankings) -> float:
+        """Mean Kendall tau (``metrics.mean_label_kendall_tau``) of ``predict(X)`` against the
+        true orders ``rankings: (n, c)``."""
+        from .metrics import mean_label_kendall_tau
+
+        X = self._check_X(X)
+        rankings = check_orders(rankings, n_labels=self.n_labels_)
+        check_lengths(X, rankings)
+        return float(mean_label_kendall_tau(rankings, self.predict(X)))

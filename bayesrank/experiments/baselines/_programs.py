@@ -8,7 +8,7 @@ from functools import partial
 
 import jax
 
-from ...baselines import rankboost, ranksvm
+from ...baselines import prank, rankboost, ranksvm
 
 
 @partial(jax.jit, static_argnames=("loss",))
@@ -29,3 +29,9 @@ def predict_rankboost(model, X, n_rounds):
     """``rankboost.predict`` of the first ``n_rounds`` rounds (traced: every prefix of a grid
     shares one program)."""
     return rankboost.predict(model, X, None, n_rounds)
+
+
+@partial(jax.jit, static_argnames=("n_grades", "n_epochs"))
+def fit_prank(X, y, order, n_grades, n_epochs):
+    """Averaged ``prank.fit`` visiting ``order: (n_epochs, n)``."""
+    return prank.fit(X, y, n_grades, n_epochs=n_epochs, order=order, averaged=True)

@@ -17,16 +17,30 @@ import numpy as np
 __all__ = ["METHODS", "PEERS", "check_peers", "fit_grid", "param_name", "versions"]
 
 #: Every method, in the order of the tables.
-METHODS = ("RankSVM", "RankSVM-hinge", "RankBoost", "RankBoost-RankLib", "XGBoost", "LightGBM")
+METHODS = (
+    "RankSVM",
+    "RankSVM-hinge",
+    "RankBoost",
+    "RankBoost-RankLib",
+    "SortNet",
+    "PRank",
+    "XGBoost",
+    "LightGBM",
+)
 
 #: The methods that need a peer package: method -> (module to import, what pip installs).
 PEERS = {"XGBoost": ("xgboost", "xgboost-cpu (or xgboost)"), "LightGBM": ("lightgbm", "lightgbm")}
 
 
 def param_name(method: str) -> str:
-    """The name of the value a method's grid runs over: ``C``, ``T`` or ``n_trees``."""
+    """The name of the value a method's grid runs over: ``C``, ``T``, ``n_hidden``,
+    ``n_epochs`` or ``n_trees``."""
     if method.startswith("RankSVM"):
         return "C"
+    if method == "SortNet":
+        return "n_hidden"
+    if method == "PRank":
+        return "n_epochs"
     return "T" if method.startswith("RankBoost") else "n_trees"
 
 
@@ -66,7 +80,7 @@ def _ranksvm(X, pairs, grid, loss):
         w, info = fit_ranksvm(X, pairs, C, w, loss=loss)
         weights = np.asarray(w)
         info = {"n_iter": int(info.n_iter), "converged": bool(info.converged)}
-        out[C] = (lambda Z, weights=weights: Z @ weights, info)
+        out[C] = (lambda Z, sizes, weights=weights: Z @ weights, info)
     return out
 
 
@@ -84,7 +98,7 @@ def _rankboost(X, pairs, grid, n_thresholds, complements):
     loss = np.asarray(info.loss)
     return {
         T: (
-            lambda Z, T=T: predict_rankboost(model, jnp.asarray(Z), T),
+            lambda Z, sizes, T=T: predict_rankboost(model, jnp.asarray(Z), T),
             {"train_exp_loss": float(loss[T - 1])},
         )
         for T in grid
@@ -104,7 +118,7 @@ def _xgboost(X, y, sizes, grid, seed):
         random_state=seed,
     )
     model.fit(X, y, group=sizes)
-    return {n: (lambda Z, n=n: model.predict(Z, iteration_range=(0, n)), {}) for n in grid}
+    return {n: (lambda Z, sizes, n=n: model.predict(Z, iteration_range=(0, n)), {}) for n in grid}
 
 
 def _lightgbm(X, y, sizes, grid, seed):
@@ -121,14 +135,65 @@ def _lightgbm(X, y, sizes, grid, seed):
         verbose=-1,
     )
     model.fit(X, y, group=sizes)
-    return {n: (lambda Z, n=n: model.predict(Z, num_iteration=n), {}) for n in grid}
+    return {n: (lambda Z, sizes, n=n: model.predict(Z, num_iteration=n), {}) for n in grid}
 
 
-def fit_grid(method: str, train, opt: dict) -> tuple[dict, float]:
-    """``({value: (score function X: (n, d) -> (n,), fit info)}, fit seconds)`` of ``method``
-    trained on the queries ``train`` (all pairs within each query) at each value of its grid
-    (``opt["C"]``, ``opt["rounds"]`` or ``opt["trees"]``; boosting fits ``max`` of its grid
-    once and scores its prefixes)."""
+def _sortnet(train, vali, grid, seed):
+    """``sortnet.fit`` (Algorithm 1, ``vali`` its validation queries) at each number of hidden
+    unit pairs; each scores a query by its place in the sort."""
+    import jax
+
+    from ...baselines import sortnet
+
+    out = {}
+    for h in grid:
+        params, info = sortnet.fit(
+            jax.random.key(seed),
+            [(q.X, q.grades) for q in train],
+            [(q.X, q.grades) for q in vali],
+            n_hidden=h,
+        )
+        out[h] = (
+            lambda Z, sizes, params=params: np.concatenate(
+                sortnet.sort_queries(params, np.split(Z, np.cumsum(sizes)[:-1]))
+            ),
+            {
+                "best_iteration": int(info.best),
+                "iterations": len(info.vali_map),
+                "train_pairs": int(info.train_pairs[-1]),
+                "vali_MAP_by_iteration": [float(v) for v in info.vali_map],
+            },
+        )
+    return out
+
+
+def _prank(X, y, grid, seed):
+    """Averaged PRank (``prank.fit``) on the training documents' grades, shuffled each epoch
+    (seeded), at each number of epochs; scores ``w . x``."""
+    import jax.numpy as jnp
+
+    from ._programs import fit_prank
+
+    grades = y.astype(np.int64)
+    rng = np.random.default_rng(seed)
+    out = {}
+    for epochs in grid:
+        order = np.stack([rng.permutation(len(X)) for _ in range(epochs)])
+        model = fit_prank(
+            jnp.asarray(X), jnp.asarray(grades), jnp.asarray(order), int(grades.max()) + 1, epochs
+        )
+        w = np.asarray(model.w_avg)
+        out[epochs] = (lambda Z, sizes, w=w: Z @ w, {})
+    return out
+
+
+def fit_grid(method: str, train, opt: dict, vali=None) -> tuple[dict, float]:
+    """``({value: (score function, fit info)}, fit seconds)`` of ``method`` trained on the
+    queries ``train`` (all pairs within each query) at each value of its grid (``opt["C"]``,
+    ``opt["rounds"]``, ``opt["hidden"]``, ``opt["epochs"]`` or ``opt["trees"]``; boosting fits
+    ``max`` of its grid once and scores its prefixes). A score function takes the documents of
+    one or more queries stacked, ``X: (n, d)``, and their sizes, and returns ``(n,)``. SortNet
+    validates on ``vali`` (None: a fifth of ``train``'s queries, seeded)."""
     from ...baselines._data import pairs_within_queries
     from ...data.userdata import queries_to_arrays
 
@@ -141,6 +206,15 @@ def fit_grid(method: str, train, opt: dict) -> tuple[dict, float]:
         complements = method == "RankBoost"
         pairs = pairs_within_queries(y, qid)
         grid = _rankboost(X, pairs, opt["rounds"], opt["n_thresholds"], complements)
+    elif method == "SortNet":
+        if not vali:
+            rng = np.random.default_rng(opt["seed"])
+            held = set(rng.permutation(len(train))[: max(1, len(train) // 5)].tolist())
+            vali = [q for k, q in enumerate(train) if k in held]
+            train = [q for k, q in enumerate(train) if k not in held] or vali
+        grid = _sortnet(train, vali, opt["hidden"], opt["seed"])
+    elif method == "PRank":
+        grid = _prank(X, y, opt["epochs"], opt["seed"])
     else:
         sizes = [q.n_docs for q in train]
         fit = _xgboost if method == "XGBoost" else _lightgbm

@@ -24,6 +24,8 @@ PROTOCOLS = {
         "C": (1.0,),
         "rounds": (300,),
         "trees": (100,),
+        "hidden": (10,),
+        "epochs": (5,),
         "collection": None,
     },
     "full": {
@@ -31,6 +33,8 @@ PROTOCOLS = {
         "C": (1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1),
         "rounds": (10, 25, 50, 100, 200, 300, 500),
         "trees": (25, 50, 100, 200),
+        "hidden": (10, 20),
+        "epochs": (1, 5, 20),
         "collection": ("OHSUMED", "MQ2008"),
     },
 }
@@ -59,13 +63,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         choices=METHODS,
         default=None,
-        help="reduced: RankSVM RankBoost; full: all six (XGBoost and LightGBM where their "
+        help="reduced: RankSVM RankBoost; full: all eight (XGBoost and LightGBM where their "
         "packages import, else skipped; named here, a missing one is an error)",
     )
     for name, flag, what in (
         ("C", "--C", "RankSVM's C (both losses)"),
         ("rounds", "--rounds", "RankBoost's rounds T (both variants; prefixes of one run)"),
         ("trees", "--trees", "XGBoost's and LightGBM's numbers of trees"),
+        ("hidden", "--hidden", "SortNet's hidden unit pairs"),
+        ("epochs", "--epochs", "PRank's epochs (averaged PRank)"),
     ):
         parser.add_argument(
             flag,
@@ -124,8 +130,10 @@ def settings(args) -> dict:
         raise ValueError(f"--C must be one or more positive finite numbers, got {args.C!r}")
     rounds = [check_positive(t, "--rounds") for t in given("rounds")]
     trees = [check_positive(t, "--trees") for t in given("trees")]
-    if not rounds or not trees:
-        raise ValueError("--rounds and --trees: give at least one number each")
+    hidden = [check_positive(h, "--hidden") for h in given("hidden")]
+    epochs = [check_positive(e, "--epochs") for e in given("epochs")]
+    if not rounds or not trees or not hidden or not epochs:
+        raise ValueError("--rounds, --trees, --hidden and --epochs: give at least one number each")
     folds = args.letor_folds
     if folds is not None:
         folds = list(dict.fromkeys(check_positive(f, "--letor-folds") for f in folds))
@@ -136,6 +144,8 @@ def settings(args) -> dict:
         "C": list(dict.fromkeys(C)),
         "rounds": list(dict.fromkeys(rounds)),
         "trees": list(dict.fromkeys(trees)),
+        "hidden": list(dict.fromkeys(hidden)),
+        "epochs": list(dict.fromkeys(epochs)),
         "n_thresholds": check_positive(args.n_thresholds, "--n-thresholds"),
         "collection": args.collection,
         "letor_folds": folds,

@@ -25,9 +25,10 @@ __all__ = ["run"]
 
 
 def _scores(fn, queries) -> list[np.ndarray]:
-    """Each query's scores from one call of ``fn`` on the queries' documents stacked."""
+    """Each query's scores from one call of ``fn`` on the queries' documents stacked (and
+    their sizes)."""
     X = np.concatenate([q.X for q in queries])
-    s = np.asarray(fn(X), dtype=np.float64)
+    s = np.asarray(fn(X, [q.n_docs for q in queries]), dtype=np.float64)
     return np.split(s, np.cumsum([q.n_docs for q in queries])[:-1])
 
 
@@ -69,7 +70,7 @@ def _fold(parts: dict, opt, progress, where: str) -> tuple[list, dict, list]:
     train, test, vali = parts["train"], parts["test"], parts.get("vali")
     scores = {}
     for method in opt["methods"]:
-        grid, seconds = fit_grid(method, train, opt)
+        grid, seconds = fit_grid(method, train, opt, vali)
         if vali and len(grid) > 1:
             vali_map = {
                 v: evaluate_queries(vali, _scores(fn, vali), 1)["MAP"]

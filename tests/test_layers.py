@@ -28,7 +28,7 @@ LAYERS = {
     "predict": 2,
     "inference": 3,
     "baselines": 3,
-    "label_ranking": 3,
+    "label_ranking": 6,
     "parallel": 4,
     "learning": 5,
     "model": 6,

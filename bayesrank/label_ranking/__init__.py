@@ -14,6 +14,9 @@ Modules:
 * ``constraint``: constraint classification (Har-Peled, Roth & Zimak 2002): one linear utility
   per label learned from the pairwise constraints in the expanded ``c d``-dimensional space.
   Estimator ``ConstraintClassification``.
+* ``gp``: the Gaussian-process label ranker (Chu & Ghahramani 2005): XPGP's probit pairs on
+  (instance, label) entities under a product kernel, with ``P(a before b | x)``. Estimator
+  ``GPLabelRanker``.
 * ``data``: the iris / wine benchmarks built from classification data with naive Bayes, as
   Cheng, Hühn & Hüllermeier (2009) build them.
 
@@ -22,9 +25,10 @@ attributes end in ``_``, ``fit(X, rankings)`` returns ``self``, ``score`` is the
 scikit-learn itself is needed only by ``data``.
 """
 
-from . import constraint, data, logistic, metrics, rpc
+from . import constraint, data, gp, logistic, metrics, rpc
 from .constraint import ConstraintClassification
 from .data import load_label_ranking, naive_bayes_orders
+from .gp import GPLabelRanker
 from .logistic import fit_logistic
 from .metrics import (
     label_kendall_distance,
@@ -38,9 +42,11 @@ from .rpc import RPC, voting_orders
 __all__ = [
     "RPC",
     "ConstraintClassification",
+    "GPLabelRanker",
     "constraint",
     "data",
     "fit_logistic",
+    "gp",
     "label_kendall_distance",
     "label_kendall_tau",
     "load_label_ranking",

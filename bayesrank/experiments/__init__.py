@@ -19,6 +19,8 @@ full-data study whose results are in ``docs/results/``; ``experiments/<script>.p
 ``inference``      ``inference``: EP and Laplace (and NUTS) with learned hyperparameters:
                    pair error, log-likelihood, calibration
 ``labels``         ``labels``: ties or grades against pairs alone at equal labelling cost
+``label-ranking``  ``label_ranking``: RPC, constraint classification and the GP label ranker
+                   on iris and wine (Kendall tau by cross-validation; scikit-learn's data)
 =================  ==========================================================================
 
 Each module has the same face, which the command line wires up::
@@ -51,9 +53,17 @@ load inside ``run``).
 
 from __future__ import annotations
 
-from . import active, baselines, ep_vs_nuts, inference, labels
+from . import active, baselines, ep_vs_nuts, inference, label_ranking, labels
 
 #: The experiments by subcommand name.
-EXPERIMENTS = {m.NAME: m for m in (active, baselines, ep_vs_nuts, inference, labels)}
+EXPERIMENTS = {m.NAME: m for m in (active, baselines, ep_vs_nuts, inference, label_ranking, labels)}
 
-__all__ = ["EXPERIMENTS", "active", "baselines", "ep_vs_nuts", "inference", "labels"]
+__all__ = [
+    "EXPERIMENTS",
+    "active",
+    "baselines",
+    "ep_vs_nuts",
+    "inference",
+    "label_ranking",
+    "labels",
+]

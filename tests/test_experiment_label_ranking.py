@@ -1,0 +1,43 @@
+"""``bayesrank experiment label-ranking`` (reduced): the cross-validation as its docstring says
+(a seeded partition into folds, each method trained on the others), and its errors."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sklearn")  # the data sets are scikit-learn's
+
+from bayesrank.experiments import label_ranking
+from bayesrank.label_ranking import RPC, load_label_ranking
+
+
+def run(*argv):
+    parser = argparse.ArgumentParser()
+    label_ranking.add_arguments(parser)
+    args = parser.parse_args(list(argv))
+    args.data_dir, args.out, args.seed = None, None, 3
+    return label_ranking.run(args)
+
+
+def test_the_reduced_protocol_cross_validates_each_method():
+    results = run("--folds", "2")
+    assert [(r["dataset"], r["method"]) for r in results["rows"]] == [
+        ("iris", m) for m in ("RPC", "CC", "GP")
+    ]
+    for row in results["rows"]:
+        assert len(row["tau"]) == 2 and all(-1.0 <= t <= 1.0 for t in row["tau"])
+    # RPC's first fold by hand: the seeded permutation's first half is the test fold
+    X, orders = load_label_ranking("iris")
+    test = np.array_split(np.random.default_rng(3).permutation(len(X)), 2)[0]
+    train = np.setdiff1d(np.arange(len(X)), test)
+    want = RPC().fit(X[train], orders[train]).score(X[test], orders[test])
+    assert results["rows"][0]["tau"][0] == pytest.approx(want, abs=1e-12)
+    assert "published" in label_ranking.table(results)
+
+
+def test_bad_folds_name_the_option():
+    with pytest.raises(ValueError, match="--folds"):
+        run("--folds", "1")

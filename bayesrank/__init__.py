@@ -6,7 +6,7 @@ evaluation. The public API is re-exported here; submodules hold the rest.
 """
 
 from . import active, metrics, ordering, parallel, predict, runtime
-from .baselines import RankBoost, RankSVM
+from .baselines import PRank, RankBoost, RankSVM, SortNet
 from .data.letor import Query, load_letor
 from .data.pairs import pairs_from_grades, sample_pairs, split_pairs, validate_pairs
 from .data.problem import PreferenceProblem
@@ -54,12 +54,14 @@ __all__ = [
     "Independent",
     "Linear",
     "Optax",
+    "PRank",
     "Posterior",
     "PreferenceProblem",
     "Query",
     "RankBoost",
     "RankSVM",
     "RegularizedLaplacian",
+    "SortNet",
     "Start",
     "XPGPModel",
     "active",

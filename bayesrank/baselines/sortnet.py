@@ -137,26 +137,28 @@ def _positions_scores(order, mask):
 
 @jax.jit
 def _sort_batch(params, X, mask, grades):
-    """Every padded query sorted: ``(SortResult, MAP per query)``."""
+    """Every padded query sorted: ``(SortResult, scores (Q, N), MAP per query)``."""
     result = jax.vmap(comparator_sort, in_axes=(None, 0, 0, 0))(params, X, mask, grades)
     scores = jax.vmap(_positions_scores)(result.order, mask)
     metrics = jax.vmap(letor_metrics, in_axes=(0, 0, 0, None))(scores, grades, mask, 1)
-    return result, metrics.map
+    return result, scores, metrics.map
 
 
 def sort_queries(params, queries):
-    """Scores of each query's documents from the sort (``N - position``), for ``queries``: a
-    list of ``X: (n_q, d)``; one compiled call per padded size."""
-    out = []
-    for X in queries:
-        N = max(2, 1 << (len(X) - 1).bit_length())
-        Xp = np.zeros((1, N, X.shape[1]), np.asarray(params.v_x).dtype)
-        Xp[0, : len(X)] = X
-        mask = np.zeros((1, N), bool)
-        mask[0, : len(X)] = True
-        result, _ = _sort_batch(params, Xp, mask, np.zeros((1, N)))
-        scores = np.asarray(_positions_scores(result.order[0], mask[0]))[: len(X)]
-        out.append(scores - N + len(X))  # 1..n, the top document n
+    """Scores of each query's documents from the sort (``n_q`` for the first, 1 for the last),
+    for ``queries``: a list of ``X: (n_q, d)``. Queries of one padded size are sorted in one
+    compiled call (``vmap`` over them)."""
+    dtype = np.asarray(params.v_x).dtype
+    sizes = [max(2, 1 << (len(X) - 1).bit_length()) for X in queries]
+    out: list = [None] * len(queries)
+    for N in sorted(set(sizes)):
+        members = [k for k, size in enumerate(sizes) if size == N]
+        batch = _stack([(queries[k], np.zeros(len(queries[k]))) for k in members], dtype)
+        _, scores, _ = _sort_batch(params, batch.X, batch.mask, batch.grades)
+        scores = np.asarray(scores)
+        for row, k in enumerate(members):
+            n = len(queries[k])
+            out[k] = scores[row, :n] - N + n  # 1..n, the top document n
     return out
 
 
@@ -253,8 +255,8 @@ def fit(
             params, loss = _train_and_validate(
                 params, _pair_arrays(P_T, T), _pair_arrays(P_V, V), n_steps, learning_rate
             )
-        result_T, _ = _sort_batch(params, T.X, T.mask, T.grades)
-        result_V, vali_map = _sort_batch(params, V.X, V.mask, V.grades)
+        result_T, _, _ = _sort_batch(params, T.X, T.mask, T.grades)
+        result_V, _, vali_map = _sort_batch(params, V.X, V.mask, V.grades)
         score = float(np.mean(np.asarray(vali_map)[: len(vali)]))
         if score > best:
             best, best_params, best_i = score, params, i

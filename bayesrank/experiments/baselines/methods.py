@@ -24,6 +24,7 @@ METHODS = (
     "RankBoost-RankLib",
     "SortNet",
     "PRank",
+    "XPGP",
     "XGBoost",
     "LightGBM",
 )
@@ -41,6 +42,8 @@ def param_name(method: str) -> str:
         return "n_hidden"
     if method == "PRank":
         return "n_epochs"
+    if method == "XPGP":
+        return "n_docs"
     return "T" if method.startswith("RankBoost") else "n_trees"
 
 
@@ -138,6 +141,43 @@ def _lightgbm(X, y, sizes, grid, seed):
     return {n: (lambda Z, sizes, n=n: model.predict(Z, num_iteration=n), {}) for n in grid}
 
 
+def _xpgp(train, grid, seed):
+    """XPGP as a ranker across queries: an attribute-only prior (RBF) on a random subset of
+    about ``n_docs`` training documents (the same number from each query, at least 4), all
+    pairs of different grades within each query, ``theta`` by the EP evidence; a document's
+    score is its posterior mean utility (``predict_new``). The subset keeps EP's dense
+    ``n^3`` within reach (a fold of OHSUMED has about 9,000 training documents)."""
+    from ...baselines._data import pairs_within_queries
+    from ...data.problem import PreferenceProblem
+    from ...kernels import RBF, XPGP
+    from ...learning import fit_hyperparameters
+    from ...model import XPGPModel
+
+    rng = np.random.default_rng(seed)
+    out = {}
+    for budget in grid:
+        per = max(4, -(-budget // len(train)))
+        picks = [rng.choice(q.n_docs, min(per, q.n_docs), replace=False) for q in train]
+        X = np.concatenate([q.X[k] for q, k in zip(train, picks, strict=True)])
+        y = np.concatenate([q.grades[k] for q, k in zip(train, picks, strict=True)])
+        qid = np.repeat(np.arange(len(train)), [len(k) for k in picks])
+        problem = PreferenceProblem.create(pairs_within_queries(y.astype(float), qid), X=X)
+        fitted = fit_hyperparameters(XPGP(RBF()), [problem])
+        posterior = XPGPModel(fitted.prior).fit(problem)
+
+        def score(Z, sizes, posterior=posterior):
+            blocks = range(0, len(Z), 1024)  # predict_new's covariance is (p, p)
+            return np.concatenate(
+                [np.asarray(posterior.predict_new(Z[a : a + 1024])[0]) for a in blocks]
+            )
+
+        out[budget] = (
+            score,
+            {"n_docs": len(X), "n_pairs": len(problem.pairs), "prior": repr(fitted.prior)},
+        )
+    return out
+
+
 def _sortnet(train, vali, grid, seed):
     """``sortnet.fit`` (Algorithm 1, ``vali`` its validation queries; 10 iterations of 100
     Adam steps, the best by vali MAP) at each number of hidden unit pairs; each scores a
@@ -193,7 +233,8 @@ def _prank(X, y, grid, seed):
 def fit_grid(method: str, train, opt: dict, vali=None) -> tuple[dict, float]:
     """``({value: (score function, fit info)}, fit seconds)`` of ``method`` trained on the
     queries ``train`` (all pairs within each query) at each value of its grid (``opt["C"]``,
-    ``opt["rounds"]``, ``opt["hidden"]``, ``opt["epochs"]`` or ``opt["trees"]``; boosting fits
+    ``opt["rounds"]``, ``opt["hidden"]``, ``opt["epochs"]``, ``opt["n_docs"]`` or
+    ``opt["trees"]``; boosting fits
     ``max`` of its grid once and scores its prefixes). A score function takes the documents of
     one or more queries stacked, ``X: (n, d)``, and their sizes, and returns ``(n,)``. SortNet
     validates on ``vali`` (None: a fifth of ``train``'s queries, seeded)."""
@@ -218,6 +259,8 @@ def fit_grid(method: str, train, opt: dict, vali=None) -> tuple[dict, float]:
         grid = _sortnet(train, vali, opt["hidden"], opt["seed"])
     elif method == "PRank":
         grid = _prank(X, y, opt["epochs"], opt["seed"])
+    elif method == "XPGP":
+        grid = _xpgp(train, opt["n_docs"], opt["seed"])
     else:
         sizes = [q.n_docs for q in train]
         fit = _xgboost if method == "XGBoost" else _lightgbm

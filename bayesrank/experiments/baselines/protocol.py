@@ -26,6 +26,7 @@ PROTOCOLS = {
         "trees": (100,),
         "hidden": (10,),
         "epochs": (5,),
+        "n_docs": (300,),
         "collection": None,
     },
     "full": {
@@ -35,6 +36,7 @@ PROTOCOLS = {
         "trees": (25, 50, 100, 200),
         "hidden": (10, 20),
         "epochs": (1, 5, 20),
+        "n_docs": (1500,),
         "collection": ("OHSUMED", "MQ2008"),
     },
 }
@@ -63,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         choices=METHODS,
         default=None,
-        help="reduced: RankSVM RankBoost; full: all eight (XGBoost and LightGBM where their "
+        help="reduced: RankSVM RankBoost; full: all nine (XGBoost and LightGBM where their "
         "packages import, else skipped; named here, a missing one is an error)",
     )
     for name, flag, what in (
@@ -72,6 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ("trees", "--trees", "XGBoost's and LightGBM's numbers of trees"),
         ("hidden", "--hidden", "SortNet's hidden unit pairs"),
         ("epochs", "--epochs", "PRank's epochs (averaged PRank)"),
+        ("n_docs", "--n-docs", "XPGP's training documents (a random subset)"),
     ):
         parser.add_argument(
             flag,
@@ -132,8 +135,11 @@ def settings(args) -> dict:
     trees = [check_positive(t, "--trees") for t in given("trees")]
     hidden = [check_positive(h, "--hidden") for h in given("hidden")]
     epochs = [check_positive(e, "--epochs") for e in given("epochs")]
-    if not rounds or not trees or not hidden or not epochs:
-        raise ValueError("--rounds, --trees, --hidden and --epochs: give at least one number each")
+    n_docs = [check_positive(e, "--n-docs", low=2) for e in given("n_docs")]
+    if not rounds or not trees or not hidden or not epochs or not n_docs:
+        raise ValueError(
+            "--rounds, --trees, --hidden, --epochs and --n-docs: give at least one number each"
+        )
     folds = args.letor_folds
     if folds is not None:
         folds = list(dict.fromkeys(check_positive(f, "--letor-folds") for f in folds))
@@ -146,6 +152,7 @@ def settings(args) -> dict:
         "trees": list(dict.fromkeys(trees)),
         "hidden": list(dict.fromkeys(hidden)),
         "epochs": list(dict.fromkeys(epochs)),
+        "n_docs": list(dict.fromkeys(n_docs)),
         "n_thresholds": check_positive(args.n_thresholds, "--n-thresholds"),
         "collection": args.collection,
         "letor_folds": folds,

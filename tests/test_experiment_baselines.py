@@ -122,6 +122,25 @@ def test_baselines_fold_folder(tmp_path):
     assert again["runs"][0]["rows"][0]["scores"] == row["scores"]
 
 
+def test_sortnet_prank_and_xpgp_through_the_same_protocol(tmp_path):
+    """The rankers of issue 35 in the study: chosen on vali, scored the LETOR way; SortNet's
+    scores are places in each test query's sort."""
+    fold = _fold(tmp_path / "Fold1", {"5", "8"}, {"7"}, {"10", "12"})
+    results, _ = run(
+        None, "--methods", "SortNet", "PRank", "XPGP", "--hidden", 2, 3, "--epochs", 1, 3,
+        "--n-docs", 40, data_dir=fold,
+    )  # fmt: skip
+    (unit,) = results["runs"]
+    rows = {r["method"]: r for r in unit["rows"]}
+    assert set(rows) == {"SortNet", "PRank", "XPGP"}
+    grades = [SAMPLE[q].grades for q in ("10", "12")]
+    for method, row in rows.items():
+        assert row["metrics"]["MAP"] == pytest.approx(map_by_hand(row["scores"], grades)), method
+    assert rows["SortNet"]["chosen_on_vali"] and rows["PRank"]["chosen_on_vali"]
+    for scores, g in zip(rows["SortNet"]["scores"], grades, strict=True):
+        assert sorted(scores) == list(range(1, len(g) + 1))
+
+
 def test_baselines_collection_folds(tmp_path):
     """A collection's folds under ``--data-dir`` (``--collection``, ``--letor-folds``): each
     fold trained, chosen on vali and scored on its own test queries; the summary is the mean

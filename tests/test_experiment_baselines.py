@@ -122,6 +122,7 @@ def test_baselines_fold_folder(tmp_path):
     assert again["runs"][0]["rows"][0]["scores"] == row["scores"]
 
 
+@pytest.mark.slow  # three learned rankers, each compiling its programs (~30 s)
 def test_sortnet_prank_and_xpgp_through_the_same_protocol(tmp_path):
     """The rankers of issue 35 in the study: chosen on vali, scored the LETOR way; SortNet's
     scores are places in each test query's sort."""

@@ -170,7 +170,7 @@ def test_baselines_collection_folds(tmp_path):
         assert mean["metrics"][key] == pytest.approx(np.mean(folds), abs=1e-15)
     text = (tmp_path / "o" / "table.txt").read_text()
     assert "OHSUMED: mean over 2 folds (Fold1 Fold2)" in text
-    assert "RankSVM (LETOR 3.0)" in text  # the published figures beside
+    assert "RankSVM (published)" in text  # the published figures beside
     md = (tmp_path / "o" / "table.md").read_text()
     assert "**OHSUMED, test, mean of 2 folds: MAP, NDCG@k**" in md
     assert f"| RankSVM | {mean['metrics']['MAP']:.4f} |" in md
@@ -270,7 +270,7 @@ def test_the_script_runs_the_full_protocol(tmp_path):
     assert set(results["skipped"]) == {"XGBoost", "LightGBM"}
     (mean,) = [r for r in results["summary"]["OHSUMED"] if r["method"] == "RankSVM"]
     assert mean["params"] is None and mean["n_folds"] == 1  # chosen on vali
-    assert "RankSVM (published, LETOR 3.0)" in (out / "table.md").read_text()
+    assert "RankSVM (published)" in (out / "table.md").read_text()
     assert "OHSUMED Fold1 RankBoost-RankLib" in done.stderr  # progress
     both = _script([*args[:2], *args[4:]], tmp_path)  # both collections: MQ2008's fold is empty
     assert both.returncode == 1 and "is not a LETOR fold folder: no train" in both.stderr

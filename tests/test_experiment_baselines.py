@@ -261,7 +261,8 @@ def test_the_script_runs_the_full_protocol(tmp_path):
     (tmp_path / "data" / "MQ2008" / "Fold1").mkdir(parents=True)  # no files: an error
     out = tmp_path / "out"
     args = ["--data-dir", str(tmp_path / "data"), "--collection", "OHSUMED", "--C", "1e-3",
-            "1", "--rounds", "2", "3", "--n-thresholds", "2", "--out", str(out)]  # fmt: skip
+            "1", "--rounds", "2", "3", "--n-thresholds", "2", "--hidden", "2", "--epochs", "1",
+            "--n-docs", "40", "--out", str(out)]  # fmt: skip
     done = _script(args, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stderr.startswith("skipping XGBoost: cannot import xgboost")

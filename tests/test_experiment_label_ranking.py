@@ -14,16 +14,18 @@ from bayesrank.experiments import label_ranking
 from bayesrank.label_ranking import RPC, load_label_ranking
 
 
-def run(*argv):
+def run(*argv, out=None):
     parser = argparse.ArgumentParser()
     label_ranking.add_arguments(parser)
     args = parser.parse_args(list(argv))
-    args.data_dir, args.out, args.seed = None, None, 3
+    args.data_dir, args.out, args.seed = None, out, 3
     return label_ranking.run(args)
 
 
-def test_the_reduced_protocol_cross_validates_each_method():
-    results = run("--folds", "2")
+def test_the_reduced_protocol_cross_validates_each_method(tmp_path):
+    results = run("--folds", "2", out=tmp_path / "lr")
+    for name in ("results.json", "table.txt", "label-ranking.png"):
+        assert (tmp_path / "lr" / name).stat().st_size > 0
     assert [(r["dataset"], r["method"]) for r in results["rows"]] == [
         ("iris", m) for m in ("RPC", "CC", "GP")
     ]

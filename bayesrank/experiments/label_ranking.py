@@ -97,8 +97,38 @@ def run(args: argparse.Namespace) -> dict:
     text = table(results)
     print(text)
     if args.out is not None:
-        write_outputs(results, args.out, text, None, NAME)
+        write_outputs(results, args.out, text, lambda: figure(results), NAME)
     return results
+
+
+def figure(results):
+    """Kendall tau of each method per data set (bars: the mean over folds, whiskers: the sd),
+    the published figures as ticks."""
+    from ..plot._base import pyplot
+
+    plt = pyplot()
+    datasets = results["settings"]["datasets"]
+    fig, ax = plt.subplots(figsize=(1.8 + 2.2 * len(datasets), 3.4))
+    width = 0.8 / len(METHODS)
+    for m, method in enumerate(METHODS):
+        taus = [
+            np.asarray(next(r["tau"] for r in results["rows"] if r["dataset"] == d
+                            and r["method"] == method))
+            for d in datasets
+        ]  # fmt: skip
+        x = np.arange(len(datasets)) + (m - (len(METHODS) - 1) / 2) * width
+        ax.bar(x, [t.mean() for t in taus], width, yerr=[t.std() for t in taus], label=method,
+               capsize=3)  # fmt: skip
+        for xi, d in zip(x, datasets, strict=True):
+            if method in PUBLISHED.get(d, {}):
+                ax.plot([xi - width / 2, xi + width / 2], [PUBLISHED[d][method][0]] * 2, "k-")
+    ax.set_xticks(np.arange(len(datasets)), datasets)
+    ax.set_ylim(0.6, 1.02)
+    ax.set_ylabel(
+        "Kendall tau (10-fold CV)" if results["settings"]["folds"] == 10 else "Kendall tau"
+    )
+    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0), title="black: published")
+    return fig
 
 
 def _published(dataset: str, method: str) -> str:

@@ -34,7 +34,14 @@ import numpy as np
 
 from ._data import check_ranking_data, check_X, pairs_within_queries, query_codes
 
-__all__ = ["Ranker", "check_documents", "check_inputs", "check_int", "pairwise_accuracy"]
+__all__ = [
+    "Params",
+    "Ranker",
+    "check_documents",
+    "check_inputs",
+    "check_int",
+    "pairwise_accuracy",
+]
 
 
 def check_int(name: str, value, *, low: int, none_ok: bool = False):
@@ -146,13 +153,10 @@ def _differs(value, default) -> bool:
         return True
 
 
-class Ranker(abc.ABC):
-    """Parameters, ``repr`` and ``score`` of a scikit-learn-style ranker.
-
-    A subclass's ``__init__`` stores its keyword hyperparameters under their own names and does
-    nothing else; ``get_params`` reads the names from its signature. Subclasses define
-    ``fit`` (returning ``self``) and ``predict``, and are final.
-    """
+class Params:
+    """scikit-learn's parameter face, shared by every estimator of the package (rankers,
+    label rankers): ``get_params`` / ``set_params`` read the names from ``__init__``'s
+    signature, and ``repr`` lists the parameters that differ from their defaults."""
 
     @classmethod
     def _param_names(cls) -> tuple[str, ...]:
@@ -178,6 +182,15 @@ class Ranker(abc.ABC):
             f"{k}={v!r}" for k, v in self.get_params().items() if _differs(v, defaults[k].default)
         ]
         return f"{type(self).__name__}({', '.join(changed)})"
+
+
+class Ranker(Params, abc.ABC):
+    """Parameters, ``repr`` and ``score`` of a scikit-learn-style ranker.
+
+    A subclass's ``__init__`` stores its keyword hyperparameters under their own names and does
+    nothing else; ``get_params`` reads the names from its signature. Subclasses define
+    ``fit`` (returning ``self``) and ``predict``, and are final.
+    """
 
     def _check_X(self, X) -> np.ndarray:
         """``predict``'s documents: ``(n, d)`` float64 with the fitted number of features."""

@@ -8,10 +8,9 @@ scikit-learn itself calls it. Host-side only: nothing here runs JAX.
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 
+from ..baselines._estimator import Params
 from ..data.batch import bucket_size
 from ._checks import check_lengths, check_orders, check_X
 
@@ -32,40 +31,13 @@ def pad_rows(a: np.ndarray, size: int) -> np.ndarray:
     return np.pad(a, [(0, size - a.shape[0])] + [(0, 0)] * (a.ndim - 1))
 
 
-class LabelRanker:
+class LabelRanker(Params):
     """Parameters, ``repr``, input checks and ``score`` of a label ranker.
 
     A subclass's ``__init__`` stores its keyword hyperparameters under their own names and does
     nothing else; it defines ``fit(X, rankings)`` (returning ``self``) and ``predict(X)`` (label
     orders ``(n, c)``).
     """
-
-    @classmethod
-    def _param_names(cls) -> tuple[str, ...]:
-        return tuple(p for p in inspect.signature(cls.__init__).parameters if p != "self")
-
-    def get_params(self, deep: bool = True) -> dict:
-        """The hyperparameters, ``{name: value}`` (scikit-learn's ``get_params``)."""
-        return {k: getattr(self, k) for k in self._param_names()}
-
-    def set_params(self, **params):
-        """Set hyperparameters by name; ``ValueError`` for an unknown name. Returns ``self``."""
-        names = self._param_names()
-        for k, v in params.items():
-            if k not in names:
-                raise ValueError(f"unknown parameter {k!r}; {type(self).__name__} has {names}")
-            setattr(self, k, v)
-        return self
-
-    def __repr__(self) -> str:
-        defaults = inspect.signature(type(self).__init__).parameters
-        changed = []
-        for k, v in self.get_params().items():
-            default = defaults[k].default
-            same = v is default or (type(v) is type(default) and v == default)
-            if not same:
-                changed.append(f"{k}={v!r}")
-        return f"{type(self).__name__}({', '.join(changed)})"
 
     def __sklearn_tags__(self):
         """scikit-learn's tags (called by scikit-learn only, which is imported here): no

@@ -211,12 +211,14 @@ def test_full_preset_skips_missing_peers(tmp_path, monkeypatch, capsys):
     fold = _fold(tmp_path / "Fold1", {"5", "8"}, {"7"}, {"10", "12"})
     _, written = run(
         tmp_path / "o", "--protocol", "full", "--C", 1e-3, "--rounds", 2, 3, "--n-thresholds", 2,
-        data_dir=fold,
+        "--hidden", 2, "--epochs", 1, "--n-docs", 40, data_dir=fold,
     )  # fmt: skip
     rows = written["runs"][0]["rows"]
-    assert [r["method"] for r in rows] == ["RankSVM", "RankSVM-hinge", "RankBoost",
-                                           "RankBoost-RankLib"]  # fmt: skip
-    assert [r["chosen_on_vali"] for r in rows] == [False, False, True, True]
+    assert [r["method"] for r in rows] == [
+        "RankSVM", "RankSVM-hinge", "RankBoost", "RankBoost-RankLib", "SortNet", "PRank", "XPGP",
+    ]  # fmt: skip
+    # one value each but RankBoost's two: only those are chosen on vali
+    assert [r["chosen_on_vali"] for r in rows] == [False, False, True, True, False, False, False]
     assert set(written["skipped"]) == {"XGBoost", "LightGBM"}
     assert written["versions"]["xgboost"] is None
     err = capsys.readouterr().err

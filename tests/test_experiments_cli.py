@@ -16,7 +16,9 @@ from bayesrank.experiments import EXPERIMENTS, _common
 
 
 def test_registry():
-    assert set(EXPERIMENTS) == {"active", "baselines", "ep-vs-nuts", "inference", "labels"}
+    assert set(EXPERIMENTS) == {
+        "active", "baselines", "ep-vs-nuts", "inference", "label-ranking", "labels",
+    }  # fmt: skip
     for name, module in EXPERIMENTS.items():
         assert module.NAME == name and module.HELP and "\n" not in module.HELP
         assert callable(module.add_arguments) and callable(module.run)

@@ -6,9 +6,11 @@ it where it still fits.
 
 Per ``n``: a random graph of about 4 neighbours per entity, the regularized Laplacian prior
 (``beta = 1``, ``iota = 1``, weight 1), ``m = 10 n`` probit pairs drawn from a latent
-``u ~ N(0, 1)`` per entity plus judge noise, and 1,000 held-out pairs. Reported: the first call
-of ``mode`` (compilation included), a second call, Newton's iterations, the prediction of the
-held-out pairs, their error against the latent order, and the process's peak memory; up to
+``u ~ N(0, 1)`` per entity plus judge noise, and 100,000 held-out pairs. Reported: the first
+call of ``mode`` (compilation included), a second call, Newton's iterations, the prediction of
+the held-out pairs with variances from 200 draws (``sampled_pair_predictions``; first call),
+their error against the latent order, the exact (one CG solve per pair) prediction of 200 of
+them with the sampled variances' z-scores against it, and the process's peak memory; up to
 ``--dense-up-to`` also ``laplace.fit`` on the dense ``K = Q^-1`` and the largest difference of
 the two modes. Each ``n`` runs in its own process (peak memory per size). Writes
 ``benchmarks/out/sparse_laplace.json``.
@@ -39,14 +41,15 @@ def one(n: int, dense_up_to: int) -> dict:
     W = sp.coo_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])), shape=(n, n))
     W = ((W + W.T) > 0).astype(float)
     Q = S.laplacian_precision(W)
+    root = S.laplacian_root(W)
     u = rng.normal(size=n)
     m = 10 * n
     i = rng.integers(0, n, m)
     j = (i + rng.integers(1, n, m)) % n
     win = u[i] + rng.normal(size=m) > u[j]
     pairs = np.where(win[:, None], np.c_[i, j], np.c_[j, i])
-    a = rng.integers(0, n, 1000)
-    b = (a + rng.integers(1, n, 1000)) % n
+    a = rng.integers(0, n, 100_000)
+    b = (a + rng.integers(1, n, 100_000)) % n
     test = np.where((u[a] > u[b])[:, None], np.c_[a, b], np.c_[b, a])
 
     def fit():
@@ -54,9 +57,15 @@ def one(n: int, dense_up_to: int) -> dict:
 
     first, post = harness.timed(fit)
     second, post = harness.timed(fit)
-    pred_s, (prob, _, _) = harness.timed(
-        lambda: jax.block_until_ready(S.pair_predictions(Q, pairs, post, test))
+    sampled_s, (prob, _, var, se) = harness.timed(
+        lambda: jax.block_until_ready(
+            S.sampled_pair_predictions(Q, root, pairs, post, test, jax.random.key(0))
+        )
     )
+    exact_s, (_, _, exact) = harness.timed(
+        lambda: jax.block_until_ready(S.pair_predictions(Q, pairs, post, test[:200]))
+    )
+    z = (np.asarray(var[:200]) - np.asarray(exact)) / np.asarray(se[:200])
     row = {
         "n": n,
         "m": m,
@@ -65,8 +74,11 @@ def one(n: int, dense_up_to: int) -> dict:
         "second_call_s": second,
         "newton_iterations": int(post.n_iter),
         "converged": bool(post.converged),
-        "predict_1000_pairs_s": pred_s,
+        "predict_100000_pairs_sampled_s": sampled_s,
         "held_out_error": float(np.mean(np.asarray(prob) < 0.5)),
+        "predict_200_pairs_exact_s": exact_s,
+        "sampled_variance_max_abs_z": float(np.max(np.abs(z))),
+        "sampled_variance_relative_se": float(np.median(np.asarray(se / var))),
     }
     if n <= dense_up_to:
         Qd = np.zeros((n, n))

@@ -69,3 +69,36 @@ def test_the_mode_and_predictions_equal_the_dense_engines(seed):
 def test_a_bad_adjacency_is_refused():
     with pytest.raises(ValueError, match="square"):
         S.laplacian_precision(np.ones((3, 4)))
+
+
+def test_the_root_reproduces_the_precision():
+    """``Q = sum_e omega_e (e_i - e_j)(e_i - e_j)^T + diag(diagonal)``, summed by hand."""
+    W, _ = graph_problem(30, 1)
+    Q = S.laplacian_precision(W, beta=0.7, iota=2.0, weight=1.5)
+    root = S.laplacian_root(W, beta=0.7, iota=2.0, weight=1.5)
+    total = np.diag(np.asarray(root.diagonal))
+    for (i, j), omega in zip(np.asarray(root.edges), np.asarray(root.omega), strict=True):
+        a = np.zeros(30)
+        a[i], a[j] = 1.0, -1.0
+        total += omega * np.outer(a, a)
+    np.testing.assert_allclose(total, dense(Q), atol=1e-14)
+
+
+def test_sampled_variances_cover_the_exact_ones_at_their_stated_error():
+    """2,000 draws of ``N(0, H^-1)``: each pair's estimated variance within 4.5 of its own
+    standard errors of the exact one (CG, checked against the dense engine above); the stated
+    error is the draws' rate, ``sqrt(2 / S)`` relative for a Gaussian difference."""
+    W, pairs = graph_problem(seed=2)
+    Q = S.laplacian_precision(W, beta=1.0, iota=1.5, weight=3.0)
+    root = S.laplacian_root(W, beta=1.0, iota=1.5, weight=3.0)
+    fit = S.mode(Q, pairs)
+    rng = np.random.default_rng(3)
+    test = np.c_[rng.integers(0, 200, 30), rng.integers(0, 200, 30)]
+    test = test[test[:, 0] != test[:, 1]]
+    _, _, exact = S.pair_predictions(Q, pairs, fit, test)
+    _, _, var, se = S.sampled_pair_predictions(
+        Q, root, pairs, fit, test, jax.random.key(0), n_samples=2000
+    )
+    z = (np.asarray(var) - np.asarray(exact)) / np.asarray(se)
+    assert np.max(np.abs(z)) < 4.5
+    np.testing.assert_allclose(se / var, np.sqrt(2 / 2000), rtol=0.15)

@@ -95,18 +95,26 @@ def pair_loss(params: CmpNNParams, winners, losers, mask=None) -> jax.Array:
     return jnp.sum(jnp.where(mask, err, 0.0)) / jnp.where(count > 0, count, 1)
 
 
-def train(params: CmpNNParams, winners, losers, mask, n_steps: int, learning_rate):
+def train(params: CmpNNParams, winners, losers, mask, n_steps: int, learning_rate, vali=None):
     """``n_steps`` full-batch Adam steps on ``pair_loss`` from ``params``; returns ``(params,
-    losses: (n_steps,))``, the loss before each step. ``n_steps`` is static under ``jit``;
-    ``learning_rate`` may be traced."""
+    losses: (n_steps,))``, the loss before each step. With ``vali = (winners, losers, mask)``
+    the returned network is the step's with the lowest ``pair_loss`` on ``vali`` (no real
+    validation pair: the last). ``n_steps`` is static under ``jit``; ``learning_rate`` may be
+    traced."""
     optimizer = optax.adam(learning_rate)
     grad = jax.value_and_grad(pair_loss)
+    has_vali = False if vali is None else jnp.any(vali[2])
 
     def step(carry, _):
-        p, state = carry
+        p, state, best, best_loss = carry
         loss, g = grad(p, winners, losers, mask)
         updates, state = optimizer.update(g, state, p)
-        return (optax.apply_updates(p, updates), state), loss
+        p = optax.apply_updates(p, updates)
+        v = -jnp.inf if vali is None else jnp.where(has_vali, pair_loss(p, *vali), -jnp.inf)
+        better = v <= best_loss
+        best = jax.tree_util.tree_map(lambda a, b: jnp.where(better, a, b), p, best)
+        return (p, state, best, jnp.where(better, v, best_loss)), loss
 
-    (params, _), losses = jax.lax.scan(step, (params, optimizer.init(params)), None, n_steps)
-    return params, losses
+    start = (params, optimizer.init(params), params, jnp.asarray(jnp.inf, params.b.dtype))
+    (_, _, best, _), losses = jax.lax.scan(step, start, None, n_steps)
+    return best, losses

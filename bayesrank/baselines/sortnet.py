@@ -207,26 +207,9 @@ def _pair_arrays(pairs: set, batch: _Batch):
 
 @partial(jax.jit, static_argnames=("n_steps",))
 def _train_and_validate(params, train, vali, n_steps, learning_rate):
-    """``cmpnn.train`` on ``train = (winners, losers, mask)``, keeping the step's network with
-    the lowest ``pair_loss`` on ``vali`` (no real validation pair: the last)."""
-    import optax
-
-    optimizer = optax.adam(learning_rate)
-    grad = jax.value_and_grad(cmpnn.pair_loss)
-    has_vali = jnp.any(vali[2])
-
-    def step(carry, _):
-        p, state, best, best_loss = carry
-        loss, g = grad(p, *train)
-        updates, state = optimizer.update(g, state, p)
-        p = optax.apply_updates(p, updates)
-        v = jnp.where(has_vali, cmpnn.pair_loss(p, *vali), -jnp.inf)
-        better = v <= best_loss
-        best = jax.tree_util.tree_map(lambda a, b: jnp.where(better, a, b), p, best)
-        return (p, state, best, jnp.where(better, v, best_loss)), loss
-
-    start = (params, optimizer.init(params), params, jnp.asarray(jnp.inf, params.b.dtype))
-    (_, _, best, _), losses = jax.lax.scan(step, start, None, n_steps)
+    """``cmpnn.train`` on ``train = (winners, losers, mask)``, validated on ``vali``: the best
+    network and the last step's training loss."""
+    best, losses = cmpnn.train(params, *train, n_steps, learning_rate, vali=vali)
     return best, losses[-1]
 
 
@@ -354,10 +337,11 @@ class SortNet(Ranker):
         self._check_fitted()
         X = check_documents(X, self.n_features_in_, "SortNet")
         codes = query_codes(qid, len(X)) if qid is not None else np.zeros(len(X), np.int64)
+        groups = np.unique(codes)
         scores = np.zeros(len(X))
-        for c in np.unique(codes):
-            rows = codes == c
-            scores[rows] = sort_queries(self.params_, [X[rows]])[0]
+        sorted_ = sort_queries(self.params_, [X[codes == c] for c in groups])
+        for c, s in zip(groups, sorted_, strict=True):
+            scores[codes == c] = s
         return scores
 
     def score(self, X, y, qid=None) -> float:

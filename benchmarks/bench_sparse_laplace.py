@@ -1,4 +1,4 @@
-"""The precision-form Laplace (``bayesrank.inference.sparse_laplace``) on graph priors of
+"""The precision-form Laplace (``bayesrank.inference.sparse``) on graph priors of
 growing size: time and memory of the mode and of pair predictions, and the dense engine beside
 it where it still fits.
 
@@ -33,7 +33,7 @@ def one(n: int, dense_up_to: int) -> dict:
     import scipy.sparse as sp
 
     from bayesrank.inference import laplace
-    from bayesrank.inference import sparse_laplace as S
+    from bayesrank.inference import sparse as S
 
     rng = np.random.default_rng(0)
     edges = rng.integers(0, n, size=(2 * n, 2))
@@ -41,7 +41,7 @@ def one(n: int, dense_up_to: int) -> dict:
     W = sp.coo_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])), shape=(n, n))
     W = ((W + W.T) > 0).astype(float)
     Q = S.laplacian_precision(W)
-    root = S.laplacian_root(W)
+    prior = S.latent_prior(blocks=[Q])
     u = rng.normal(size=n)
     m = 10 * n
     i = rng.integers(0, n, m)
@@ -53,23 +53,23 @@ def one(n: int, dense_up_to: int) -> dict:
     test = np.where((u[a] > u[b])[:, None], np.c_[a, b], np.c_[b, a])
 
     def fit():
-        return jax.block_until_ready(S.mode(Q, pairs))
+        return jax.block_until_ready(S.mode(prior, pairs))
 
     first, post = harness.timed(fit)
     second, post = harness.timed(fit)
     sampled_s, (prob, _, var, se) = harness.timed(
         lambda: jax.block_until_ready(
-            S.sampled_pair_predictions(Q, root, pairs, post, test, jax.random.key(0))
+            S.sampled_pair_predictions(prior, pairs, post, test, jax.random.key(0))
         )
     )
     exact_s, (_, _, exact) = harness.timed(
-        lambda: jax.block_until_ready(S.pair_predictions(Q, pairs, post, test[:200]))
+        lambda: jax.block_until_ready(S.pair_predictions(prior, pairs, post, test[:200]))
     )
     z = (np.asarray(var[:200]) - np.asarray(exact)) / np.asarray(se[:200])
     row = {
         "n": n,
         "m": m,
-        "nnz": len(Q.values),
+        "edges": int(Q.omega.shape[0]),
         "first_call_s": first,
         "second_call_s": second,
         "newton_iterations": int(post.n_iter),
@@ -81,9 +81,7 @@ def one(n: int, dense_up_to: int) -> dict:
         "sampled_variance_relative_se": float(np.median(np.asarray(se / var))),
     }
     if n <= dense_up_to:
-        Qd = np.zeros((n, n))
-        np.add.at(Qd, (np.asarray(Q.rows), np.asarray(Q.cols)), np.asarray(Q.values))
-        K = np.linalg.inv(Qd)
+        K = np.linalg.inv(Q.dense())
         dense_first, ref = harness.timed(lambda: jax.block_until_ready(laplace.fit(K, pairs)))
         dense_second, ref = harness.timed(lambda: jax.block_until_ready(laplace.fit(K, pairs)))
         row["dense_first_call_s"] = dense_first

@@ -1,6 +1,6 @@
-"""The precision-form Laplace (bayesrank.inference.sparse_laplace) against the dense engine on
-``K = Q^-1`` (inverted here with NumPy): the mode and the pair predictions, and the precision's
-matrix-vector product against the dense matrix."""
+"""The precision-form engine (``bayesrank.inference.sparse``) against the dense Laplace engine on
+the same prior's covariance, built here by hand with NumPy: the regularized Laplacian's inverse
+``[(beta / w)(D - W + I / iota^2)]^-1``, the attribute kernel's Gram matrix, and their sum."""
 
 from __future__ import annotations
 
@@ -10,94 +10,202 @@ import pytest
 import scipy.sparse as sp
 
 from bayesrank.inference import laplace
-from bayesrank.inference import sparse_laplace as S
+from bayesrank.inference import sparse as S
+from bayesrank.kernels import RBF
+from bayesrank.kernels.lowrank import pivoted_cholesky
 
 pytestmark = pytest.mark.skipif(
     not jax.config.jax_enable_x64, reason="compares modes to 1e-8 (float64)"
 )
 
 
-def graph_problem(n=200, m=600, seed=0):
+def random_graph(n, seed, degree=4):
+    W = sp.random(n, n, density=degree / n, random_state=seed)
+    return ((W + W.T) > 0).astype(float)
+
+
+def probit_pairs(n, m, seed):
     rng = np.random.default_rng(seed)
-    W = sp.random(n, n, density=4 / n, random_state=seed)
-    W = ((W + W.T) > 0).astype(float)
     u = rng.normal(size=n)
     i = rng.integers(0, n, m)
     j = (i + rng.integers(1, n, m)) % n
-    pairs = np.where((u[i] + rng.normal(size=m) > u[j])[:, None], np.c_[i, j], np.c_[j, i])
-    return W, pairs
+    return np.where((u[i] + rng.normal(size=m) > u[j])[:, None], np.c_[i, j], np.c_[j, i])
 
 
-def dense(Q: S.SparsePrecision) -> np.ndarray:
-    out = np.zeros((Q.n, Q.n))
-    np.add.at(out, (np.asarray(Q.rows), np.asarray(Q.cols)), np.asarray(Q.values))
-    return out
-
-
-def test_the_precision_is_the_regularized_laplacians_inverse():
-    """``Q = (beta / w) (L + I / iota^2)`` with ``L = D - W``, built by hand; ``matvec`` and
-    ``diagonal`` are the dense matrix's."""
-    W, _ = graph_problem(40, 1)
-    Q = S.laplacian_precision(W, beta=1.3, iota=0.7, weight=2.0)
-    Wd = W.toarray()
+def laplacian_covariance(W, beta, iota, weight):
+    Wd = W.toarray() if sp.issparse(W) else np.asarray(W)
     L = np.diag(Wd.sum(1)) - Wd
-    want = 1.3 / 2.0 * (L + np.eye(40) / 0.7**2)
-    np.testing.assert_allclose(dense(Q), want, atol=1e-14)
+    return np.linalg.inv(beta / weight * (L + np.eye(len(L)) / iota**2))
+
+
+def test_the_graph_precision_is_the_regularized_laplacians_inverse():
+    """``Q = (beta / w) (L + I / iota^2)``, ``L = D - W``; products, diagonal and the dense form;
+    a root draw's covariance ``B B^T`` is ``Q`` (the draw is linear in its normals: its Jacobian
+    in them is ``B``)."""
+    W = random_graph(40, 1)
+    Q = S.laplacian_precision(W, beta=1.3, iota=0.7, weight=2.0)
+    want = np.linalg.inv(laplacian_covariance(W, 1.3, 0.7, 2.0))
+    np.testing.assert_allclose(Q.dense(), want, atol=1e-12)
     v = np.random.default_rng(1).normal(size=40)
     np.testing.assert_allclose(Q.matvec(v), want @ v, atol=1e-12)
-    np.testing.assert_allclose(Q.diagonal(), np.diag(want), atol=1e-14)
+    np.testing.assert_allclose(Q.diagonal(), np.diag(want), atol=1e-12)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_the_mode_and_predictions_equal_the_dense_engines(seed):
-    W, pairs = graph_problem(seed=seed)
-    Q = S.laplacian_precision(W, beta=1.0, iota=1.5, weight=3.0)
-    fit = S.mode(Q, pairs)
-    ref = laplace.fit(np.linalg.inv(dense(Q)), pairs, tol=1e-12)
+def test_the_membership_form_is_the_projections_laplacian():
+    """Groups (directors, genres) give the Laplacian of ``W_ij = #groups shared``, counted by
+    hand; a repeated membership counts once, a one-member group adds nothing."""
+    rng = np.random.default_rng(0)
+    n = 25
+    entities = rng.integers(0, n, 60)
+    groups = rng.integers(0, 7, 60)
+    entities = np.r_[entities, entities[0], 3]
+    groups = np.r_[groups, groups[0], 99]
+    W = np.zeros((n, n))
+    for g in set(groups.tolist()):
+        members = sorted(set(entities[groups == g].tolist()))
+        for a in members:
+            for b in members:
+                if a != b:
+                    W[a, b] += 1
+    Q = S.membership_precision(entities, groups, n, beta=0.8, iota=1.7, weight=1.4)
+    want = np.linalg.inv(laplacian_covariance(W, 0.8, 1.7, 1.4))
+    np.testing.assert_allclose(Q.dense(), want, atol=1e-12)
+    v = rng.normal(size=n)
+    np.testing.assert_allclose(Q.matvec(v), want @ v, atol=1e-12)
+    np.testing.assert_allclose(Q.diagonal(), np.diag(want), atol=1e-12)
+
+
+@pytest.mark.parametrize("Q", ["graph", "groups"])
+def test_root_draws_have_covariance_q(Q):
+    """40,000 draws: every entry of their second-moment matrix within 5 standard errors
+    (``sqrt((Q_ii Q_jj + Q_ij^2) / N)``, a Gaussian's) of ``Q`` built by hand."""
+    rng = np.random.default_rng(2)
+    n = 20
+    if Q == "graph":
+        W = random_graph(n, 3)
+        prec = S.laplacian_precision(W, beta=0.7, iota=2.0, weight=1.5)
+        want = np.linalg.inv(laplacian_covariance(W, 0.7, 2.0, 1.5))
+    else:
+        entities, groups = rng.integers(0, n, 40), rng.integers(0, 5, 40)
+        W = np.zeros((n, n))
+        for g in range(5):
+            members = sorted(set(entities[groups == g].tolist()))
+            for a in members:
+                for b in members:
+                    W[a, b] += a != b
+        prec = S.membership_precision(entities, groups, n)
+        want = np.linalg.inv(laplacian_covariance(W, 1.0, 1.0, 1.0))
+    N = 40_000
+    draws = np.asarray(jax.vmap(prec.root_draw)(jax.random.split(jax.random.key(0), N)))
+    second = draws.T @ draws / N
+    se = np.sqrt((np.outer(np.diag(want), np.diag(want)) + want**2) / N)
+    assert np.max(np.abs(second - want) / se) < 5
+
+
+def test_the_pivoted_cholesky_is_exact_at_full_rank_and_bounded_below():
+    """At rank ``n`` the root reproduces the Gram matrix; at lower rank the stated residual is
+    the exact diagonal of ``K - Phi Phi^T``, which is PSD, and a pair's variance error is within
+    ``2 (d_i + d_j)``."""
+    X = np.random.default_rng(4).normal(size=(60, 3))
+    kernel = RBF(kappa=1.2, rho=0.8)
+    K = np.asarray(kernel(X))
+    full = pivoted_cholesky(kernel, X, 60)
+    np.testing.assert_allclose(full.features @ full.features.T, K, atol=1e-10)
+    low = pivoted_cholesky(kernel, X, 15)
+    R = K - np.asarray(low.features @ low.features.T)
+    np.testing.assert_allclose(low.residual, np.diag(R), atol=1e-12)
+    assert np.linalg.eigvalsh(R).min() > -1e-10
+    d = np.asarray(low.residual)
+    i, j = np.triu_indices(60, 1)
+    pair_error = R[i, i] + R[j, j] - 2 * R[i, j]
+    assert np.all(pair_error <= 2 * (d[i] + d[j]) + 1e-12)
+    assert len(set(np.asarray(low.pivots).tolist())) == 15
+
+
+def xpgp_problem(n=80, m=300, seed=0):
+    """Attributes (RBF), two graphs and an entity effect; the dense covariance by hand."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    kernel = RBF(kappa=1.1, rho=0.9)
+    W1, W2 = random_graph(n, seed + 1, 3), random_graph(n, seed + 2, 2)
+    blocks = (
+        S.laplacian_precision(W1, beta=1.0, iota=1.5, weight=2.0),
+        S.laplacian_precision(W2, beta=0.5, iota=1.0, weight=1.0),
+        S.diagonal_precision(np.full(n, 0.3)),
+    )
+    K = (
+        np.asarray(kernel(X))
+        + laplacian_covariance(W1, 1.0, 1.5, 2.0)
+        + laplacian_covariance(W2, 0.5, 1.0, 1.0)
+        + 0.3 * np.eye(n)
+    )
+    return X, kernel, blocks, K, probit_pairs(n, m, seed)
+
+
+def test_graph_only_mode_and_predictions_equal_the_dense_engines():
+    W = random_graph(200, 0)
+    pairs = probit_pairs(200, 600, 0)
+    prior = S.latent_prior(blocks=[S.laplacian_precision(W, beta=1.0, iota=1.5, weight=3.0)])
+    fit = S.mode(prior, pairs)
+    ref = laplace.fit(laplacian_covariance(W, 1.0, 1.5, 3.0), pairs, tol=1e-12)
     assert bool(fit.converged)
     np.testing.assert_allclose(fit.mean, ref.mean, atol=1e-8)
-    rng = np.random.default_rng(seed + 10)
-    test = np.c_[rng.integers(0, 200, 40), rng.integers(0, 200, 40)]
-    test = test[test[:, 0] != test[:, 1]]
-    prob, mean, var = S.pair_predictions(Q, pairs, fit, test)
+    test = probit_pairs(200, 40, 9)
+    prob, mean, var = S.pair_predictions(prior, pairs, fit, test)
     want = ref.predict_pairs(test)
     np.testing.assert_allclose(var, want.delta_var, rtol=1e-8)
     np.testing.assert_allclose(mean, want.delta_mean, atol=1e-8)
     np.testing.assert_allclose(prob, want.prob, atol=1e-8)
 
 
-def test_a_bad_adjacency_is_refused():
+@pytest.mark.parametrize("seed", [0, 1])
+def test_xpgp_at_full_rank_equals_the_dense_posterior(seed):
+    """Attributes at full rank plus two graphs and an entity effect: the latent-vector engine's
+    mode and pair predictions equal the dense engine on the summed covariance to 1e-8."""
+    X, kernel, blocks, K, pairs = xpgp_problem(seed=seed)
+    root = pivoted_cholesky(kernel, X, len(X))
+    prior = S.latent_prior(root.features, blocks)
+    fit = S.mode(prior, pairs)
+    ref = laplace.fit(K, pairs, tol=1e-12)
+    assert bool(fit.converged)
+    np.testing.assert_allclose(fit.mean, ref.mean, atol=1e-8)
+    test = probit_pairs(len(X), 30, seed + 5)
+    prob, mean, var = S.pair_predictions(prior, pairs, fit, test)
+    want = ref.predict_pairs(test)
+    np.testing.assert_allclose(var, want.delta_var, rtol=1e-8)
+    np.testing.assert_allclose(mean, want.delta_mean, atol=1e-8)
+    np.testing.assert_allclose(prob, want.prob, atol=1e-8)
+
+
+def test_bad_pieces_are_refused():
     with pytest.raises(ValueError, match="square"):
         S.laplacian_precision(np.ones((3, 4)))
-
-
-def test_the_root_reproduces_the_precision():
-    """``Q = sum_e omega_e (e_i - e_j)(e_i - e_j)^T + diag(diagonal)``, summed by hand."""
-    W, _ = graph_problem(30, 1)
-    Q = S.laplacian_precision(W, beta=0.7, iota=2.0, weight=1.5)
-    root = S.laplacian_root(W, beta=0.7, iota=2.0, weight=1.5)
-    total = np.diag(np.asarray(root.diagonal))
-    for (i, j), omega in zip(np.asarray(root.edges), np.asarray(root.omega), strict=True):
-        a = np.zeros(30)
-        a[i], a[j] = 1.0, -1.0
-        total += omega * np.outer(a, a)
-    np.testing.assert_allclose(total, dense(Q), atol=1e-14)
+    with pytest.raises(ValueError, match="symmetric"):
+        S.laplacian_precision(np.triu(np.ones((3, 3)), 1))
+    with pytest.raises(ValueError, match="iota"):
+        S.laplacian_precision(np.zeros((3, 3)), iota=0.0)
+    with pytest.raises(ValueError, match=r"entities\[1\] = 7"):
+        S.membership_precision([0, 7], [0, 0], 5)
+    with pytest.raises(ValueError, match="positive"):
+        S.diagonal_precision([1.0, 0.0])
+    with pytest.raises(ValueError, match=r"blocks\[0\] has 4 entities"):
+        S.latent_prior(np.zeros((5, 2)), [S.diagonal_precision(np.ones(4))])
+    with pytest.raises(ValueError, match="needs features"):
+        S.latent_prior(np.zeros((5, 0)))
 
 
 def test_sampled_variances_cover_the_exact_ones_at_their_stated_error():
-    """2,000 draws of ``N(0, H^-1)``: each pair's estimated variance within 4.5 of its own
-    standard errors of the exact one (CG, checked against the dense engine above); the stated
-    error is the draws' rate, ``sqrt(2 / S)`` relative for a Gaussian difference."""
-    W, pairs = graph_problem(seed=2)
-    Q = S.laplacian_precision(W, beta=1.0, iota=1.5, weight=3.0)
-    root = S.laplacian_root(W, beta=1.0, iota=1.5, weight=3.0)
-    fit = S.mode(Q, pairs)
-    rng = np.random.default_rng(3)
-    test = np.c_[rng.integers(0, 200, 30), rng.integers(0, 200, 30)]
-    test = test[test[:, 0] != test[:, 1]]
-    _, _, exact = S.pair_predictions(Q, pairs, fit, test)
+    """2,000 posterior draws of an XPGP prior at reduced rank: each pair's estimated variance
+    within 4.5 of its own standard errors of the exact one (one CG solve per pair, itself checked
+    against the dense engine above); the stated error is the draws' rate, ``sqrt(2 / S)``
+    relative for a Gaussian difference."""
+    X, kernel, blocks, _, pairs = xpgp_problem(seed=2)
+    prior = S.latent_prior(pivoted_cholesky(kernel, X, 20).features, blocks)
+    fit = S.mode(prior, pairs)
+    test = probit_pairs(len(X), 30, 3)
+    _, _, exact = S.pair_predictions(prior, pairs, fit, test)
     _, _, var, se = S.sampled_pair_predictions(
-        Q, root, pairs, fit, test, jax.random.key(0), n_samples=2000
+        prior, pairs, fit, test, jax.random.key(0), n_samples=2000
     )
     z = (np.asarray(var) - np.asarray(exact)) / np.asarray(se)
     assert np.max(np.abs(z)) < 4.5

@@ -1,0 +1,168 @@
+"""Sparse prior precisions of graph kernels: the regularized Laplacian in group form.
+
+The regularized Laplacian kernel (paper Eq. 2) has the precision ``Q = (beta / w) (L + I /
+iota^2)``, with ``L`` the Laplacian of the relation graph. ``LaplacianPrecision`` keeps ``Q`` as a
+sum over *groups* of entities,
+
+    Q = sum_g omega_g (s_g diag(1_g) - 1_g 1_g^T) + diag(d),
+
+with ``1_g`` the indicator of group ``g`` and ``s_g`` its size. One form serves both kinds of
+relation data:
+
+- a **graph** ``W``: every edge ``(i, j)`` is a group of two with ``omega = (beta / w) W_ij``
+  (``s diag(1_g) - 1_g 1_g^T`` is then ``(e_i - e_j)(e_i - e_j)^T``): ``laplacian_precision``;
+- a **membership relation** (movie-director, movie-genre): every director or genre is one group,
+  and the sum is exactly the Laplacian of the bipartite projection ``W_ij = #groups shared`` —
+  in ``O(memberships)`` numbers where the projection has ``O(s_g^2)`` edges per group (a genre of
+  5,000 movies is 12.5 million edges, and one group here): ``membership_precision``.
+
+Each group's term is ``omega_g s_g P_g`` with ``P_g`` the centring projection on its members, so
+``Q`` has the sparse root ``Q = B B^T``, ``B = [sqrt(omega_g s_g) P_g ..., diag(sqrt(d))]``:
+``root_draw`` returns ``B z``, a draw of ``N(0, Q)``, from one normal per membership and entity.
+Matrix-vector products, the diagonal and the root draw are ``segment_sum`` s over the memberships:
+``O(memberships + n)`` each.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = [
+    "LaplacianPrecision",
+    "diagonal_precision",
+    "laplacian_precision",
+    "membership_precision",
+]
+
+
+@partial(
+    jax.tree_util.register_dataclass,
+    data_fields=["members", "omega", "diag"],
+    meta_fields=["n"],
+)
+@dataclasses.dataclass(frozen=True)
+class LaplacianPrecision:
+    """``Q = sum_g omega_g (s_g diag(1_g) - 1_g 1_g^T) + diag(diag)`` (module docstring):
+    ``members: (k, 2)`` rows ``(entity, group)`` (each at most once), ``omega: (G,)`` the groups'
+    weights, ``diag: (n,)``; ``n`` static under ``jit``."""
+
+    members: jax.Array
+    omega: jax.Array
+    diag: jax.Array
+    n: int
+
+    def _sizes(self):
+        ones = jnp.ones(self.members.shape[0], self.diag.dtype)
+        return jax.ops.segment_sum(ones, self.members[:, 1], self.omega.shape[0])
+
+    def matvec(self, v):
+        """``Q v: (n,)``."""
+        entity, group = self.members[:, 0], self.members[:, 1]
+        sums = jax.ops.segment_sum(v[entity], group, self.omega.shape[0])
+        per = self.omega[group] * (self._sizes()[group] * v[entity] - sums[group])
+        return jax.ops.segment_sum(per, entity, self.n) + self.diag * v
+
+    def diagonal(self):
+        """``diag(Q): (n,)``."""
+        entity, group = self.members[:, 0], self.members[:, 1]
+        per = self.omega[group] * (self._sizes()[group] - 1.0)
+        return jax.ops.segment_sum(per, entity, self.n) + self.diag
+
+    def root_draw(self, key):
+        """``B z: (n,)``, ``z ~ N(0, I)``: a draw of ``N(0, Q)``."""
+        entity, group = self.members[:, 0], self.members[:, 1]
+        k_members, k_diag = jax.random.split(key)
+        dtype = self.diag.dtype
+        z = jax.random.normal(k_members, (self.members.shape[0],), dtype)
+        sizes = self._sizes()
+        mean = jax.ops.segment_sum(z, group, self.omega.shape[0]) / jnp.maximum(sizes, 1.0)
+        per = jnp.sqrt(self.omega[group] * sizes[group]) * (z - mean[group])
+        out = jax.ops.segment_sum(per, entity, self.n)
+        return out + jnp.sqrt(self.diag) * jax.random.normal(k_diag, (self.n,), dtype)
+
+    def dense(self) -> np.ndarray:
+        """``Q: (n, n)`` as a NumPy array (for tests and small problems)."""
+        out = np.diag(np.asarray(self.diag, float))
+        members = np.asarray(self.members)
+        omega = np.asarray(self.omega, float)
+        for g in np.unique(members[:, 1]):
+            idx = members[members[:, 1] == g, 0]
+            out[np.ix_(idx, idx)] -= omega[g]
+            out[idx, idx] += omega[g] * len(idx)
+        return out
+
+
+def _dtype():
+    return jnp.result_type(float)
+
+
+def _scale(beta, iota, weight, name):
+    for label, value in (("beta", beta), ("iota", iota), ("weight", weight)):
+        if not (np.isfinite(value) and value > 0):
+            raise ValueError(f"{name}: {label} must be positive and finite, got {value!r}")
+    return beta / weight, beta / weight / iota**2
+
+
+def laplacian_precision(W, beta=1.0, iota=1.0, weight=1.0) -> LaplacianPrecision:
+    """The precision ``(beta / weight) (L + I / iota^2)`` of the regularized Laplacian prior
+    ``weight [beta (L + I / iota^2)]^-1``, ``L = D - W`` of the adjacency ``W: (n, n)`` (dense
+    or ``scipy.sparse``; symmetric, non-negative, the diagonal ignored): each edge one group."""
+    import scipy.sparse as sp
+
+    A = sp.coo_matrix(W, dtype=np.float64)
+    n = A.shape[0]
+    if A.shape != (n, n):
+        raise ValueError(f"the adjacency must be square, got shape {A.shape}")
+    if A.nnz and (np.any(A.data < 0) or not np.all(np.isfinite(A.data))):
+        raise ValueError("the adjacency must be finite and non-negative")
+    if abs(A - A.T).max() > 1e-12 * max(1.0, abs(A).max()):
+        raise ValueError("the adjacency must be symmetric")
+    A = sp.triu(A, k=1).tocoo()
+    A.eliminate_zeros()
+    scale, diag = _scale(beta, iota, weight, "laplacian_precision")
+    k = len(A.data)
+    members = np.stack([np.r_[A.row, A.col], np.r_[np.arange(k), np.arange(k)]], 1)
+    return LaplacianPrecision(
+        members.astype(np.int32), (scale * A.data).astype(_dtype()), np.full(n, diag, _dtype()), n
+    )
+
+
+def membership_precision(entities, groups, n, beta=1.0, iota=1.0, weight=1.0):
+    """The regularized Laplacian prior's precision for the bipartite projection of a membership
+    relation: ``entities: (k,)`` in ``[0, n)`` and ``groups: (k,)`` (any integers or ids) list
+    which entity belongs to which group (a repeated membership counts once); ``W_ij`` is the
+    number of groups that ``i`` and ``j`` share. Groups of one member add nothing and are left
+    out."""
+    entities = np.asarray(entities)
+    if entities.ndim != 1 or len(entities) != len(groups):
+        raise ValueError("entities and groups must be one-dimensional and of the same length")
+    if len(entities) and (entities.min() < 0 or entities.max() >= n):
+        bad = int(np.flatnonzero((entities < 0) | (entities >= n))[0])
+        raise ValueError(f"entities[{bad}] = {entities[bad]} is not an entity index in [0, {n})")
+    _, gid = np.unique(np.asarray(groups), return_inverse=True)
+    pairs = np.unique(np.stack([entities.astype(np.int64), gid.ravel()], 1), axis=0)
+    sizes = np.bincount(pairs[:, 1], minlength=gid.max() + 1 if len(gid) else 0)
+    pairs = pairs[sizes[pairs[:, 1]] > 1]
+    _, pairs[:, 1] = np.unique(pairs[:, 1], return_inverse=True)
+    scale, diag = _scale(beta, iota, weight, "membership_precision")
+    G = int(pairs[:, 1].max()) + 1 if len(pairs) else 0
+    return LaplacianPrecision(
+        pairs.astype(np.int32), np.full(G, scale, _dtype()), np.full(n, diag, _dtype()), int(n)
+    )
+
+
+def diagonal_precision(variances) -> LaplacianPrecision:
+    """``Q = diag(1 / variances)``: independent entity effects (or a low-rank kernel's residual
+    variances); ``variances: (n,)``, positive."""
+    variances = np.asarray(variances, float)
+    if variances.ndim != 1 or not np.all(np.isfinite(variances)) or np.any(variances <= 0):
+        raise ValueError("variances must be a one-dimensional array of positive numbers")
+    n = len(variances)
+    return LaplacianPrecision(
+        np.zeros((0, 2), np.int32), np.zeros(0, _dtype()), (1.0 / variances).astype(_dtype()), n
+    )

@@ -7,7 +7,8 @@ movies are in ``bayesrank.data.graphs.hetrec``).
   ``0`` or ``\\N``, is the column's median);
 - ``user_ratings``: ``{userID: {movieID: rating}}`` of the users in
   ``ratings_subset_38users`` (its train and test files together);
-- ``scale01``: each column to ``[0, 1]`` (within one user's movies, as the experiments do).
+- ``scale01``: each column to ``[0, 1]`` (within one user's movies, as the experiments do);
+- ``pooled_pairs``: every user's ratings as preference pairs over one global list of movies.
 
 ``data_dir`` holds the folder ``hetrec2011-movielens-2k`` (files gzipped, tab-separated, a
 header line, Latin-1).
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["MOVIE_COLUMNS", "movie_attributes", "scale01", "user_ratings"]
+__all__ = ["MOVIE_COLUMNS", "movie_attributes", "pooled_pairs", "scale01", "user_ratings"]
 
 #: The numeric columns of ``movies.dat`` used as attributes (after the genre indicators).
 MOVIE_COLUMNS = (
@@ -90,3 +91,32 @@ def user_ratings(data_dir) -> dict[int, dict[int, float]]:
         for r in rows:
             ratings.setdefault(int(r[0]), {})[int(r[1])] = float(r[2])
     return ratings
+
+
+def pooled_pairs(ratings: dict[int, dict[int, float]], movie_ids) -> tuple[np.ndarray, np.ndarray]:
+    """Each user's ratings as pairs over the movies ``movie_ids`` (entity order): for every user
+    and every two movies they rated differently, ``(better, worse)``. Returns ``pairs: (m, 2)``
+    entity indices (winner first) and ``users: (m,)``; users in ascending id order, each user's
+    pairs in the order of their movies' ids. Equal ratings give no pair.
+
+    Raises:
+        ValueError: naming the user and the movie rated that is not in ``movie_ids``.
+    """
+    index = {int(m): a for a, m in enumerate(movie_ids)}
+    pairs, users = [], []
+    for user in sorted(ratings):
+        rated = sorted(ratings[user])
+        missing = [m for m in rated if m not in index]
+        if missing:
+            raise ValueError(f"user {user} rated movie {missing[0]}, which is not in movie_ids")
+        idx = np.array([index[m] for m in rated], dtype=np.int64)
+        r = np.array([ratings[user][m] for m in rated])
+        a, b = np.triu_indices(len(idx), 1)
+        keep = r[a] != r[b]
+        a, b = a[keep], b[keep]
+        win = r[a] > r[b]
+        pairs.append(np.stack([np.where(win, idx[a], idx[b]), np.where(win, idx[b], idx[a])], 1))
+        users.append(np.full(len(a), user))
+    if not pairs:
+        return np.zeros((0, 2), np.int64), np.zeros(0, np.int64)
+    return np.concatenate(pairs), np.concatenate(users)

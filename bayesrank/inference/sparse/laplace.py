@@ -78,24 +78,87 @@ def hessian_matvec(prior: LatentPrior, pairs, w):
     return matvec
 
 
-def hessian_diagonal(prior: LatentPrior, pairs, w):
-    """``diag(H): (r + K n,)``; the features' part column by column (``O(m)`` memory)."""
-    n = prior.n
+def _feature_curvature(features, pairs, w, chunk: int = 4096):
+    """``Phi^T A^T diag(w) A Phi: (r, r)``, summed over chunks of pairs (``O(chunk r)`` memory)."""
+    m, r = pairs.shape[0], features.shape[1]
+    pad = -m % chunk
+    pairs = jnp.pad(pairs, ((0, pad), (0, 0)))
+    w = jnp.pad(w, (0, pad))
+
+    def add(total, block):
+        p, wc = block
+        D = features[p[:, 0]] - features[p[:, 1]]
+        return total + D.T @ (wc[:, None] * D), None
+
+    blocks = (pairs.reshape(-1, chunk, 2), w.reshape(-1, chunk))
+    total, _ = jax.lax.scan(add, jnp.zeros((r, r), features.dtype), blocks)
+    return total
+
+
+class Preconditioner(NamedTuple):
+    """``M = C C^T``, ``C = blockdiag(chol(H_ww), chol(M_1), ..., chol(M_n))``: the attribute
+    block of ``H`` exactly (``I + Phi^T A^T W A Phi``, ``r x r``: ``m`` pairs make it far from
+    diagonal) and, per entity ``i``, the ``K x K`` block of the relation latents at ``i``,
+
+        M_i = diag(Q_1[i, i], ..., Q_K[i, i]) + c_i 1 1^T,   c_i = (A^T W A)[i, i],
+
+    because the pairs see only the sum ``g_1 + ... + g_K``: a diagonal (Jacobi) preconditioner
+    counts their curvature once per block, and the directions that trade one block against
+    another (which the pairs do not see) then have eigenvalues ``~ prior / c_i``: CG's iterations
+    grow with the number of pairs per entity."""
+
+    chol_w: jax.Array
+    inv_chol_g: jax.Array
+
+    def _split(self, v):
+        r, (n, K, _) = self.chol_w.shape[0], self.inv_chol_g.shape
+        return v[:r], v[r:].reshape(K, n).T
+
+    def _join(self, head, tail):
+        return jnp.concatenate([head, tail.T.reshape(-1)])
+
+    def solve(self, v):
+        """``M^-1 v``."""
+        head, tail = self._split(v)
+        head = jax.scipy.linalg.cho_solve((self.chol_w, True), head)
+        inv = self.inv_chol_g
+        tail = jnp.einsum("nji,njk,nk->ni", inv, inv, tail)
+        return self._join(head, tail)
+
+    def half_solve(self, v, trans: int = 0):
+        """``C^-1 v`` (``C^-T v`` with ``trans=1``)."""
+        head, tail = self._split(v)
+        head = jax.scipy.linalg.solve_triangular(self.chol_w, head, lower=True, trans=trans)
+        inv = self.inv_chol_g
+        tail = jnp.einsum("nji,nj->ni" if trans else "nij,nj->ni", inv, tail)
+        return self._join(head, tail)
+
+    def logdet(self):
+        """``log det M``."""
+        diag_g = jnp.diagonal(self.inv_chol_g, axis1=1, axis2=2)
+        return 2 * (jnp.sum(jnp.log(jnp.diag(self.chol_w))) - jnp.sum(jnp.log(diag_g)))
+
+
+def preconditioner(prior: LatentPrior, pairs, w) -> Preconditioner:
+    """The block preconditioner of ``H`` at the curvatures ``w: (m,)`` (``Preconditioner``)."""
+    n, K = prior.n, len(prior.blocks)
     degree = jax.ops.segment_sum(w, pairs[:, 0], n) + jax.ops.segment_sum(w, pairs[:, 1], n)
+    H_ww = jnp.eye(prior.rank, dtype=w.dtype) + _feature_curvature(prior.features, pairs, w)
+    lam = jnp.stack([b.diagonal() for b in prior.blocks], 1) if K else jnp.zeros((n, 0), w.dtype)
+    M = jax.vmap(jnp.diag)(lam) + degree[:, None, None]
+    # K x K triangular inverses once, applied as products: n tiny LAPACK calls in every CG
+    # iteration cost more than the Hessian's product
+    eye = jnp.broadcast_to(jnp.eye(K, dtype=w.dtype), M.shape)
+    inv = jax.scipy.linalg.solve_triangular(jnp.linalg.cholesky(M), eye, lower=True)
+    return Preconditioner(jnp.linalg.cholesky(H_ww), inv)
 
-    def column(phi):
-        return jnp.sum(w * _differences(phi, pairs) ** 2)
 
-    features = jax.lax.map(column, prior.features.T, batch_size=8)
-    return prior.precision_diagonal() + jnp.concatenate([features] + [degree] * len(prior.blocks))
-
-
-def pcg(matvec, b, x0, diagonal, tol, maxiter):
-    """Jacobi-preconditioned conjugate gradients for ``M x = b``: ``(x, iterations)``, stopping
-    when ``||b - M x|| <= tol ||b||`` or after ``maxiter`` iterations."""
+def pcg(matvec, b, x0, precondition, tol, maxiter):
+    """Preconditioned conjugate gradients for ``M x = b``: ``(x, iterations)``, stopping when
+    ``||b - M x|| <= tol ||b||`` or after ``maxiter`` iterations."""
     bnorm = jnp.linalg.norm(b)
     r0 = b - matvec(x0)
-    z0 = r0 / diagonal
+    z0 = precondition(r0)
     state = (x0, r0, z0, z0, r0 @ z0, jnp.asarray(0))
 
     def cond(s):
@@ -108,7 +171,7 @@ def pcg(matvec, b, x0, diagonal, tol, maxiter):
         alpha = rz / (p @ q)
         x = x + alpha * p
         r = r - alpha * q
-        z = r / diagonal
+        z = precondition(r)
         rz_new = r @ z
         return x, r, z, z + (rz_new / rz) * p, rz_new, k + 1
 
@@ -116,10 +179,10 @@ def pcg(matvec, b, x0, diagonal, tol, maxiter):
     return x, k
 
 
-def _solve(prior, pairs, w, b, x0, cg_tol, diagonal=None):
-    if diagonal is None:
-        diagonal = hessian_diagonal(prior, pairs, w)
-    return pcg(hessian_matvec(prior, pairs, w), b, x0, diagonal, cg_tol, 10 * prior.size)
+def _solve(prior, pairs, w, b, x0, cg_tol, M=None):
+    if M is None:
+        M = preconditioner(prior, pairs, w)
+    return pcg(hessian_matvec(prior, pairs, w), b, x0, M.solve, cg_tol, 10 * prior.size)
 
 
 def _psi(prior, z, pairs):
@@ -181,12 +244,12 @@ def pair_predictions(prior: LatentPrior, pairs, fit: SparseLaplace, test, cg_tol
     posterior ``fit``: one CG solve ``H x = J^T a*`` per pair (module docstring)."""
     pairs, test = jnp.asarray(pairs), jnp.asarray(test)
     dtype = fit.mean.dtype
-    diagonal = hessian_diagonal(prior, pairs, fit.w)
+    M = preconditioner(prior, pairs, fit.w)
 
     def one(pair):
         a = jnp.zeros(prior.n, dtype).at[pair[0]].add(1.0).at[pair[1]].add(-1.0)
         b = prior.latent(a)
-        x, _ = _solve(prior, pairs, fit.w, b, jnp.zeros_like(b), cg_tol, diagonal)
+        x, _ = _solve(prior, pairs, fit.w, b, jnp.zeros_like(b), cg_tol, M)
         return b @ x
 
     var = jax.vmap(one)(test)
@@ -199,13 +262,13 @@ def posterior_draws(prior: LatentPrior, pairs, fit: SparseLaplace, key, n_sample
     CG solves of ``H x = P^1/2 z_1 + J^T A^T W^1/2 z_2`` (module docstring), one at a time."""
     n = prior.n
     dtype = fit.mean.dtype
-    diagonal = hessian_diagonal(prior, pairs, fit.w)
+    M = preconditioner(prior, pairs, fit.w)
 
     def draw(key):
         k_prior, k_pairs = jax.random.split(key)
         z_p = jax.random.normal(k_pairs, (pairs.shape[0],), dtype) * jnp.sqrt(fit.w)
         rhs = prior.precision_root_draw(k_prior) + prior.latent(_to_entities(z_p, pairs, n))
-        x, _ = _solve(prior, pairs, fit.w, rhs, jnp.zeros_like(rhs), cg_tol, diagonal)
+        x, _ = _solve(prior, pairs, fit.w, rhs, jnp.zeros_like(rhs), cg_tol, M)
         return prior.entities(x)
 
     return jax.lax.map(draw, jax.random.split(key, n_samples))

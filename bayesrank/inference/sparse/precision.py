@@ -132,12 +132,21 @@ def laplacian_precision(W, beta=1.0, iota=1.0, weight=1.0) -> LaplacianPrecision
     )
 
 
-def membership_precision(entities, groups, n, beta=1.0, iota=1.0, weight=1.0):
+def membership_precision(
+    entities, groups, n, beta=1.0, iota=1.0, weight=1.0, normalize: bool = False
+):
     """The regularized Laplacian prior's precision for the bipartite projection of a membership
     relation: ``entities: (k,)`` in ``[0, n)`` and ``groups: (k,)`` (any integers or ids) list
     which entity belongs to which group (a repeated membership counts once); ``W_ij`` is the
     number of groups that ``i`` and ``j`` share. Groups of one member add nothing and are left
-    out."""
+    out.
+
+    With ``normalize``, each group's weight is divided by its size, ``omega_g = (beta / weight) /
+    s_g``: the hypergraph Laplacian (Zhou, Huang & Schölkopf 2006, unnormalized form), in which
+    every group smooths with the same strength whatever its size. Without it a group of ``s``
+    members pulls its members together with strength ``s``, so a genre of 5,000 movies makes
+    ``Q``'s condition number about ``5,000 iota^2`` (and CG as slow); with it the condition
+    number is at most ``1 + iota^2 (groups per entity)``."""
     entities = np.asarray(entities)
     if entities.ndim != 1 or len(entities) != len(groups):
         raise ValueError("entities and groups must be one-dimensional and of the same length")
@@ -150,9 +159,10 @@ def membership_precision(entities, groups, n, beta=1.0, iota=1.0, weight=1.0):
     pairs = pairs[sizes[pairs[:, 1]] > 1]
     _, pairs[:, 1] = np.unique(pairs[:, 1], return_inverse=True)
     scale, diag = _scale(beta, iota, weight, "membership_precision")
-    G = int(pairs[:, 1].max()) + 1 if len(pairs) else 0
+    sizes = np.bincount(pairs[:, 1]) if len(pairs) else np.zeros(0)
+    omega = scale / sizes if normalize else np.full(len(sizes), scale)
     return LaplacianPrecision(
-        pairs.astype(np.int32), np.full(G, scale, _dtype()), np.full(n, diag, _dtype()), int(n)
+        pairs.astype(np.int32), omega.astype(_dtype()), np.full(n, diag, _dtype()), int(n)
     )
 
 

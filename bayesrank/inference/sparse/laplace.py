@@ -20,7 +20,7 @@ over the pairs). With the conjugate gradient method, preconditioned by ``diag(H)
   ``sqrt(2 / S)`` (each estimate's own error is returned);
 - **the evidence** ``log Z ~ sum_s log Phi(d_s) - z^T P z / 2 - (log det H - log det P) / 2``,
   both determinants by stochastic Lanczos quadrature (``bayesrank.lanczos``) on the
-  Jacobi-preconditioned matrices (``log det H = sum log diag H + log det D^-1/2 H D^-1/2``), with
+  preconditioned matrices (``log det H = log det M + log det C^-1 H C^-T``, ``M = C C^T``), with
   the same probes for both, and the estimate's standard error.
 
 CG's tolerance is relative to the right-hand side's norm; every solve reports its iterations.
@@ -35,11 +35,14 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import log_ndtr
 
+from ...lanczos import slq_logdet_with_probes
 from ...likelihoods import inverse_mills
 from .prior import LatentPrior
 
 __all__ = [
+    "Evidence",
     "SparseLaplace",
+    "log_evidence",
     "mode",
     "pair_predictions",
     "sampled_pair_predictions",
@@ -289,3 +292,57 @@ def sampled_pair_predictions(
     var_se = jnp.std(squares, axis=0) / jnp.sqrt(n_samples)
     mean = _differences(fit.mean, test)
     return jnp.exp(log_ndtr(mean / jnp.sqrt(1.0 + var))), mean, var, var_se
+
+
+class Evidence(NamedTuple):
+    """The Laplace evidence ``log_z`` and its standard error ``se`` (the probes'), with its
+    parts: ``fit_term = sum_s log Phi(d_s) - z^T P z / 2`` (exact) and the log-determinants
+    ``logdet_h``, ``logdet_p`` (estimated)."""
+
+    log_z: jax.Array
+    se: jax.Array
+    fit_term: jax.Array
+    logdet_h: jax.Array
+    logdet_p: jax.Array
+
+
+@partial(jax.jit, static_argnames=("n_probes", "n_steps"))
+def log_evidence(
+    prior: LatentPrior, pairs, fit: SparseLaplace, key, n_probes: int = 64, n_steps: int = 40
+) -> Evidence:
+    """The Laplace evidence (R&W Eq. 3.32 in precision form)
+
+        log Z = sum_s log Phi(d_s) - z^T P z / 2 - (log det H - log det P) / 2,
+
+    with ``log det H = log det M + log det C^-1 H C^-T`` (``M = C C^T`` the ``Preconditioner``,
+    exact) and ``log det P = sum_k log det Q_k`` likewise with ``Q_k``'s diagonal; the two
+    preconditioned determinants by stochastic Lanczos quadrature (``n_probes`` Rademacher probes,
+    the same for both, ``n_steps`` Lanczos steps). ``se`` is the standard error of the probes'
+    mean of the difference; Lanczos's bias is not in it (small when ``n_steps`` exceeds the
+    preconditioned condition number's square root several times).
+
+    The probes' error is that of ``tr log`` of a matrix with large off-diagonal entries in its
+    logarithm (the graphs'): on ``n = 500`` entities with two graphs (``tests``) one probe's
+    standard deviation is about 19 nats, so 64 probes give about 1.2 nats. Evidences at nearby
+    hyperparameters estimated with the same ``key`` share most of it (common probes)."""
+    pairs = jnp.asarray(pairs)
+    dtype = fit.mean.dtype
+    d = _differences(fit.mean, pairs)
+    fit_term = jnp.sum(log_ndtr(d)) - 0.5 * fit.z @ prior.precision_matvec(fit.z)
+    M = preconditioner(prior, pairs, fit.w)
+    H = hessian_matvec(prior, pairs, fit.w)
+    scale_p = prior.precision_diagonal()  # its attribute block is I
+
+    def whitened_h(v):
+        return M.half_solve(H(M.half_solve(v, trans=1)))
+
+    def whitened_p(v):
+        return prior.precision_matvec(v / jnp.sqrt(scale_p)) / jnp.sqrt(scale_p)
+
+    probes = jax.random.rademacher(key, (n_probes, prior.size), dtype)
+    _, _, per_h = slq_logdet_with_probes(whitened_h, probes, n_steps)
+    _, _, per_p = slq_logdet_with_probes(whitened_p, probes, n_steps)
+    logdet_h = M.logdet() + jnp.mean(per_h)
+    logdet_p = jnp.sum(jnp.log(scale_p)) + jnp.mean(per_p)
+    se = 0.5 * jnp.std(per_h - per_p, ddof=1) / jnp.sqrt(n_probes)
+    return Evidence(fit_term - 0.5 * (logdet_h - logdet_p), se, fit_term, logdet_h, logdet_p)

@@ -209,6 +209,13 @@ class XPGPModel:
             cold start); ``max_iter`` and ``tol`` are Newton's for Laplace.
         nuts_options: the sampler's settings for ``"nuts"``
             (``NUTSSettings``).
+        approximation: ``"dense"`` (the default: the ``(n, n)`` covariance) or ``"sparse"``
+            (no dense matrix: ``bayesrank.inference.sparse``, for thousands of entities and
+            more; Laplace only, at the prior's hyperparameters; the attribute kernel at
+            ``rank`` by pivoted Cholesky with its residual variances kept, relations
+            ``RegularizedLaplacian``; the posterior predicts pairs by CG, or by posterior draws
+            beyond 2,000 pairs, and estimates its evidence by stochastic Lanczos quadrature).
+        rank: the attribute kernel's rank with ``approximation="sparse"``.
     """
 
     def __init__(
@@ -222,8 +229,12 @@ class XPGPModel:
         damping: float = 1.0,
         precision: str = "full",
         nuts_options: dict | None = None,
+        approximation: str = "dense",
+        rank: int = 256,
     ):
         self.prior = prior
+        self.approximation = approximation
+        self.rank = rank
         self.inference = inference
         self.precision = precision
         self.schedule = schedule
@@ -274,6 +285,8 @@ class XPGPModel:
         inference = self._check_settings(None if problem.X is None else problem.X.shape[1])
         if inference == "nuts" and key is None:
             raise ValueError("inference='nuts' needs a key: XPGPModel(...).fit(problem, key=...)")
+        if self.approximation == "sparse":
+            return self._fit_sparse(problem, inference, key, learn_hyperparameters, sites)
         prior, learning = self.prior, None
         if not (
             isinstance(learn_hyperparameters, bool | np.bool_)
@@ -335,6 +348,30 @@ class XPGPModel:
         warn_if_unconverged(result.converged, f"{inference.upper()} fit", advice)
         return Posterior(prior, problem, result, learning, inference)
 
+    def _fit_sparse(self, problem, inference, key, learn_hyperparameters, sites) -> Posterior:
+        """``approximation="sparse"``: the precision-form Laplace (``inference.sparse``)."""
+        from .inference import sparse as S
+
+        if inference != "laplace":
+            raise ValueError(
+                f"approximation='sparse' works with inference='laplace' only, got {inference!r} "
+                "(EP in precision form is not built)"
+            )
+        if learn_hyperparameters or sites is not None:
+            raise ValueError(
+                "approximation='sparse' fits at the prior's hyperparameters: no "
+                "learn_hyperparameters, no sites"
+            )
+        if problem.has_outcomes:
+            raise ValueError("approximation='sparse' takes strict pairs only (no ties or grades)")
+        latent, _ = S.from_xpgp(self.prior, problem.X, problem.relations, problem.n, self.rank)
+        tol = 1e-10 if self.tol is None else self.tol
+        fit = S.mode(latent, problem.pairs, max_iter=self.max_iter, tol=tol)
+        key = jax.random.key(0) if key is None else key
+        result = S.SparsePosterior(latent, jnp.asarray(problem.pairs), fit, key)
+        warn_if_unconverged(result.converged, "Laplace fit", "raise max_iter (Newton's iterations)")
+        return Posterior(self.prior, problem, result, None, inference)
+
     def _marginalise(self, problem: PreferenceProblem, key, options: dict) -> Posterior:
         """``learn_hyperparameters="nuts"``: NUTS on the hyperparameters and the preference
         degrees together (``bayesrank.inference.nuts.sample_hyperparameters``), the
@@ -391,6 +428,8 @@ class XPGPModel:
         """``ValueError`` naming a setting or hyperparameter at fault; the engine's name."""
         check_prior(self.prior, n_features)
         inference = check_choice(self.inference, "inference", INFERENCE)
+        check_choice(self.approximation, "approximation", ("dense", "sparse"))
+        check_int(self.rank, "rank", low=1)
         check_int(self.max_iter, "max_iter", low=1, high=MAX_ITER_LIMIT)
         check_float(self.tol, "tol", low=0.0, low_open=True, allow_none=True)
         check_settings(self.schedule, self.precision, self.damping)

@@ -260,3 +260,52 @@ def test_the_normalized_membership_form_is_the_hypergraph_laplacian():
     np.testing.assert_allclose(Q.dense(), want, atol=1e-12)
     per_entity = max(len(set(groups[entities == i].tolist())) for i in range(n))
     assert np.linalg.cond(want) <= 1 + 1.5**2 * per_entity + 1e-9
+
+
+def test_the_model_face_equals_the_dense_laplace_fit_at_full_rank():
+    """``XPGPModel(approximation="sparse")`` on an XPGP prior (RBF attributes, a regularized
+    Laplacian relation with its weight, an entity effect, sigma != 1/sqrt 2) at rank ``n``: the
+    mean, pair predictions and evidence equal ``inference="laplace"``'s dense fit."""
+    import jax.numpy as jnp
+
+    from bayesrank import PreferenceProblem, XPGPModel
+    from bayesrank.kernels import XPGP, Independent, RegularizedLaplacian
+
+    rng = np.random.default_rng(7)
+    n = 120
+    X = rng.normal(size=(n, 3))
+    W = random_graph(n, 8, 3).toarray()
+    prior = XPGP(RBF(1.0, 0.7), (RegularizedLaplacian(beta=1.3, iota=1.2),),
+                 jnp.array([0.9, 1.4]), sigma=0.8, entity=Independent(0.4))  # fmt: skip
+    problem = PreferenceProblem.create(probit_pairs(n, 400, 7), X=X, relations=[W])
+    dense = XPGPModel(prior, inference="laplace", tol=1e-12).fit(problem)
+    sparse = XPGPModel(prior, inference="laplace", approximation="sparse", rank=n).fit(problem)
+    np.testing.assert_allclose(sparse.mean, dense.mean, atol=1e-8)
+    test = probit_pairs(n, 50, 8)
+    got, want = sparse.predict_pairs(test), dense.predict_pairs(test)
+    np.testing.assert_allclose(got.delta_var, want.delta_var, rtol=1e-7)
+    np.testing.assert_allclose(got.prob, want.prob, atol=1e-8)
+    ev = sparse.result.evidence()
+    assert abs(float(ev.log_z) - float(dense.log_evidence)) < 4 * float(ev.se)
+    assert list(sparse.rank()) == list(np.lexsort((np.arange(n), -np.asarray(dense.mean))))
+
+
+def test_the_model_face_refuses_what_it_does_not_do():
+    from bayesrank import PreferenceProblem, XPGPModel
+    from bayesrank.kernels import XPGP, Diffusion
+
+    problem = PreferenceProblem.create(probit_pairs(10, 20, 0), X=np.eye(10))
+    prior = XPGP(RBF(), ())
+    with pytest.raises(ValueError, match="inference='laplace' only"):
+        XPGPModel(prior, approximation="sparse").fit(problem)
+    with pytest.raises(ValueError, match="approximation"):
+        XPGPModel(prior, inference="laplace", approximation="low").fit(problem)
+    with pytest.raises(ValueError, match="learn_hyperparameters"):
+        XPGPModel(prior, inference="laplace", approximation="sparse").fit(
+            problem, learn_hyperparameters=True
+        )
+    graph = PreferenceProblem.create(probit_pairs(10, 20, 0), relations=[np.ones((10, 10))])
+    with pytest.raises(ValueError, match=r"relations\[0\].*Diffusion"):
+        XPGPModel(XPGP(None, (Diffusion(),)), inference="laplace", approximation="sparse").fit(
+            graph
+        )

@@ -16,13 +16,16 @@ from .precision import (
     membership_precision,
 )
 from .prior import LatentPrior, latent_prior
+from .xpgp import SparsePosterior, from_xpgp
 
 __all__ = [
     "Evidence",
     "LaplacianPrecision",
     "LatentPrior",
     "SparseLaplace",
+    "SparsePosterior",
     "diagonal_precision",
+    "from_xpgp",
     "laplacian_precision",
     "latent_prior",
     "log_evidence",

@@ -194,10 +194,12 @@ def _psi(prior, z, pairs):
 
 
 @partial(jax.jit, static_argnames=("max_iter",))
-def mode(prior: LatentPrior, pairs, max_iter: int = 50, tol=1e-10, cg_tol=1e-10) -> SparseLaplace:
+def mode(
+    prior: LatentPrior, pairs, max_iter: int = 50, tol=1e-10, cg_tol=1e-10, z0=None
+) -> SparseLaplace:
     """The Laplace mode of ``prior`` and the probit pairs ``pairs: (m, 2)`` (winner first), by
-    Newton's iteration in precision form (module docstring). Stops when no entity's ``xi`` moves
-    by more than ``tol * max(1, max|xi|)``."""
+    Newton's iteration in precision form (module docstring), from ``z0: (r + K n,)`` (default
+    0). Stops when no entity's ``xi`` moves by more than ``tol * max(1, max|xi|)``."""
     pairs = jnp.asarray(pairs)
     dtype = prior.features.dtype
     n = prior.n
@@ -234,8 +236,9 @@ def mode(prior: LatentPrior, pairs, max_iter: int = 50, tol=1e-10, cg_tol=1e-10)
         return new, k + 1, jnp.where(change > tol, change, 0.0), change, jnp.maximum(most, iters)
 
     inf = jnp.asarray(jnp.inf, dtype)
+    start = jnp.zeros(prior.size, dtype) if z0 is None else jnp.asarray(z0, dtype)
     z, k, _, last, most = jax.lax.while_loop(
-        cond, body, (jnp.zeros(prior.size, dtype), jnp.asarray(0), inf, inf, jnp.asarray(0))
+        cond, body, (start, jnp.asarray(0), inf, inf, jnp.asarray(0))
     )
     _, _, w = curvature(z)
     return SparseLaplace(z, prior.entities(z), w, k, last <= tol, most)
@@ -260,21 +263,38 @@ def pair_predictions(prior: LatentPrior, pairs, fit: SparseLaplace, test, cg_tol
     return jnp.exp(log_ndtr(mean / jnp.sqrt(1.0 + var))), mean, var
 
 
-def posterior_draws(prior: LatentPrior, pairs, fit: SparseLaplace, key, n_samples: int, cg_tol):
-    """``n_samples`` draws of ``xi - xi_hat`` under the Laplace posterior, ``(S, n)``, by ``S``
-    CG solves of ``H x = P^1/2 z_1 + J^T A^T W^1/2 z_2`` (module docstring), one at a time."""
+def latent_draws(
+    prior: LatentPrior, pairs, fit: SparseLaplace, key, n_samples: int, cg_tol,
+    with_prior: bool = False,
+):  # fmt: skip
+    """``n_samples`` draws of ``z - z_hat`` under the Laplace posterior, ``(S, r + K n)``, by
+    ``S`` CG solves of ``H x = P^1/2 z_1 + J^T A^T W^1/2 z_2`` (module docstring), one at a
+    time. With ``with_prior``, also ``(S, r + K n)`` prior draws ``P^-1 P^1/2 z_1`` from the
+    same ``z_1`` (one CG solve with ``P`` each): where the pairs say little the two nearly
+    coincide, so the prior draws are a control variate for posterior expectations."""
     n = prior.n
     dtype = fit.mean.dtype
     M = preconditioner(prior, pairs, fit.w)
+    diag_p = prior.precision_diagonal()
 
     def draw(key):
         k_prior, k_pairs = jax.random.split(key)
         z_p = jax.random.normal(k_pairs, (pairs.shape[0],), dtype) * jnp.sqrt(fit.w)
-        rhs = prior.precision_root_draw(k_prior) + prior.latent(_to_entities(z_p, pairs, n))
+        root = prior.precision_root_draw(k_prior)
+        rhs = root + prior.latent(_to_entities(z_p, pairs, n))
         x, _ = _solve(prior, pairs, fit.w, rhs, jnp.zeros_like(rhs), cg_tol, M)
-        return prior.entities(x)
+        if not with_prior:
+            return x
+        x0, _ = pcg(prior.precision_matvec, root, jnp.zeros_like(root), lambda v: v / diag_p,
+                    cg_tol, 10 * prior.size)  # fmt: skip
+        return x, x0
 
     return jax.lax.map(draw, jax.random.split(key, n_samples))
+
+
+def posterior_draws(prior: LatentPrior, pairs, fit: SparseLaplace, key, n_samples: int, cg_tol):
+    """``n_samples`` draws of ``xi - xi_hat``, ``(S, n)`` (``latent_draws`` through ``J``)."""
+    return jax.vmap(prior.entities)(latent_draws(prior, pairs, fit, key, n_samples, cg_tol))
 
 
 @partial(jax.jit, static_argnames=("n_samples",))

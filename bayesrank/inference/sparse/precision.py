@@ -85,6 +85,10 @@ class LaplacianPrecision:
         out = jax.ops.segment_sum(per, entity, self.n)
         return out + jnp.sqrt(self.diag) * jax.random.normal(k_diag, (self.n,), dtype)
 
+    def scaled(self, factor) -> LaplacianPrecision:
+        """``factor Q`` (a covariance scaled by ``1 / factor``)."""
+        return LaplacianPrecision(self.members, self.omega * factor, self.diag * factor, self.n)
+
     def dense(self) -> np.ndarray:
         """``Q: (n, n)`` as a NumPy array (for tests and small problems)."""
         out = np.diag(np.asarray(self.diag, float))

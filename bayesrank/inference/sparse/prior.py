@@ -25,7 +25,7 @@ import jax.numpy as jnp
 
 from .precision import LaplacianPrecision
 
-__all__ = ["LatentPrior", "latent_prior"]
+__all__ = ["LatentPrior", "latent_prior", "scale_prior"]
 
 
 @partial(jax.tree_util.register_dataclass, data_fields=["features", "blocks"], meta_fields=[])
@@ -78,6 +78,17 @@ class LatentPrior:
         ones = jnp.ones(self.rank, self.features.dtype)
         return jnp.concatenate([ones] + [b.diagonal() for b in self.blocks])
 
+    def block_quadratics(self, z):
+        """``(z_b^T P_b z_b for each block b): (1 + K,)``, the attribute block first
+        (``|w|^2``)."""
+        w, gs = self._split(z)
+        rest = [g @ b.matvec(g) for b, g in zip(self.blocks, gs, strict=True)]
+        return jnp.stack([w @ w, *rest])
+
+    def block_sizes(self):
+        """``(r, n, ..., n): (1 + K,)``, each block's dimension."""
+        return jnp.asarray([self.rank] + [self.n] * len(self.blocks))
+
     def precision_root_draw(self, key):
         """A draw of ``N(0, P)``: ``(r + K n,)``."""
         keys = jax.random.split(key, len(self.blocks) + 1)
@@ -107,3 +118,12 @@ def latent_prior(features=None, blocks=()) -> LatentPrior:
     if not blocks and features.shape[1] == 0:
         raise ValueError("a prior needs features or at least one precision block")
     return LatentPrior(features, blocks)
+
+
+def scale_prior(prior: LatentPrior, variances) -> LatentPrior:
+    """The prior with each term's covariance multiplied by ``variances: (1 + K,)``: the attribute
+    term's (``features * sqrt(variances[0])``; ignored without features) and each block's
+    (``Q_k / variances[1 + k]``)."""
+    v = jnp.asarray(variances)
+    blocks = tuple(b.scaled(1.0 / v[1 + k]) for k, b in enumerate(prior.blocks))
+    return LatentPrior(prior.features * jnp.sqrt(v[0]), blocks)

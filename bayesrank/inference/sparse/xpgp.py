@@ -1,0 +1,126 @@
+"""An ``XPGP`` prior and a problem's data as a ``LatentPrior``, and the posterior face of the
+precision-form engine.
+
+``XPGP``'s covariance (paper Eq. 5) is ``K = (w_1^2 K_a + sum_r w_r^2 K_r + s^2 I) / (2
+sigma^2)``. With ``c = 1 / (2 sigma^2)``:
+
+- the attribute term's root is ``w_1 sqrt(c) Phi`` with ``K_a ~ Phi Phi^T`` (pivoted Cholesky at
+  ``rank``), and its residual variances ``w_1^2 c diag(K_a - Phi Phi^T)`` join the entity effect
+  ``s^2 c`` in one diagonal block (the FITC-style correction: every prior variance exact);
+- a ``RegularizedLaplacian`` relation ``K_r = [beta (L + I / iota^2)]^-1`` of weight ``w_r`` is
+  the precision ``laplacian_precision(W, beta, iota, w_r^2 c)``.
+
+Other relation kernels (diffusion, normalized Laplacians, fixed covariances) have no sparse
+precision here: ``ValueError``. At ``rank = n`` and no residual the latent prior's covariance is
+``K`` itself (``tests/test_sparse_laplace.py``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ...kernels.graph import RegularizedLaplacian
+from ...kernels.lowrank import pivoted_cholesky
+from ...predict import PairPrediction
+from .laplace import SparseLaplace, log_evidence, pair_predictions, sampled_pair_predictions
+from .precision import diagonal_precision, laplacian_precision
+from .prior import LatentPrior, latent_prior
+
+__all__ = ["SparsePosterior", "from_xpgp"]
+
+
+def from_xpgp(prior, X, relations, n: int, rank: int) -> tuple[LatentPrior, float]:
+    """``(LatentPrior, residual)`` of the ``XPGP`` ``prior`` over ``n`` entities with attributes
+    ``X: (n, d)`` (or None) and adjacencies ``relations`` (one per relation kernel, dense or
+    ``scipy.sparse``); ``residual`` is the attribute term's dropped variance ``trace(K - K~)``
+    (its spectral error's bound; module docstring)."""
+    c = 1.0 / (2.0 * float(prior.sigma) ** 2)
+    weights = np.ones(1 + len(prior.relations)) if prior.weights is None else prior.weights
+    weights = np.asarray(weights, float)
+    blocks, diagonal, residual = [], np.zeros(n), 0.0
+    features = None
+    if prior.attribute is not None:
+        if X is None:
+            raise ValueError("the prior has an attribute kernel but the problem has no X")
+        low = pivoted_cholesky(prior.attribute, jnp.asarray(X), min(int(rank), n))
+        scale = weights[0] ** 2 * c
+        features = np.sqrt(scale) * np.asarray(low.features)
+        diagonal = diagonal + scale * np.asarray(low.residual)
+        residual = float(scale * np.sum(low.residual))
+    for r, (kernel, W) in enumerate(zip(prior.relations, relations, strict=True)):
+        if not isinstance(kernel, RegularizedLaplacian) or kernel.normalized:
+            raise ValueError(
+                f"relations[{r}]: approximation='sparse' needs RegularizedLaplacian kernels "
+                f"(not normalized), got {type(kernel).__name__}"
+            )
+        blocks.append(laplacian_precision(W, float(kernel.beta), float(kernel.iota),
+                                          weights[1 + r] ** 2 * c))  # fmt: skip
+    if prior.entity is not None:
+        diagonal = diagonal + c * float(prior.entity(jnp.arange(1))[0, 0])
+    if np.any(diagonal > 0):
+        # an exactly zero residual (a pivot) gets a variance far below the rest, not 1 / 0
+        floor = 1e-12 * max(1.0, float(diagonal.max()))
+        blocks.append(diagonal_precision(np.maximum(diagonal, floor)))
+    return latent_prior(features, blocks), residual
+
+
+class SparsePosterior(NamedTuple):
+    """The precision-form Laplace posterior of one problem: its ``latent`` prior, the training
+    ``pairs: (m, 2)`` and the engine's ``fit`` (``SparseLaplace``). ``key`` seeds the sampled
+    variances and the evidence's probes."""
+
+    latent: LatentPrior
+    pairs: jax.Array
+    fit: SparseLaplace
+    key: jax.Array
+    exact_up_to: int = 2000
+    n_samples: int = 200
+
+    @property
+    def mean(self):
+        return self.fit.mean
+
+    @property
+    def converged(self):
+        return self.fit.converged
+
+    @property
+    def cov(self):
+        raise ValueError("approximation='sparse' keeps no (n, n) covariance: use predict_pairs")
+
+    def predict_pairs(self, pairs) -> PairPrediction:
+        """Eq. 13-14 for ``pairs: (p, 2)``: each variance by one CG solve up to
+        ``exact_up_to`` pairs, beyond by ``n_samples`` posterior draws (relative error about
+        ``sqrt(2 / n_samples)``; ``predict_pairs_with_error`` returns it)."""
+        pairs = np.asarray(pairs)
+        if len(pairs) <= self.exact_up_to:
+            return PairPrediction(*pair_predictions(self.latent, self.pairs, self.fit, pairs))
+        return PairPrediction(*self.predict_pairs_with_error(pairs)[:3])
+
+    def predict_pairs_with_error(self, pairs):
+        """``(prob, delta_mean, delta_var, var_se)`` by ``n_samples`` draws."""
+        return sampled_pair_predictions(self.latent, self.pairs, self.fit, np.asarray(pairs),
+                                        self.key, n_samples=self.n_samples)  # fmt: skip
+
+    def scores(self):
+        raise ValueError("approximation='sparse': use mean and predict_pairs")
+
+    def rank(self) -> np.ndarray:
+        """Entity indices by decreasing posterior mean (ties by index)."""
+        return np.lexsort((np.arange(self.latent.n), -np.asarray(self.fit.mean)))
+
+    def probability_matrix(self):
+        raise ValueError("approximation='sparse' builds no (n, n) matrix: use predict_pairs")
+
+    @property
+    def log_evidence(self):
+        """The Laplace evidence, estimated (``evidence`` gives its standard error)."""
+        return self.evidence().log_z
+
+    def evidence(self):
+        """``Evidence`` (``log_z``, ``se``, parts) by stochastic Lanczos quadrature."""
+        return log_evidence(self.latent, self.pairs, self.fit, self.key)

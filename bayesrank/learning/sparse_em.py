@@ -1,0 +1,125 @@
+"""EM for the variances of a ``LatentPrior``'s terms, with the precision-form Laplace as the
+E-step: hyperparameter learning where no dense matrix fits.
+
+Every term of the latent prior (``inference.sparse.prior``) has one scale to learn, its
+variance ``v_b``: the attribute term ``w ~ N(0, v_0 I_r)`` and each relation or diagonal block
+``g_b ~ N(0, v_b Q_b^-1)`` (``scale_prior``); in the XPGP parameterization these are the mixing
+weights ``w_b^2 / (2 sigma^2)`` (Eq. 5). With ``q(z) = N(z_hat, H^-1)`` the Laplace posterior
+at the current ``v``, EM's M-step (the paper's Eq. 15-16, here in closed form) is
+
+    v_b <- E_q[z_b^T Qbar_b z_b] / dim_b = v_b (z_hat_b^T P_b z_hat_b + tr(P_b Sigma_bb)) / dim_b,
+
+with ``P_b = Qbar_b / v_b`` the block's current precision. The trace is ``dim_b`` (the prior's:
+``tr(P_b P_b^-1)``) plus the mean of ``x_b^T P_b x_b - x0_b^T P_b x0_b`` over ``n_samples``
+posterior draws ``x ~ N(0, H^-1)`` and prior draws ``x0 ~ N(0, P^-1)`` made from the same normals
+(``latent_draws(with_prior=True)``): most of a block's ``dim_b`` directions are barely informed
+by the pairs, where ``x`` and ``x0`` nearly coincide, so the difference has a small variance
+where the plain mean of ``x_b^T P_b x_b`` has the noise of all ``dim_b`` directions and only the
+informed few carry the signal (on a problem of 90 entities in six clusters, the plain mean's
+fixed point for the cluster variance moved by a factor of two between keys). The same draws
+serve every iteration (fixed ``key``, common random numbers), so the iteration is a
+deterministic map whose fixed point it finds. Each iteration warm-starts
+Newton's mode from the last. The attribute kernel's lengthscale is not learned here (its
+features would change): set it first, e.g. by the median heuristic.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..inference.sparse.laplace import SparseLaplace, latent_draws, mode
+from ..inference.sparse.prior import LatentPrior, scale_prior
+
+__all__ = ["SparseEMResult", "em_variances"]
+
+
+class SparseEMResult(NamedTuple):
+    """``prior``: the input prior with the learned scales (``scale_prior(prior, variances)``);
+    ``variances: (1 + K,)`` relative to the input prior; ``fit``: the Laplace posterior under
+    it; ``trace: (cycles + 1, 1 + K)`` the variances from 1, one row per SQUAREM cycle;
+    ``converged``: the last cycle's EM step moved no ``log v_b`` by more than ``tol``."""
+
+    prior: LatentPrior
+    variances: np.ndarray
+    fit: SparseLaplace
+    trace: np.ndarray
+    converged: bool
+
+
+@partial(jax.jit, static_argnames=("n_samples",))
+def _expected_quadratics(prior: LatentPrior, pairs, fit: SparseLaplace, key, n_samples, cg_tol):
+    """``E_q[z_b^T P_b z_b]: (1 + K,)``, the trace part as ``dim_b`` (the prior's, exact) plus
+    the mean difference between posterior draws and prior draws of the same normals."""
+    post, prior_draws = latent_draws(prior, pairs, fit, key, n_samples, cg_tol, with_prior=True)
+    quadratics = jax.vmap(prior.block_quadratics)
+    shrink = jnp.mean(quadratics(post) - quadratics(prior_draws), axis=0)
+    return prior.block_quadratics(fit.z) + prior.block_sizes() + shrink
+
+
+def em_variances(
+    prior: LatentPrior,
+    pairs,
+    key,
+    *,
+    learn=None,
+    max_iter: int = 30,
+    tol: float = 1e-3,
+    n_samples: int = 16,
+    cg_tol: float = 1e-6,
+) -> SparseEMResult:
+    """The EM iteration of the module docstring from the variances of ``prior`` (all 1),
+    ``pairs: (m, 2)`` winner first, accelerated by SQUAREM (Varadhan & Roland 2008, scheme S3,
+    on ``log v``: EM for variance components converges linearly, often at a rate near 1;
+    one SQUAREM cycle is three EM steps); ``max_iter`` counts EM steps. ``learn: (1 + K,)``
+    bool marks the terms to learn (default all; the attribute term only where there are
+    features)."""
+    pairs = jnp.asarray(pairs)
+    n_terms = 1 + len(prior.blocks)
+    learn = np.ones(n_terms, bool) if learn is None else np.asarray(learn, bool)
+    if learn.shape != (n_terms,):
+        raise ValueError(f"learn must have shape ({n_terms},) = 1 + blocks, got {learn.shape}")
+    if prior.rank == 0:
+        learn = learn & (np.arange(n_terms) > 0)
+    sizes = np.maximum(np.asarray(prior.block_sizes(), float), 1.0)
+    state = {"z": None, "v": np.ones(n_terms), "steps": 0}
+
+    def em_step(x):
+        """``log v -> log v_new``: one E-step (warm-started) and M-step."""
+        v = np.exp(x)
+        current = scale_prior(prior, v)
+        z = state["z"]
+        if z is not None:  # xi = sqrt(v_0) Phi w: keep xi where v_0 moved
+            z = z.at[: prior.rank].multiply(np.sqrt(state["v"][0] / v[0]))
+        fit = mode(current, pairs, z0=z)
+        state.update(z=fit.z, v=v, steps=state["steps"] + 1)
+        q = np.asarray(_expected_quadratics(current, pairs, fit, key, n_samples, cg_tol))
+        return np.where(learn, x + np.log(q / sizes), x)
+
+    x = np.zeros(n_terms)
+    trace, converged = [np.exp(x)], False
+    while state["steps"] + 3 <= max_iter and not converged:
+        x1 = em_step(x)
+        x2 = em_step(x1)
+        r, s = x1 - x, x2 - 2 * x1 + x
+        alpha = -np.linalg.norm(r) / max(np.linalg.norm(s), 1e-300)
+        alpha = min(alpha, -1.0)  # -1 is plain EM's two steps
+        proposal = x - 2 * alpha * r + alpha**2 * s
+        new = em_step(proposal)
+        if not np.all(np.isfinite(new)):
+            new = x2
+        converged = bool(np.max(np.abs(new - proposal)) <= tol)
+        x = new
+        trace.append(np.exp(x))
+    v = np.exp(x)
+    final = scale_prior(prior, v)
+    z = (
+        None
+        if state["z"] is None
+        else state["z"].at[: prior.rank].multiply(np.sqrt(state["v"][0] / v[0]))
+    )
+    return SparseEMResult(final, v, mode(final, pairs, z0=z), np.array(trace), converged)

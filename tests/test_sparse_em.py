@@ -73,6 +73,7 @@ def dense_em_step(Phi, Q1, D, pairs, v):
     return v * np.array(q) / np.array([r, n, n]), K
 
 
+@pytest.mark.slow  # about 12 s
 def test_em_ends_at_a_fixed_point_of_the_dense_em():
     """The sparse EM (SQUAREM, 256 common posterior draws) converges, and one exact dense EM
     step from its variances moves none of them by more than 3% (Monte Carlo's share), where

@@ -194,6 +194,7 @@ def test_bad_pieces_are_refused():
         S.latent_prior(np.zeros((5, 0)))
 
 
+@pytest.mark.slow  # about 6 s
 def test_sampled_variances_cover_the_exact_ones_at_their_stated_error():
     """2,000 posterior draws of an XPGP prior at reduced rank: each pair's estimated variance
     within 4.5 of its own standard errors of the exact one (one CG solve per pair, itself checked
@@ -212,6 +213,7 @@ def test_sampled_variances_cover_the_exact_ones_at_their_stated_error():
     np.testing.assert_allclose(se / var, np.sqrt(2 / 2000), rtol=0.15)
 
 
+@pytest.mark.slow  # about 9 s
 def test_the_evidence_and_its_determinant_agree_with_the_dense_engine_on_n_500():
     """n = 500 entities (attributes at rank 40, two graphs, an entity effect), 1,500 pairs: the
     estimated ``log det H - log det P`` against ``log det(I + K A^T W A)`` (NumPy, on the dense

@@ -364,11 +364,13 @@ class XPGPModel:
             )
         if problem.has_outcomes:
             raise ValueError("approximation='sparse' takes strict pairs only (no ties or grades)")
-        latent, _ = S.from_xpgp(self.prior, problem.X, problem.relations, problem.n, self.rank)
+        latent, residual = S.from_xpgp(
+            self.prior, problem.X, problem.relations, problem.n, self.rank
+        )
         tol = 1e-10 if self.tol is None else self.tol
         fit = S.mode(latent, problem.pairs, max_iter=self.max_iter, tol=tol)
         key = jax.random.key(0) if key is None else key
-        result = S.SparsePosterior(latent, jnp.asarray(problem.pairs), fit, key)
+        result = S.SparsePosterior(latent, jnp.asarray(problem.pairs), fit, key, residual=residual)
         warn_if_unconverged(result.converged, "Laplace fit", "raise max_iter (Newton's iterations)")
         return Posterior(self.prior, problem, result, None, inference)
 

@@ -17,7 +17,7 @@ from bayesrank.experiments import EXPERIMENTS, _common
 
 def test_registry():
     assert set(EXPERIMENTS) == {
-        "active", "baselines", "ep-vs-nuts", "inference", "label-ranking", "labels",
+        "active", "baselines", "ep-vs-nuts", "inference", "label-ranking", "labels", "large",
     }  # fmt: skip
     for name, module in EXPERIMENTS.items():
         assert module.NAME == name and module.HELP and "\n" not in module.HELP

@@ -290,6 +290,11 @@ def test_the_model_face_equals_the_dense_laplace_fit_at_full_rank():
     ev = sparse.result.evidence()
     assert abs(float(ev.log_z) - float(dense.log_evidence)) < 4 * float(ev.se)
     assert list(sparse.rank()) == list(np.lexsort((np.arange(n), -np.asarray(dense.mean))))
+    assert sparse.result.residual < 1e-8
+    low = XPGPModel(prior, inference="laplace", approximation="sparse", rank=10).fit(problem)
+    Ka = 0.9**2 / (2 * 0.8**2) * np.asarray(RBF(1.0, 0.7)(X))
+    Phi = np.asarray(low.result.latent.features)
+    np.testing.assert_allclose(low.result.residual, np.trace(Ka - Phi @ Phi.T), rtol=1e-8)
 
 
 def test_the_model_face_refuses_what_it_does_not_do():

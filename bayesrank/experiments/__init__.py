@@ -21,6 +21,9 @@ full-data study whose results are in ``docs/results/``; ``experiments/<script>.p
 ``labels``         ``labels``: ties or grades against pairs alone at equal labelling cost
 ``label-ranking``  ``label_ranking``: RPC, constraint classification and the GP label ranker
                    on iris and wine (Kendall tau by cross-validation; scikit-learn's data)
+``large``          ``large``: XPGP on all 10,197 HetRec movies as one problem without a dense
+                   matrix, against choix, the dense engine and the attributes alone (needs
+                   ``--data-dir``: HetRec is not bundled)
 =================  ==========================================================================
 
 Each module has the same face, which the command line wires up::
@@ -53,10 +56,12 @@ load inside ``run``).
 
 from __future__ import annotations
 
-from . import active, baselines, ep_vs_nuts, inference, label_ranking, labels
+from . import active, baselines, ep_vs_nuts, inference, label_ranking, labels, large
 
 #: The experiments by subcommand name.
-EXPERIMENTS = {m.NAME: m for m in (active, baselines, ep_vs_nuts, inference, label_ranking, labels)}
+EXPERIMENTS = {
+    m.NAME: m for m in (active, baselines, ep_vs_nuts, inference, label_ranking, labels, large)
+}
 
 __all__ = [
     "EXPERIMENTS",
@@ -66,4 +71,5 @@ __all__ = [
     "inference",
     "label_ranking",
     "labels",
+    "large",
 ]

@@ -71,12 +71,15 @@ def from_xpgp(prior, X, relations, n: int, rank: int) -> tuple[LatentPrior, floa
 class SparsePosterior(NamedTuple):
     """The precision-form Laplace posterior of one problem: its ``latent`` prior, the training
     ``pairs: (m, 2)`` and the engine's ``fit`` (``SparseLaplace``). ``key`` seeds the sampled
-    variances and the evidence's probes."""
+    variances and the evidence's probes; ``residual`` is the prior variance the attribute
+    kernel's rank left out, ``trace(K_a - K~_a)`` (kept on the diagonal; a bound on the dropped
+    part's spectral norm)."""
 
     latent: LatentPrior
     pairs: jax.Array
     fit: SparseLaplace
     key: jax.Array
+    residual: float = 0.0
     exact_up_to: int = 2000
     n_samples: int = 200
 

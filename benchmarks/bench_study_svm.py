@@ -45,8 +45,13 @@ def worker(collection: str, data_dir: str, repeats: int, models: list[str]) -> d
         k: {m: round(s["summary"][m]["err"]["mean"], 4) for m in models}
         for k, s in results["settings"].items()
     }
-    return {"seconds": seconds, "known": list(config.known), "repeats": config.repeats,
-            "queries": len(results["queries"]), "error": errors}
+    return {
+        "seconds": seconds,
+        "known": list(config.known),
+        "repeats": config.repeats,
+        "queries": len(results["queries"]),
+        "error": errors,
+    }
 
 
 def spawn(collection, data_dir, repeats, models) -> dict:
@@ -73,8 +78,11 @@ def main(argv=None) -> None:
         if args.gp:
             report[collection]["GPs"] = spawn(collection, args.data_dir, args.repeats, GPS)
         for group, r in report[collection].items():
-            print(f"{collection} {group}: {r['seconds']:.1f} s ({r['queries']} queries, known "
-                  f"{r['known']}, {r['repeats']} repetitions); error {r['error']}", flush=True)
+            print(
+                f"{collection} {group}: {r['seconds']:.1f} s ({r['queries']} queries, known "
+                f"{r['known']}, {r['repeats']} repetitions); error {r['error']}",
+                flush=True,
+            )
     harness.write_json(HERE / "out" / "bench_study_svm.json", report, indent=1)
 
 

@@ -369,7 +369,7 @@ class XPGPModel:
         )
         tol = 1e-10 if self.tol is None else self.tol
         fit = S.mode(latent, problem.pairs, max_iter=self.max_iter, tol=tol)
-        key = jax.random.key(0) if key is None else key
+        key = jax.random.key_data(jax.random.key(0) if key is None else key)
         result = S.SparsePosterior(latent, jnp.asarray(problem.pairs), fit, key, residual=residual)
         warn_if_unconverged(result.converged, "Laplace fit", "raise max_iter (Newton's iterations)")
         return Posterior(self.prior, problem, result, None, inference)

@@ -316,3 +316,34 @@ def test_the_model_face_refuses_what_it_does_not_do():
         XPGPModel(XPGP(None, (Diffusion(),)), inference="laplace", approximation="sparse").fit(
             graph
         )
+
+
+def test_a_sparse_posterior_saves_and_loads(tmp_path):
+    """``save`` / ``load`` round trip of ``approximation="sparse"``: the same mean, pair
+    predictions (CG and sampled, the key kept) and evidence; the summary has no evidence (an
+    estimate that costs a run)."""
+    import jax.numpy as jnp
+
+    from bayesrank import PreferenceProblem, XPGPModel, load, save
+    from bayesrank.io import load_metadata
+    from bayesrank.kernels import XPGP, Independent, RegularizedLaplacian
+
+    rng = np.random.default_rng(3)
+    n = 60
+    X = rng.normal(size=(n, 2))
+    W = random_graph(n, 4, 3).toarray()
+    prior = XPGP(RBF(1.0, 0.7), (RegularizedLaplacian(),), jnp.array([1.0, 1.2]),
+                 entity=Independent(0.5))  # fmt: skip
+    problem = PreferenceProblem.create(probit_pairs(n, 200, 3), X=X, relations=[W])
+    model = XPGPModel(prior, inference="laplace", approximation="sparse", rank=20)
+    posterior = model.fit(problem, key=jax.random.key(5))
+    save(posterior, tmp_path / "m.npz")
+    back = load(tmp_path / "m.npz")
+    assert load_metadata(tmp_path / "m.npz")["summary"]["log_evidence"] is None
+    np.testing.assert_array_equal(back.mean, posterior.mean)
+    test = probit_pairs(n, 30, 4)
+    np.testing.assert_array_equal(back.predict_pairs(test).prob, posterior.predict_pairs(test).prob)
+    many = probit_pairs(n, 2100, 5)
+    np.testing.assert_array_equal(back.predict_pairs(many).delta_var,
+                                  posterior.predict_pairs(many).delta_var)  # fmt: skip
+    assert float(back.result.evidence().log_z) == float(posterior.result.evidence().log_z)

@@ -22,6 +22,7 @@ __all__ = [
     "FORMAT_VERSION",
     "META_KEY",
     "RESULT_CLASS",
+    "SPARSE_RESULT",
     "ModelFileError",
     "check_fit",
     "check_manifest",
@@ -40,6 +41,9 @@ META_KEY = "meta.json"
 
 #: The engine's result class for each ``engine``.
 RESULT_CLASS = {"ep": "EPPosterior", "laplace": "LaplacePosterior", "nuts": "NUTSPosterior"}
+#: The other result class an engine may have: Laplace without a dense matrix
+#: (``XPGPModel(approximation="sparse")``).
+SPARSE_RESULT = {"laplace": "SparsePosterior"}
 
 
 class ModelFileError(ValueError):
@@ -171,6 +175,12 @@ def check_fit(name: str, posterior) -> None:
     n, m = posterior.problem.n, len(posterior.problem.rows)
     result = posterior.result
     _expect_shape(name, "result/mean", result.mean, (n,))
+    if type(result).__name__ == SPARSE_RESULT.get(posterior.inference):
+        _expect_shape(name, "result/fit/w", result.fit.w, (m,))
+        _expect_shape(name, "result/pairs", result.pairs, (m, 2))
+        if result.latent.n != n:
+            raise ModelFileError(name, "result/latent", f"has {result.latent.n} entities, not {n}")
+        return
     _expect_shape(name, "result/cov", result.cov, (n, n))
     if posterior.inference == "nuts":
         samples = np.shape(result.samples)

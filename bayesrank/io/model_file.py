@@ -108,6 +108,7 @@ from .archive import (
     FORMAT_VERSION,
     META_KEY,
     RESULT_CLASS,
+    SPARSE_RESULT,
     ModelFileError,
     check_fit,
     check_manifest,
@@ -152,7 +153,8 @@ def _document(posterior: Posterior) -> tuple[dict, dict]:
         raise ValueError(f"posterior.problem must be a PreferenceProblem, got {type(problem)}")
     if engine not in INFERENCE:
         raise ValueError(f"posterior.inference must be one of {INFERENCE}, got {engine!r}")
-    if type(result).__name__ != RESULT_CLASS[engine]:
+    sparse = type(result).__name__ == SPARSE_RESULT.get(engine)
+    if type(result).__name__ != RESULT_CLASS[engine] and not sparse:
         raise ValueError(
             f"posterior.result must be a {RESULT_CLASS[engine]} for inference={engine!r}, got "
             f"{type(result).__name__}"
@@ -184,7 +186,8 @@ def _document(posterior: Posterior) -> tuple[dict, dict]:
     result_node = encode(result, "result", arrays)
     learning = posterior.learning
     learning_node = None if learning is None else encode(learning, "learning", arrays)
-    log_evidence = getattr(result, "log_evidence", None)
+    # the sparse engine's evidence is an estimate that costs a run: not in the summary
+    log_evidence = None if sparse else getattr(result, "log_evidence", None)
     meta = {
         "format": FORMAT,
         "format_version": 2 if problem.has_outcomes or _likelihood_params(posterior.prior) else 1,
@@ -301,7 +304,10 @@ def load(path, *, kernels=()) -> Posterior:
         raise ModelFileError(name, error.where, error.message) from None
     if not isinstance(prior, XPGP):
         raise ModelFileError(name, "prior", f"must be an XPGP prior, got {type(prior).__name__}")
-    if type(result) is not namedtuples()[RESULT_CLASS[engine]]:
+    known = namedtuples()
+    if type(result) is not known[RESULT_CLASS[engine]] and type(result) is not known.get(
+        SPARSE_RESULT.get(engine, "")
+    ):
         raise ModelFileError(
             name,
             "result",

@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..inference import ep, laplace
+from ..inference import ep, laplace, sparse
 from ..kernels import (
     ARD,
     RBF,
@@ -60,7 +60,8 @@ from ..learning.results import Design
 
 __all__ = ["DATACLASSES", "TreeError", "decode", "encode", "namedtuples"]
 
-#: The dataclass pytrees a file may name (the prior and its kernels).
+#: The dataclass pytrees a file may name (the prior and its kernels; the sparse engine's latent
+#: prior and its precisions).
 DATACLASSES = {
     cls.__name__: cls
     for cls in (
@@ -73,6 +74,8 @@ DATACLASSES = {
         Diffusion,
         Fixed,
         HiddenCommonCause,
+        sparse.LatentPrior,
+        sparse.LaplacianPrecision,
     )
 }
 
@@ -86,6 +89,8 @@ def namedtuples() -> dict[str, type]:
         ep.EPPosterior,
         ep.Sites,
         laplace.LaplacePosterior,
+        sparse.SparsePosterior,
+        sparse.SparseLaplace,
         NUTSPosterior,
         NUTSDiagnostics,
         FitResult,

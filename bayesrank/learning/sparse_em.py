@@ -98,7 +98,8 @@ def em_variances(
         fit = mode(current, pairs, z0=z)
         state.update(z=fit.z, v=v, steps=state["steps"] + 1)
         q = np.asarray(_expected_quadratics(current, pairs, fit, key, n_samples, cg_tol))
-        return np.where(learn, x + np.log(q / sizes), x)
+        with np.errstate(invalid="ignore", divide="ignore"):  # q <= 0: NaN, handled below
+            return np.where(learn, x + np.log(q / sizes), x)
 
     x = np.zeros(n_terms)
     trace, converged = [np.exp(x)], False
@@ -111,6 +112,8 @@ def em_variances(
         proposal = x - 2 * alpha * r + alpha**2 * s
         new = em_step(proposal)
         if not np.all(np.isfinite(new)):
+            # far out, the control-variate estimate of a term's E[z^T P z] can fall to 0 or
+            # below: the proposal is refused and plain EM's two steps kept
             new = x2
         converged = bool(np.max(np.abs(new - proposal)) <= tol)
         x = new

@@ -70,7 +70,8 @@ def from_xpgp(prior, X, relations, n: int, rank: int) -> tuple[LatentPrior, floa
 
 class SparsePosterior(NamedTuple):
     """The precision-form Laplace posterior of one problem: its ``latent`` prior, the training
-    ``pairs: (m, 2)`` and the engine's ``fit`` (``SparseLaplace``). ``key`` seeds the sampled
+    ``pairs: (m, 2)`` and the engine's ``fit`` (``SparseLaplace``). ``key`` (raw key data,
+    ``jax.random.key_data``: a plain array that a model file can hold) seeds the sampled
     variances and the evidence's probes; ``residual`` is the prior variance the attribute
     kernel's rank left out, ``trace(K_a - K~_a)`` (kept on the diagonal; a bound on the dropped
     part's spectral norm)."""
@@ -107,7 +108,7 @@ class SparsePosterior(NamedTuple):
     def predict_pairs_with_error(self, pairs):
         """``(prob, delta_mean, delta_var, var_se)`` by ``n_samples`` draws."""
         return sampled_pair_predictions(self.latent, self.pairs, self.fit, np.asarray(pairs),
-                                        self.key, n_samples=self.n_samples)  # fmt: skip
+                                        self._key(), n_samples=self.n_samples)  # fmt: skip
 
     def scores(self):
         raise ValueError("approximation='sparse': use mean and predict_pairs")
@@ -126,4 +127,7 @@ class SparsePosterior(NamedTuple):
 
     def evidence(self):
         """``Evidence`` (``log_z``, ``se``, parts) by stochastic Lanczos quadrature."""
-        return log_evidence(self.latent, self.pairs, self.fit, self.key)
+        return log_evidence(self.latent, self.pairs, self.fit, self._key())
+
+    def _key(self):
+        return jax.random.wrap_key_data(self.key)

@@ -113,6 +113,11 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     from ..learning import fit_hyperparameters
     from ..model import XPGPModel
 
+    if args.approximation == "sparse" and (args.inference != "laplace" or not args.fixed):
+        raise ValueError(
+            "--approximation sparse needs --inference laplace and --fixed (its hyperparameters "
+            "are learned in Python: bayesrank.learning.sparse_em)"
+        )
     kind, lines, queries = _queries(args.data, args.labels)
     if args.query:
         known = [q[0] for q in queries]
@@ -157,7 +162,9 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         prior = fit_hyperparameters(prior, problems, inference=method, trainable=trainable).prior
     say(f"prior: {prior}")
     args.out.mkdir(parents=True, exist_ok=True)
-    model = XPGPModel(prior, inference=args.inference)
+    model = XPGPModel(
+        prior, inference=args.inference, approximation=args.approximation, rank=args.rank
+    )
     index = []
     key = jax.random.PRNGKey(args.seed)
     for k, (problem, (qid, _, _, _, rows, doc_ids)) in enumerate(
@@ -303,6 +310,14 @@ def add_parsers(sub) -> None:
     fit.add_argument("--query", nargs="+", default=None, help="only these query ids")
     fit.add_argument("--relations", nargs="*", default=None, help="relation names (study data)")
     fit.add_argument("--inference", choices=["ep", "laplace", "nuts"], default="ep")
+    fit.add_argument(
+        "--approximation",
+        choices=["dense", "sparse"],
+        default="dense",
+        help="sparse: no n x n matrix, for thousands of entities (needs --inference laplace "
+        "and --fixed; docs/guide/large.md)",
+    )
+    fit.add_argument("--rank", type=int, default=256, help="attribute kernel's rank (sparse)")
     fit.add_argument("--fixed", action="store_true", help="keep the default hyperparameters")
     fit.add_argument(
         "--labels", choices=["pairs", "ties", "grades"], default="pairs",

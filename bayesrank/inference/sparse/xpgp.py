@@ -23,9 +23,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ...data.checks import check_index_pairs
 from ...kernels.graph import RegularizedLaplacian
 from ...kernels.lowrank import pivoted_cholesky
-from ...predict import PairPrediction
+from ...predict import OutcomePrediction, PairPrediction
 from .laplace import SparseLaplace, log_evidence, pair_predictions, sampled_pair_predictions
 from .precision import diagonal_precision, laplacian_precision
 from .prior import LatentPrior, latent_prior
@@ -100,15 +101,25 @@ class SparsePosterior(NamedTuple):
         """Eq. 13-14 for ``pairs: (p, 2)``: each variance by one CG solve up to
         ``exact_up_to`` pairs, beyond by ``n_samples`` posterior draws (relative error about
         ``sqrt(2 / n_samples)``; ``predict_pairs_with_error`` returns it)."""
-        pairs = np.asarray(pairs)
+        pairs = check_index_pairs(pairs, self.latent.n)
         if len(pairs) <= self.exact_up_to:
             return PairPrediction(*pair_predictions(self.latent, self.pairs, self.fit, pairs))
         return PairPrediction(*self.predict_pairs_with_error(pairs)[:3])
 
     def predict_pairs_with_error(self, pairs):
         """``(prob, delta_mean, delta_var, var_se)`` by ``n_samples`` draws."""
-        return sampled_pair_predictions(self.latent, self.pairs, self.fit, np.asarray(pairs),
+        pairs = check_index_pairs(pairs, self.latent.n)
+        return sampled_pair_predictions(self.latent, self.pairs, self.fit, pairs,
                                         self._key(), n_samples=self.n_samples)  # fmt: skip
+
+    def predict_outcomes(self, pairs, margin) -> OutcomePrediction:
+        """``predict_pairs`` as the three outcomes of the probit pair model: no tie (the sparse
+        engine fits strict pairs only; a nonzero ``margin`` is refused)."""
+        if float(margin) != 0.0:
+            raise ValueError("approximation='sparse' has no tie model (margin must be 0)")
+        p = self.predict_pairs(pairs)
+        return OutcomePrediction(p.prob, jnp.zeros_like(p.prob), 1 - p.prob, p.delta_mean,
+                                 p.delta_var)  # fmt: skip
 
     def scores(self):
         raise ValueError("approximation='sparse': use mean and predict_pairs")

@@ -10,6 +10,9 @@ learning trace and its convergence flag come back on the ``Posterior``. Each fit
 problem to size buckets (``bayesrank.data.batch.bucket_size``; padded entities are decoupled
 and touched by no pair, so the real entities' posterior is unchanged) and runs one module-level
 jitted program, which a new split of the same query, or a query of similar size, reuses.
+
+Length: over 400 lines because the model's one ``fit`` dispatches to every engine (EP, Laplace,
+NUTS, the sparse Laplace) and learning, and the posterior face beside it is what they share.
 """
 
 from __future__ import annotations
@@ -350,27 +353,16 @@ class XPGPModel:
 
     def _fit_sparse(self, problem, inference, key, learn_hyperparameters, sites) -> Posterior:
         """``approximation="sparse"``: the precision-form Laplace (``inference.sparse``)."""
-        from .inference import sparse as S
+        from .inference import sparse
 
-        if inference != "laplace":
-            raise ValueError(
-                f"approximation='sparse' works with inference='laplace' only, got {inference!r} "
-                "(EP in precision form is not built)"
-            )
         if learn_hyperparameters or sites is not None:
             raise ValueError(
                 "approximation='sparse' fits at the prior's hyperparameters: no "
-                "learn_hyperparameters, no sites"
+                "learn_hyperparameters, no sites (learn them with learning.sparse_em)"
             )
-        if problem.has_outcomes:
-            raise ValueError("approximation='sparse' takes strict pairs only (no ties or grades)")
-        latent, residual = S.from_xpgp(
-            self.prior, problem.X, problem.relations, problem.n, self.rank
-        )
         tol = 1e-10 if self.tol is None else self.tol
-        fit = S.mode(latent, problem.pairs, max_iter=self.max_iter, tol=tol)
-        key = jax.random.key_data(jax.random.key(0) if key is None else key)
-        result = S.SparsePosterior(latent, jnp.asarray(problem.pairs), fit, key, residual=residual)
+        result = sparse.fit_problem(self.prior, problem, inference, self.rank, self.max_iter, tol,
+                                    key)  # fmt: skip
         warn_if_unconverged(result.converged, "Laplace fit", "raise max_iter (Newton's iterations)")
         return Posterior(self.prior, problem, result, None, inference)
 

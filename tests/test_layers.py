@@ -23,6 +23,7 @@ LAYERS = {
     "runtime": 0,
     "kernels": 1,
     "linalg": 2,
+    "lanczos": 2,
     "querymap": 2,
     "likelihoods": 2,
     "predict": 2,

@@ -16,7 +16,7 @@ from .precision import (
     membership_precision,
 )
 from .prior import LatentPrior, latent_prior
-from .xpgp import SparsePosterior, from_xpgp
+from .xpgp import SparsePosterior, fit_problem, from_xpgp
 
 __all__ = [
     "Evidence",
@@ -25,6 +25,7 @@ __all__ = [
     "SparseLaplace",
     "SparsePosterior",
     "diagonal_precision",
+    "fit_problem",
     "from_xpgp",
     "laplacian_precision",
     "latent_prior",

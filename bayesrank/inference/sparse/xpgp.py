@@ -27,11 +27,17 @@ from ...data.checks import check_index_pairs
 from ...kernels.graph import RegularizedLaplacian
 from ...kernels.lowrank import pivoted_cholesky
 from ...predict import OutcomePrediction, PairPrediction
-from .laplace import SparseLaplace, log_evidence, pair_predictions, sampled_pair_predictions
+from .laplace import (
+    SparseLaplace,
+    log_evidence,
+    mode,
+    pair_predictions,
+    sampled_pair_predictions,
+)
 from .precision import diagonal_precision, laplacian_precision
 from .prior import LatentPrior, latent_prior
 
-__all__ = ["SparsePosterior", "from_xpgp"]
+__all__ = ["SparsePosterior", "fit_problem", "from_xpgp"]
 
 
 def from_xpgp(prior, X, relations, n: int, rank: int) -> tuple[LatentPrior, float]:
@@ -142,3 +148,20 @@ class SparsePosterior(NamedTuple):
 
     def _key(self):
         return jax.random.wrap_key_data(self.key)
+
+
+def fit_problem(prior, problem, inference: str, rank: int, max_iter: int, tol: float, key=None):
+    """``SparsePosterior`` of a ``PreferenceProblem`` under the ``XPGP`` ``prior``
+    (``XPGPModel(approximation="sparse")``): Laplace only, strict pairs only (``ValueError``
+    otherwise); ``key`` seeds the sampled predictions and the evidence (default ``key(0)``)."""
+    if inference != "laplace":
+        raise ValueError(
+            f"approximation='sparse' works with inference='laplace' only, got {inference!r} "
+            "(EP in precision form is not built)"
+        )
+    if problem.has_outcomes:
+        raise ValueError("approximation='sparse' takes strict pairs only (no ties or grades)")
+    latent, residual = from_xpgp(prior, problem.X, problem.relations, problem.n, rank)
+    fit = mode(latent, problem.pairs, max_iter=max_iter, tol=tol)
+    key = jax.random.key_data(jax.random.key(0) if key is None else key)
+    return SparsePosterior(latent, jnp.asarray(problem.pairs), fit, key, residual=residual)

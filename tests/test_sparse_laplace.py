@@ -347,3 +347,21 @@ def test_a_sparse_posterior_saves_and_loads(tmp_path):
     np.testing.assert_array_equal(back.predict_pairs(many).delta_var,
                                   posterior.predict_pairs(many).delta_var)  # fmt: skip
     assert float(back.result.evidence().log_z) == float(posterior.result.evidence().log_z)
+
+
+def test_auto_is_dense_up_to_its_size_and_sparse_beyond(monkeypatch):
+    """``approximation="auto"``: the dense result class up to ``AUTO_DENSE_UP_TO`` entities,
+    the sparse one beyond (the threshold lowered here to keep the problem small)."""
+    import bayesrank.model as M
+    from bayesrank import PreferenceProblem, XPGPModel
+    from bayesrank.inference.sparse import SparsePosterior
+    from bayesrank.kernels import XPGP
+
+    problem = PreferenceProblem.create(probit_pairs(30, 60, 1), X=np.eye(30)[:, :4])
+    model = XPGPModel(XPGP(RBF(), ()), inference="laplace", approximation="auto", rank=30)
+    assert not isinstance(model.fit(problem).result, SparsePosterior)
+    monkeypatch.setattr(M, "AUTO_DENSE_UP_TO", 29)
+    auto = model.fit(problem)
+    assert isinstance(auto.result, SparsePosterior)
+    dense = XPGPModel(XPGP(RBF(), ()), inference="laplace", tol=1e-12).fit(problem)
+    np.testing.assert_allclose(auto.mean, dense.mean, atol=1e-8)

@@ -95,3 +95,63 @@ def test_a_term_held_fixed_stays_at_one():
     assert got.variances[1] == 1.0 and got.trace.shape == (2, 3)
     with pytest.raises(ValueError, match=r"learn must have shape \(3,\)"):
         em_variances(prior, pairs, jax.random.key(0), learn=[True, False])
+
+
+def dense_evidence(Phi, Q1, D, pairs, v):
+    K = v[0] * Phi @ Phi.T + v[1] * np.linalg.inv(Q1) + v[2] * np.diag(1 / D)
+    return float(laplace.fit(K, pairs, tol=1e-12).log_evidence)
+
+
+def dense_gradient(Phi, Q1, D, pairs, v, h=1e-4):
+    """Central differences of the dense Laplace evidence in ``log v``."""
+    out = []
+    for b in range(3):
+        up, down = np.array(v, float), np.array(v, float)
+        up[b] *= np.exp(h)
+        down[b] *= np.exp(-h)
+        out.append((dense_evidence(Phi, Q1, D, pairs, up) - dense_evidence(Phi, Q1, D, pairs, down))
+                   / (2 * h))  # fmt: skip
+    return np.array(out)
+
+
+@pytest.mark.slow  # about 20 s
+def test_the_evidence_gradient_is_the_dense_evidences_finite_difference():
+    """``evidence_gradient`` against central differences of the dense Laplace evidence in each
+    ``log v_b``, at the start and at other variances: the mean over six keys (1,000 draws
+    each) within 4 of its standard errors (the keys' spread) of the difference quotient, where
+    the explicit (EM) part alone is off by more than 10% of the largest component."""
+    from bayesrank.inference.sparse import evidence_gradient, scale_prior
+
+    Phi, Q1, D, pairs, prior = problem()
+    for v in ([1.0, 1.0, 1.0], [2.0, 0.3, 0.8]):
+        current = scale_prior(prior, np.array(v))
+        fit = S.mode(current, pairs)
+        runs = [evidence_gradient(current, pairs, fit, jax.random.key(k), n_samples=1000)
+                for k in range(6)]  # fmt: skip
+        got = np.array([np.asarray(g) for g, _ in runs])
+        q = np.mean([np.asarray(q) for _, q in runs], axis=0)
+        want = dense_gradient(Phi, Q1, D, pairs, v)
+        scale = np.max(np.abs(want))
+        se = got.std(0, ddof=1) / np.sqrt(len(got))
+        assert np.all(se < 0.05 * scale)
+        assert np.all(np.abs(got.mean(0) - want) <= 4 * se + 1e-3 * scale)
+        explicit = 0.5 * (q - np.array([12, 90, 90]))
+        assert np.max(np.abs(explicit - want)) > 0.1 * scale  # the implicit term matters
+
+
+@pytest.mark.slow  # about 15 s
+def test_evidence_learning_ends_where_the_dense_evidence_is_flat():
+    """``objective="evidence"``: at the learned variances the dense evidence's gradient is below
+    a tenth of its size at the start, and the evidence is higher than EM's fixed point's."""
+    Phi, Q1, D, pairs, prior = problem()
+    got = em_variances(prior, pairs, jax.random.key(0), n_samples=256, max_iter=60, tol=1e-4,
+                       objective="evidence")  # fmt: skip
+    start = dense_gradient(Phi, Q1, D, pairs, np.ones(3))
+    end = dense_gradient(Phi, Q1, D, pairs, got.variances)
+    assert np.max(np.abs(end)) < 0.1 * np.max(np.abs(start))
+    em = em_variances(prior, pairs, jax.random.key(0), n_samples=256, max_iter=60, tol=1e-4)
+    assert dense_evidence(Phi, Q1, D, pairs, got.variances) >= dense_evidence(
+        Phi, Q1, D, pairs, em.variances
+    )
+    with pytest.raises(ValueError, match="objective"):
+        em_variances(prior, pairs, jax.random.key(0), objective="bfgs")

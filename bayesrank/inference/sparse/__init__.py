@@ -4,6 +4,7 @@ the Laplace approximation in precision form (``precision``, ``prior``, ``laplace
 from .laplace import (
     Evidence,
     SparseLaplace,
+    evidence_gradient,
     log_evidence,
     mode,
     pair_predictions,
@@ -15,7 +16,7 @@ from .precision import (
     laplacian_precision,
     membership_precision,
 )
-from .prior import LatentPrior, latent_prior
+from .prior import LatentPrior, latent_prior, scale_prior
 from .xpgp import SparsePosterior, fit_problem, from_xpgp
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "SparseLaplace",
     "SparsePosterior",
     "diagonal_precision",
+    "evidence_gradient",
     "fit_problem",
     "from_xpgp",
     "laplacian_precision",
@@ -34,4 +36,5 @@ __all__ = [
     "mode",
     "pair_predictions",
     "sampled_pair_predictions",
+    "scale_prior",
 ]

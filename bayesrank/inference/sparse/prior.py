@@ -78,12 +78,13 @@ class LatentPrior:
         ones = jnp.ones(self.rank, self.features.dtype)
         return jnp.concatenate([ones] + [b.diagonal() for b in self.blocks])
 
-    def block_quadratics(self, z):
-        """``(z_b^T P_b z_b for each block b): (1 + K,)``, the attribute block first
-        (``|w|^2``)."""
+    def block_quadratics(self, z, y=None):
+        """``(z_b^T P_b y_b for each block b): (1 + K,)`` (``y`` defaults to ``z``), the
+        attribute block first (``w . w'``)."""
         w, gs = self._split(z)
-        rest = [g @ b.matvec(g) for b, g in zip(self.blocks, gs, strict=True)]
-        return jnp.stack([w @ w, *rest])
+        w2, hs = (w, gs) if y is None else self._split(y)
+        rest = [g @ b.matvec(h) for b, g, h in zip(self.blocks, gs, hs, strict=True)]
+        return jnp.stack([w @ w2, *rest])
 
     def block_sizes(self):
         """``(r, n, ..., n): (1 + K,)``, each block's dimension."""

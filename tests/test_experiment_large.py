@@ -53,6 +53,7 @@ def test_large_on_hetrec(shared_data, tmp_path, monkeypatch):
     assert abs(sub["sparse"]["log_likelihood"] - sub["dense"]["log_likelihood"]) < 0.01
     models = results["models"]
     assert models["XPGP, EM"]["log_evidence"] > models["XPGP"]["log_evidence"]
+    assert models["XPGP, evidence"]["log_evidence"] > models["XPGP"]["log_evidence"]
     assert models["choix"] is None and "choix" in written["models"]
     for name in ("XPGP", "attributes"):
         assert 0.1 < models[name]["error"] < 0.4 and models[name]["converged"]

@@ -37,6 +37,14 @@ from jax.scipy.special import log_ndtr
 
 from ...lanczos import slq_logdet_with_probes
 from ...likelihoods import inverse_mills
+from .hessian import (
+    differences,
+    hessian_matvec,
+    pcg,
+    preconditioner,
+    solve,
+    to_entities,
+)
 from .prior import LatentPrior
 
 __all__ = [
@@ -63,134 +71,8 @@ class SparseLaplace(NamedTuple):
     cg_iterations: jax.Array
 
 
-def _differences(xi, pairs):
-    return xi[pairs[:, 0]] - xi[pairs[:, 1]]
-
-
-def _to_entities(values, pairs, n):
-    """``A^T values: (n,)``."""
-    return jax.ops.segment_sum(values, pairs[:, 0], n) - jax.ops.segment_sum(values, pairs[:, 1], n)
-
-
-def hessian_matvec(prior: LatentPrior, pairs, w):
-    """``v -> H v`` (module docstring)."""
-
-    def matvec(v):
-        d = _differences(prior.entities(v), pairs)
-        return prior.precision_matvec(v) + prior.latent(_to_entities(w * d, pairs, prior.n))
-
-    return matvec
-
-
-def _feature_curvature(features, pairs, w, chunk: int = 4096):
-    """``Phi^T A^T diag(w) A Phi: (r, r)``, summed over chunks of pairs (``O(chunk r)`` memory)."""
-    m, r = pairs.shape[0], features.shape[1]
-    pad = -m % chunk
-    pairs = jnp.pad(pairs, ((0, pad), (0, 0)))
-    w = jnp.pad(w, (0, pad))
-
-    def add(total, block):
-        p, wc = block
-        D = features[p[:, 0]] - features[p[:, 1]]
-        return total + D.T @ (wc[:, None] * D), None
-
-    blocks = (pairs.reshape(-1, chunk, 2), w.reshape(-1, chunk))
-    total, _ = jax.lax.scan(add, jnp.zeros((r, r), features.dtype), blocks)
-    return total
-
-
-class Preconditioner(NamedTuple):
-    """``M = C C^T``, ``C = blockdiag(chol(H_ww), chol(M_1), ..., chol(M_n))``: the attribute
-    block of ``H`` exactly (``I + Phi^T A^T W A Phi``, ``r x r``: ``m`` pairs make it far from
-    diagonal) and, per entity ``i``, the ``K x K`` block of the relation latents at ``i``,
-
-        M_i = diag(Q_1[i, i], ..., Q_K[i, i]) + c_i 1 1^T,   c_i = (A^T W A)[i, i],
-
-    because the pairs see only the sum ``g_1 + ... + g_K``: a diagonal (Jacobi) preconditioner
-    counts their curvature once per block, and the directions that trade one block against
-    another (which the pairs do not see) then have eigenvalues ``~ prior / c_i``: CG's iterations
-    grow with the number of pairs per entity."""
-
-    chol_w: jax.Array
-    inv_chol_g: jax.Array
-
-    def _split(self, v):
-        r, (n, K, _) = self.chol_w.shape[0], self.inv_chol_g.shape
-        return v[:r], v[r:].reshape(K, n).T
-
-    def _join(self, head, tail):
-        return jnp.concatenate([head, tail.T.reshape(-1)])
-
-    def solve(self, v):
-        """``M^-1 v``."""
-        head, tail = self._split(v)
-        head = jax.scipy.linalg.cho_solve((self.chol_w, True), head)
-        inv = self.inv_chol_g
-        tail = jnp.einsum("nji,njk,nk->ni", inv, inv, tail)
-        return self._join(head, tail)
-
-    def half_solve(self, v, trans: int = 0):
-        """``C^-1 v`` (``C^-T v`` with ``trans=1``)."""
-        head, tail = self._split(v)
-        head = jax.scipy.linalg.solve_triangular(self.chol_w, head, lower=True, trans=trans)
-        inv = self.inv_chol_g
-        tail = jnp.einsum("nji,nj->ni" if trans else "nij,nj->ni", inv, tail)
-        return self._join(head, tail)
-
-    def logdet(self):
-        """``log det M``."""
-        diag_g = jnp.diagonal(self.inv_chol_g, axis1=1, axis2=2)
-        return 2 * (jnp.sum(jnp.log(jnp.diag(self.chol_w))) - jnp.sum(jnp.log(diag_g)))
-
-
-def preconditioner(prior: LatentPrior, pairs, w) -> Preconditioner:
-    """The block preconditioner of ``H`` at the curvatures ``w: (m,)`` (``Preconditioner``)."""
-    n, K = prior.n, len(prior.blocks)
-    degree = jax.ops.segment_sum(w, pairs[:, 0], n) + jax.ops.segment_sum(w, pairs[:, 1], n)
-    H_ww = jnp.eye(prior.rank, dtype=w.dtype) + _feature_curvature(prior.features, pairs, w)
-    lam = jnp.stack([b.diagonal() for b in prior.blocks], 1) if K else jnp.zeros((n, 0), w.dtype)
-    M = jax.vmap(jnp.diag)(lam) + degree[:, None, None]
-    # K x K triangular inverses once, applied as products: n tiny LAPACK calls in every CG
-    # iteration cost more than the Hessian's product
-    eye = jnp.broadcast_to(jnp.eye(K, dtype=w.dtype), M.shape)
-    inv = jax.scipy.linalg.solve_triangular(jnp.linalg.cholesky(M), eye, lower=True)
-    return Preconditioner(jnp.linalg.cholesky(H_ww), inv)
-
-
-def pcg(matvec, b, x0, precondition, tol, maxiter):
-    """Preconditioned conjugate gradients for ``M x = b``: ``(x, iterations)``, stopping when
-    ``||b - M x|| <= tol ||b||`` or after ``maxiter`` iterations."""
-    bnorm = jnp.linalg.norm(b)
-    r0 = b - matvec(x0)
-    z0 = precondition(r0)
-    state = (x0, r0, z0, z0, r0 @ z0, jnp.asarray(0))
-
-    def cond(s):
-        _, r, _, _, _, k = s
-        return (jnp.linalg.norm(r) > tol * bnorm) & (k < maxiter)
-
-    def body(s):
-        x, r, z, p, rz, k = s
-        q = matvec(p)
-        alpha = rz / (p @ q)
-        x = x + alpha * p
-        r = r - alpha * q
-        z = precondition(r)
-        rz_new = r @ z
-        return x, r, z, z + (rz_new / rz) * p, rz_new, k + 1
-
-    x, *_, k = jax.lax.while_loop(cond, body, state)
-    return x, k
-
-
-def _solve(prior, pairs, w, b, x0, cg_tol, M=None):
-    if M is None:
-        M = preconditioner(prior, pairs, w)
-    return pcg(hessian_matvec(prior, pairs, w), b, x0, M.solve, cg_tol, 10 * prior.size)
-
-
 def _psi(prior, z, pairs):
-    d = _differences(prior.entities(z), pairs)
+    d = differences(prior.entities(z), pairs)
     return jnp.sum(log_ndtr(d)) - 0.5 * z @ prior.precision_matvec(z)
 
 
@@ -206,7 +88,7 @@ def mode(
     n = prior.n
 
     def curvature(z):
-        d = _differences(prior.entities(z), pairs)
+        d = differences(prior.entities(z), pairs)
         r = inverse_mills(d)
         return d, r, r * (d + r)
 
@@ -217,7 +99,7 @@ def mode(
     def body(state):
         z, k, _, _, most = state
         d, r, w = curvature(z)
-        target, iters = _solve(prior, pairs, w, prior.latent(_to_entities(w * d + r, pairs, n)),
+        target, iters = solve(prior, pairs, w, prior.latent(to_entities(w * d + r, pairs, n)),
                                z, cg_tol)  # fmt: skip
         step = target - z
         before = _psi(prior, z, pairs)
@@ -256,11 +138,11 @@ def pair_predictions(prior: LatentPrior, pairs, fit: SparseLaplace, test, cg_tol
     def one(pair):
         a = jnp.zeros(prior.n, dtype).at[pair[0]].add(1.0).at[pair[1]].add(-1.0)
         b = prior.latent(a)
-        x, _ = _solve(prior, pairs, fit.w, b, jnp.zeros_like(b), cg_tol, M)
+        x, _ = solve(prior, pairs, fit.w, b, jnp.zeros_like(b), cg_tol, M)
         return b @ x
 
     var = jax.vmap(one)(test)
-    mean = _differences(fit.mean, test)
+    mean = differences(fit.mean, test)
     return jnp.exp(log_ndtr(mean / jnp.sqrt(1.0 + var))), mean, var
 
 
@@ -282,8 +164,8 @@ def latent_draws(
         k_prior, k_pairs = jax.random.split(key)
         z_p = jax.random.normal(k_pairs, (pairs.shape[0],), dtype) * jnp.sqrt(fit.w)
         root = prior.precision_root_draw(k_prior)
-        rhs = root + prior.latent(_to_entities(z_p, pairs, n))
-        x, _ = _solve(prior, pairs, fit.w, rhs, jnp.zeros_like(rhs), cg_tol, M)
+        rhs = root + prior.latent(to_entities(z_p, pairs, n))
+        x, _ = solve(prior, pairs, fit.w, rhs, jnp.zeros_like(rhs), cg_tol, M)
         if not with_prior:
             return x
         x0, _ = pcg(prior.precision_matvec, root, jnp.zeros_like(root), lambda v: v / diag_p,
@@ -308,10 +190,10 @@ def sampled_pair_predictions(
     ``prob`` uses the estimated variance."""
     pairs, test = jnp.asarray(pairs), jnp.asarray(test)
     draws = posterior_draws(prior, pairs, fit, key, n_samples, cg_tol)
-    squares = jax.vmap(lambda x: _differences(x, test) ** 2)(draws)  # (S, p)
+    squares = jax.vmap(lambda x: differences(x, test) ** 2)(draws)  # (S, p)
     var = jnp.mean(squares, axis=0)
     var_se = jnp.std(squares, axis=0) / jnp.sqrt(n_samples)
-    mean = _differences(fit.mean, test)
+    mean = differences(fit.mean, test)
     return jnp.exp(log_ndtr(mean / jnp.sqrt(1.0 + var))), mean, var, var_se
 
 
@@ -348,7 +230,7 @@ def log_evidence(
     hyperparameters estimated with the same ``key`` share most of it (common probes)."""
     pairs = jnp.asarray(pairs)
     dtype = fit.mean.dtype
-    d = _differences(fit.mean, pairs)
+    d = differences(fit.mean, pairs)
     fit_term = jnp.sum(log_ndtr(d)) - 0.5 * fit.z @ prior.precision_matvec(fit.z)
     M = preconditioner(prior, pairs, fit.w)
     H = hessian_matvec(prior, pairs, fit.w)
@@ -391,11 +273,11 @@ def evidence_gradient(
     quadratics = jax.vmap(prior.block_quadratics)
     shrink = jnp.mean(quadratics(post) - quadratics(prior_draws), axis=0)
     q = prior.block_quadratics(fit.z) + prior.block_sizes() + shrink
-    sigma2 = jnp.mean(jax.vmap(lambda x: _differences(prior.entities(x), pairs) ** 2)(post), 0)
-    d = _differences(fit.mean, pairs)
+    sigma2 = jnp.mean(jax.vmap(lambda x: differences(prior.entities(x), pairs) ** 2)(post), 0)
+    d = differences(fit.mean, pairs)
     r = inverse_mills(d)
     dw = -fit.w * (d + r) + r * (1.0 - fit.w)
-    g = prior.latent(_to_entities(dw * sigma2, pairs, n))
-    u, _ = _solve(prior, pairs, fit.w, g, jnp.zeros_like(g), cg_tol)
+    g = prior.latent(to_entities(dw * sigma2, pairs, n))
+    u, _ = solve(prior, pairs, fit.w, g, jnp.zeros_like(g), cg_tol)
     gradient = 0.5 * (q - prior.block_sizes()) - 0.5 * prior.block_quadratics(u, fit.z)
     return gradient, q

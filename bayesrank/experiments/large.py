@@ -252,23 +252,24 @@ def run(args: argparse.Namespace) -> dict:
     train, test = pairs[order[:n_train]], pairs[order[n_train : n_train + n_test]]
     progress(f"data: {len(ids)} movies, {len(pairs)} pooled pairs")
     rows, learned = {}, {}
+
+    def learn(model, prior):
+        """The model's rows with its variances learned by each objective."""
+        for objective, label in (("em", "EM"), ("evidence", "evidence"))[: 2 * bool(em_steps)]:
+            name = f"{model}, {label}"
+            rows[name], learned[name] = _learned(prior, train, test, samples, args.seed,
+                                                 em_steps, probes, objective)  # fmt: skip
+            progress(name)
+
     prior, residual = _prior(X, memberships, rank, relations=True)
     rows["XPGP"] = _sparse(prior, train, test, samples, args.seed, probes)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     progress("XPGP")
-    for objective, label in (("em", "EM"), ("evidence", "evidence"))[: 2 * bool(em_steps)]:
-        name = f"XPGP, {label}"
-        rows[name], learned[name] = _learned(prior, train, test, samples, args.seed, em_steps,
-                                             probes, objective)  # fmt: skip
-        progress(name)
+    learn("XPGP", prior)
     prior, _ = _prior(X, memberships, rank, relations=False)
     rows["attributes"] = _sparse(prior, train, test, samples, args.seed, probes)
     progress("attributes")
-    for objective, label in (("em", "EM"), ("evidence", "evidence"))[: 2 * bool(em_steps)]:
-        name = f"attributes, {label}"
-        rows[name], learned[name] = _learned(prior, train, test, samples, args.seed, em_steps,
-                                             probes, objective)  # fmt: skip
-        progress(name)
+    learn("attributes", prior)
     rows["choix"] = _choix(len(ids), train, test, args.seed)
     progress("choix" if rows["choix"] else "choix: not installed (the bench extra)")
     counts = np.bincount(train.ravel(), minlength=len(ids))

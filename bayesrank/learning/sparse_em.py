@@ -105,7 +105,9 @@ def em_variances(
         if z is not None:  # xi = sqrt(v_0) Phi w: keep xi where v_0 moved
             z = z.at[: prior.rank].multiply(np.sqrt(state["v"][0] / v[0]))
         fit = mode(current, pairs, z0=z)
-        state.update(z=fit.z, v=v, steps=state["steps"] + 1)
+        state["steps"] += 1
+        if np.all(np.isfinite(np.asarray(fit.z))):  # a refused proposal leaves the warm start
+            state.update(z=fit.z, v=v)
         if objective == "evidence":
             g, _ = evidence_gradient(current, pairs, fit, key, n_samples, cg_tol)
             ratio = np.clip(1.0 + 2.0 * np.asarray(g) / sizes, 0.1, 10.0)
@@ -123,6 +125,8 @@ def em_variances(
         alpha = -np.linalg.norm(r) / max(np.linalg.norm(s), 1e-300)
         alpha = min(alpha, -1.0)  # -1 is plain EM's two steps
         proposal = x - 2 * alpha * r + alpha**2 * s
+        # an extrapolation past a factor of 100 in any variance is not trusted
+        proposal = np.clip(proposal, x2 - np.log(100.0), x2 + np.log(100.0))
         new = em_step(proposal)
         if not np.all(np.isfinite(new)):
             # far out, the control-variate estimate of a term's E[z^T P z] can fall to 0 or

@@ -25,14 +25,17 @@ features would change): set it first, e.g. by the median heuristic.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import NamedTuple
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..inference.sparse.laplace import SparseLaplace, evidence_gradient, latent_draws, mode
+from ..inference.sparse.laplace import (
+    SparseLaplace,
+    evidence_gradient,
+    expected_quadratics,
+    mode,
+)
 from ..inference.sparse.prior import LatentPrior, scale_prior
 
 __all__ = ["SparseEMResult", "em_variances"]
@@ -49,16 +52,6 @@ class SparseEMResult(NamedTuple):
     fit: SparseLaplace
     trace: np.ndarray
     converged: bool
-
-
-@partial(jax.jit, static_argnames=("n_samples",))
-def _expected_quadratics(prior: LatentPrior, pairs, fit: SparseLaplace, key, n_samples, cg_tol):
-    """``E_q[z_b^T P_b z_b]: (1 + K,)``, the trace part as ``dim_b`` (the prior's, exact) plus
-    the mean difference between posterior draws and prior draws of the same normals."""
-    post, prior_draws = latent_draws(prior, pairs, fit, key, n_samples, cg_tol, with_prior=True)
-    quadratics = jax.vmap(prior.block_quadratics)
-    shrink = jnp.mean(quadratics(post) - quadratics(prior_draws), axis=0)
-    return prior.block_quadratics(fit.z) + prior.block_sizes() + shrink
 
 
 def em_variances(
@@ -112,7 +105,7 @@ def em_variances(
             g, _ = evidence_gradient(current, pairs, fit, key, n_samples, cg_tol)
             ratio = np.clip(1.0 + 2.0 * np.asarray(g) / sizes, 0.1, 10.0)
             return np.where(learn, x + np.log(ratio), x)
-        q = np.asarray(_expected_quadratics(current, pairs, fit, key, n_samples, cg_tol))
+        q = np.asarray(expected_quadratics(current, pairs, fit, key, n_samples, cg_tol))
         with np.errstate(invalid="ignore", divide="ignore"):  # q <= 0: NaN, handled below
             return np.where(learn, x + np.log(q / sizes), x)
 

@@ -36,7 +36,7 @@ import jax.numpy as jnp
 from jax.scipy.special import log_ndtr
 
 from ...lanczos import slq_logdet_with_probes
-from ...likelihoods import inverse_mills
+from ...likelihoods import inverse_mills, pair_probability
 from .hessian import (
     differences,
     hessian_matvec,
@@ -51,6 +51,7 @@ __all__ = [
     "Evidence",
     "SparseLaplace",
     "evidence_gradient",
+    "expected_quadratics",
     "log_evidence",
     "mode",
     "pair_predictions",
@@ -143,7 +144,7 @@ def pair_predictions(prior: LatentPrior, pairs, fit: SparseLaplace, test, cg_tol
 
     var = jax.vmap(one)(test)
     mean = differences(fit.mean, test)
-    return jnp.exp(log_ndtr(mean / jnp.sqrt(1.0 + var))), mean, var
+    return pair_probability(mean, var), mean, var
 
 
 def latent_draws(
@@ -194,7 +195,7 @@ def sampled_pair_predictions(
     var = jnp.mean(squares, axis=0)
     var_se = jnp.std(squares, axis=0) / jnp.sqrt(n_samples)
     mean = differences(fit.mean, test)
-    return jnp.exp(log_ndtr(mean / jnp.sqrt(1.0 + var))), mean, var, var_se
+    return pair_probability(mean, var), mean, var, var_se
 
 
 class Evidence(NamedTuple):
@@ -251,6 +252,25 @@ def log_evidence(
     return Evidence(fit_term - 0.5 * (logdet_h - logdet_p), se, fit_term, logdet_h, logdet_p)
 
 
+def _block_expectations(prior: LatentPrior, fit: SparseLaplace, post, prior_draws):
+    """``E_q[z_b^T P_b z_b]: (1 + K,)``: the trace part as ``dim_b`` (the prior's, exact) plus the
+    mean difference between posterior draws and prior draws of the same normals."""
+    quadratics = jax.vmap(prior.block_quadratics)
+    shrink = jnp.mean(quadratics(post) - quadratics(prior_draws), axis=0)
+    return prior.block_quadratics(fit.z) + prior.block_sizes() + shrink
+
+
+@partial(jax.jit, static_argnames=("n_samples",))
+def expected_quadratics(
+    prior: LatentPrior, pairs, fit: SparseLaplace, key, n_samples: int = 16, cg_tol=1e-6
+):
+    """EM's ``E_q[z_b^T P_b z_b]: (1 + K,)`` from ``n_samples`` posterior draws with prior draws
+    of the same normals as a control variate (``latent_draws(with_prior=True)``)."""
+    pairs = jnp.asarray(pairs)
+    post, prior_draws = latent_draws(prior, pairs, fit, key, n_samples, cg_tol, with_prior=True)
+    return _block_expectations(prior, fit, post, prior_draws)
+
+
 @partial(jax.jit, static_argnames=("n_samples",))
 def evidence_gradient(
     prior: LatentPrior, pairs, fit: SparseLaplace, key, n_samples: int = 16, cg_tol=1e-6
@@ -270,9 +290,7 @@ def evidence_gradient(
     pairs = jnp.asarray(pairs)
     n = prior.n
     post, prior_draws = latent_draws(prior, pairs, fit, key, n_samples, cg_tol, with_prior=True)
-    quadratics = jax.vmap(prior.block_quadratics)
-    shrink = jnp.mean(quadratics(post) - quadratics(prior_draws), axis=0)
-    q = prior.block_quadratics(fit.z) + prior.block_sizes() + shrink
+    q = _block_expectations(prior, fit, post, prior_draws)
     sigma2 = jnp.mean(jax.vmap(lambda x: differences(prior.entities(x), pairs) ** 2)(post), 0)
     d = differences(fit.mean, pairs)
     r = inverse_mills(d)

@@ -51,6 +51,9 @@ def test_large_on_hetrec(shared_data, tmp_path, monkeypatch):
     assert sub["n"] == 300 and 100 < sub["train_pairs"] <= 2000
     assert sub["sparse"]["error"] == sub["dense"]["error"]
     assert abs(sub["sparse"]["log_likelihood"] - sub["dense"]["log_likelihood"]) < 0.01
+    # EP on the same prior and pairs: another approximation of the same posterior
+    assert sub["dense_ep"]["converged"]
+    assert abs(sub["dense_ep"]["log_likelihood"] - sub["dense"]["log_likelihood"]) < 0.01
     models = results["models"]
     assert models["XPGP, EM"]["log_evidence"] > models["XPGP"]["log_evidence"]
     assert models["XPGP, evidence"]["log_evidence"] > models["XPGP"]["log_evidence"]

@@ -1,0 +1,33 @@
+"""Preferential Bayesian optimisation: propose a pair of new designs anywhere in the unit cube.
+
+``acquisition`` scores a pair from the utility's posterior at it (EUBO, qEUBO, the paper's
+variance criterion, BALD); ``belief`` predicts that posterior at new designs from an EP or
+Laplace fit, and learns the kernel's hyperparameters; ``optimize`` maximises an acquisition
+from many starts in one compiled program, over the cube, a pool or both; ``loop`` runs the
+whole optimisation with a function for the answers, many seeds at once.
+"""
+
+from . import acquisition, belief, loop, optimize
+from .acquisition import ACQUISITIONS, bald, eubo, qeubo, variance_criterion
+from .loop import Settings, Trace, run_batch, run_core
+from .optimize import Proposal, best_in_pool, maximize, mixed
+
+__all__ = [
+    "ACQUISITIONS",
+    "Proposal",
+    "Settings",
+    "Trace",
+    "acquisition",
+    "bald",
+    "belief",
+    "best_in_pool",
+    "eubo",
+    "loop",
+    "maximize",
+    "mixed",
+    "optimize",
+    "qeubo",
+    "run_batch",
+    "run_core",
+    "variance_criterion",
+]

@@ -26,7 +26,16 @@ from . import acquisition as acq
 from .belief import ENGINES, clip, fit, from_posterior, latent, learn
 from .optimize import maximize
 
-__all__ = ["Settings", "Trace", "answer", "initial_theta", "run_batch", "run_core"]
+__all__ = [
+    "Proposed",
+    "Settings",
+    "Trace",
+    "answer",
+    "initial_theta",
+    "propose",
+    "run_batch",
+    "run_core",
+]
 
 
 class Settings(NamedTuple):
@@ -82,6 +91,41 @@ def acquisition_of(name: str, belief, base):
     if name == "bald":
         return lambda X: acq.bald(*latent(belief, X))
     raise ValueError(f"acquisition must be one of {acq.ACQUISITIONS}, got {name!r}")
+
+
+class Proposed(NamedTuple):
+    """``propose``'s result: ``X: (2, d)`` the next pair, ``value`` its acquisition, ``theta``
+    the hyperparameters used, ``sites`` the fit's (a warm start for the next), ``mean: (n,)``
+    the posterior mean at the shown designs (its argmax is the best guess)."""
+
+    X: jax.Array
+    value: jax.Array
+    theta: jax.Array
+    sites: object
+    mean: jax.Array
+
+
+@partial(jax.jit, static_argnames=("settings", "learn_now"))
+def propose(X, mask, pairs, pair_mask, sites, theta, key, *, settings: Settings,
+            learn_now: bool) -> Proposed:  # fmt: skip
+    """One step of the loop on host data, for a session: re-learn ``theta`` if ``learn_now``,
+    fit (warm started from ``sites``), and maximise the acquisition. ``X: (n, d)``, ``mask:
+    (n,)``, ``pairs: (m, 2)`` winner first, ``pair_mask: (m,)``, ``sites``: ``(m,)`` each
+    (zeros for a cold start); shapes are the caller's capacity, so a session that grows in
+    buckets compiles once per bucket."""
+    if learn_now:
+        theta = learn(theta, X, mask, pairs, pair_mask, sites, steps=settings.learn_steps,
+                      engine=settings.engine)  # fmt: skip
+    post = fit(theta, X, mask, pairs, pair_mask, sites, settings.engine)
+    belief = from_posterior(theta, X, mask, pairs, pair_mask, post)
+    raw_key, mc_key = jax.random.split(key)
+    base = jax.random.normal(mc_key, (settings.n_mc, 2), X.dtype)
+    proposal = maximize(acquisition_of(settings.acquisition, belief, base), raw_key, 2,
+                        X.shape[1], n_raw=settings.n_raw, n_starts=settings.n_starts,
+                        steps=settings.steps, dtype=X.dtype)  # fmt: skip
+    return Proposed(
+        proposal.X, proposal.value, theta, post.sites, jnp.where(mask, post.mean, -jnp.inf)
+    )
 
 
 def _best(utility, X, mask, mean):

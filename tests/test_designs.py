@@ -16,7 +16,7 @@ from scipy import integrate, stats
 from bayesrank.active.designs import acquisition as A
 from bayesrank.active.designs import belief as B
 from bayesrank.active.designs.loop import Settings, initial_theta, run_batch
-from bayesrank.active.designs.optimize import best_in_pool, maximize, mixed
+from bayesrank.active.designs.search import best_in_pool, maximize, mixed
 from bayesrank.kernels.xpgp import mask_covariance
 
 pytestmark = float64_only("finite differences and 1e-8 agreement with the engine")
@@ -39,7 +39,7 @@ def test_latent_at_new_designs_is_the_posterior_with_them_as_untouched_entities(
     X, mask, pairs, pair_mask = _problem()
     tight = {"tol": 1e-12} if engine == "ep" else {}
     K = B.prior_covariance(THETA, X, mask)
-    post = B.ENGINES[engine](K, pairs, pair_mask=pair_mask, **tight)
+    post = B.GAUSSIAN_ENGINES[engine](K, pairs, pair_mask=pair_mask, **tight)
     belief = B.from_posterior(THETA, X, mask, pairs, pair_mask, post)
     X_new = jnp.asarray(np.random.default_rng(1).random((3, 2)))
     mean, cov = B.latent(belief, X_new)
@@ -47,7 +47,7 @@ def test_latent_at_new_designs_is_the_posterior_with_them_as_untouched_entities(
     Xa = jnp.concatenate([X, X_new])
     maska = jnp.concatenate([mask, jnp.ones(3, bool)])
     Ka = mask_covariance(B.kernel_of(THETA)(Xa), maska)
-    ref = B.ENGINES[engine](Ka, pairs, pair_mask=pair_mask, **tight)
+    ref = B.GAUSSIAN_ENGINES[engine](Ka, pairs, pair_mask=pair_mask, **tight)
     np.testing.assert_allclose(mean, ref.mean[-3:], atol=1e-8)
     np.testing.assert_allclose(cov, ref.cov[-3:, -3:], atol=1e-8)
     # at the shown designs, the posterior itself
@@ -164,4 +164,39 @@ def test_unknown_names_are_refused():
     with pytest.raises(ValueError, match="engine must be one of"):
         run_batch(lambda x: -jnp.sum(x**2, -1), jnp.zeros((1, 1, 2, 1)), jnp.zeros((1, 3)),
                   jax.random.split(jax.random.key(0), 1), 0.1, initial_theta(1), k=2,
-                  settings=Settings(engine="nuts"))  # fmt: skip
+                  settings=Settings(engine="gibbs"))  # fmt: skip
+
+
+def test_draws_extended_to_new_designs_have_the_gaussian_predictive_moments():
+    """Draws of the EP posterior at the shown designs, each extended by the prior's conditional
+    (``latent_draws``), against the site-form prediction (``latent``): the same Gaussian."""
+    X, mask, pairs, pair_mask = _problem(3, n=8, real=8)
+    post = B.fit(THETA, X, mask, pairs, pair_mask, engine="ep")
+    belief = B.from_posterior(THETA, X, mask, pairs, pair_mask, post)
+    S = 200_000
+    rng = np.random.default_rng(7)
+    draws = rng.multivariate_normal(np.asarray(post.mean), np.asarray(post.cov), S)
+    drawn = B.from_draws(THETA, X, mask, jnp.asarray(draws))
+    X_new = jnp.asarray(rng.random((2, 2)))
+    f = np.asarray(B.latent_draws(drawn, X_new, jnp.asarray(rng.standard_normal((S, 2)))))
+    mean, cov = B.latent(belief, X_new)
+    se = np.sqrt(np.diag(np.asarray(cov)) / S)
+    assert np.all(np.abs(f.mean(0) - np.asarray(mean)) < 4 * se)
+    np.testing.assert_allclose(np.cov(f.T), cov, atol=4 * np.sqrt(2.0 / S) * float(cov.max()))
+
+
+@pytest.mark.slow  # compiles NUTS inside the proposal (about 20 s)
+def test_nuts_engine_proposes_inside_the_cube():
+    from bayesrank.active.designs.loop import propose
+    from bayesrank.inference.ep.sites import zero_sites
+
+    X, mask, pairs, pair_mask = _problem(5)
+    settings = Settings(engine="nuts", nuts_warmup=100, nuts_samples=100, n_raw=32, n_starts=2,
+                        steps=10)  # fmt: skip
+    out = propose(X, mask, pairs, pair_mask, zero_sites(len(pairs), X.dtype), THETA,
+                  jax.random.key(0), settings=settings, learn_now=False)  # fmt: skip
+    assert out.X.shape == (2, 2) and np.all((out.X >= 0) & (out.X <= 1))
+    assert np.isfinite(float(out.value))
+    # NUTS's mean at the shown designs against EP's (the same posterior, nearly Gaussian here)
+    post = B.fit(THETA, X, mask, pairs, pair_mask, engine="ep")
+    np.testing.assert_allclose(out.mean[:8], post.mean[:8], atol=0.25)

@@ -10,7 +10,9 @@ Subcommands (``bayesrank COMMAND --help`` for each one's options):
 - ``evaluate DATA SCORES``: MAP, NDCG@k, P@k of a LETOR prediction file (LETOR 3.0 conventions);
 - ``data summary [PATH ...]``: queries, documents, labels and pairs of LETOR files;
 - ``active``: ask the pairs the model is least sure of, on a sample query (you or the labels
-  answer).
+  answer);
+- ``optimize --dim D``: preferential Bayesian optimisation over ``[0, 1]^D``, one pair of
+  designs at a time (you answer, ``--interactive``, or a synthetic ``--function`` does).
 
 ``--json`` output is strict JSON (RFC 8259): a number that is not finite is never written as
 ``NaN`` or ``Infinity``; the command fails instead (exit status 2) naming the key that holds it.
@@ -44,7 +46,7 @@ EPILOG = (
 
 def _parser() -> argparse.ArgumentParser:
     from .. import __version__
-    from . import active, data, experiment, model
+    from . import active, data, experiment, model, optimize
 
     parser = argparse.ArgumentParser(prog="bayesrank", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"bayesrank {__version__}")
@@ -53,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     model.add_parsers(sub)
     data.add_parsers(sub)
     active.add_parser(sub)
+    optimize.add_parser(sub)
     return parser
 
 

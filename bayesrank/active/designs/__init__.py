@@ -2,18 +2,21 @@
 
 ``acquisition`` scores a pair from the utility's posterior at it (EUBO, qEUBO, the paper's
 variance criterion, BALD); ``belief`` predicts that posterior at new designs from an EP or
-Laplace fit, and learns the kernel's hyperparameters; ``optimize`` maximises an acquisition
+Laplace fit, and learns the kernel's hyperparameters; ``search`` maximises an acquisition
 from many starts in one compiled program, over the cube, a pool or both; ``loop`` runs the
-whole optimisation with a function for the answers, many seeds at once.
+whole optimisation with a function for the answers, many seeds at once; ``session`` asks a
+person (or any callable), one pair at a time, with an answers file to resume from.
 """
 
-from . import acquisition, belief, loop, optimize
+from . import acquisition, belief, loop, search
 from .acquisition import ACQUISITIONS, bald, eubo, qeubo, variance_criterion
 from .loop import Settings, Trace, run_batch, run_core
-from .optimize import Proposal, best_in_pool, maximize, mixed
+from .search import Proposal, best_in_pool, maximize, mixed
+from .session import DesignSession, optimize
 
 __all__ = [
     "ACQUISITIONS",
+    "DesignSession",
     "Proposal",
     "Settings",
     "Trace",
@@ -29,5 +32,6 @@ __all__ = [
     "qeubo",
     "run_batch",
     "run_core",
+    "search",
     "variance_criterion",
 ]

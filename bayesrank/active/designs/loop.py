@@ -22,9 +22,27 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import ndtr
 
+from ...inference.nuts.sampler import NUTSSettings, sample_fixed
 from . import acquisition as acq
-from .belief import ENGINES, clip, fit, from_posterior, latent, learn
-from .optimize import maximize
+from .belief import (
+    DrawBelief,
+    clip,
+    fit,
+    from_draws,
+    from_posterior,
+    latent,
+    latent_draws,
+    learn,
+    prior_covariance,
+)
+from .search import maximize
+
+#: The posteriors the loop can run on: EP and Laplace (Gaussian), and NUTS (draws of the exact
+#: posterior; its hyperparameters are learned by EP's evidence, and EP's sites warm-start that).
+ENGINES = ("ep", "laplace", "nuts")
+
+#: ``fold_in`` index of NUTS's key within a step's key (the rest of the step uses the key itself).
+NUTS_STREAM = 7
 
 __all__ = [
     "Proposed",
@@ -39,19 +57,22 @@ __all__ = [
 
 
 class Settings(NamedTuple):
-    """The loop's static settings: ``engine`` (``"laplace"`` or ``"ep"``); ``acquisition``
+    """The loop's static settings: ``engine`` (``"ep"`` or ``"laplace"``); ``acquisition``
     (one of ``acquisition.ACQUISITIONS``); ``learn_every``: re-learn ``theta`` before every
     ``learn_every``-th proposal (0: never), with ``learn_steps`` Adam steps; the optimiser's
-    ``n_raw``, ``n_starts``, ``steps``; ``n_mc`` base samples for ``"qeubo"``."""
+    ``n_raw``, ``n_starts``, ``steps``; ``n_mc`` base samples for ``"qeubo"``; NUTS's
+    ``nuts_warmup`` and ``nuts_samples`` (one chain) for ``engine="nuts"``."""
 
-    engine: str = "laplace"
+    engine: str = "ep"
     acquisition: str = "eubo"
     learn_every: int = 1
-    learn_steps: int = 20
+    learn_steps: int = 10
     n_raw: int = 256
     n_starts: int = 8
     steps: int = 50
     n_mc: int = 256
+    nuts_warmup: int = 200
+    nuts_samples: int = 200
 
 
 class Trace(NamedTuple):
@@ -81,16 +102,57 @@ def answer(utility, a, b, u, noise):
 
 
 def acquisition_of(name: str, belief, base):
-    """``X: (q, d) -> value`` for the acquisition ``name`` under ``belief``."""
-    if name == "eubo":
-        return lambda X: acq.eubo(*latent(belief, X))
-    if name == "qeubo":
-        return lambda X: acq.qeubo(*latent(belief, X), base)[0]
-    if name == "variance":
-        return lambda X: acq.variance_criterion(*latent(belief, X))
-    if name == "bald":
-        return lambda X: acq.bald(*latent(belief, X))
-    raise ValueError(f"acquisition must be one of {acq.ACQUISITIONS}, got {name!r}")
+    """``X: (q, d) -> value`` for the acquisition ``name`` under ``belief`` (a ``Belief``, or a
+    ``DrawBelief`` whose draws are extended with the fixed normals ``base: (S, q)``)."""
+    if name not in acq.ACQUISITIONS:
+        raise ValueError(f"acquisition must be one of {acq.ACQUISITIONS}, got {name!r}")
+    if isinstance(belief, DrawBelief):
+
+        def moments(X):
+            f = latent_draws(belief, X, base)
+            return jnp.mean(f, axis=0), jnp.cov(f.T, ddof=0)
+
+        if name in ("eubo", "qeubo"):
+            return lambda X: acq.eubo_from_draws(latent_draws(belief, X, base))[0]
+    else:
+
+        def moments(X):
+            return latent(belief, X)
+
+        if name == "qeubo":
+            return lambda X: acq.qeubo(*latent(belief, X), base)[0]
+    rule = {"eubo": acq.eubo, "variance": acq.variance_criterion, "bald": acq.bald}[name]
+    return lambda X: rule(*moments(X))
+
+
+def posterior(theta, X, mask, pairs, pair_mask, sites, key, settings: Settings):
+    """``(belief, mean: (n,), sites)`` at ``theta``: EP's or Laplace's fit (warm-started from
+    ``sites``), or for ``"nuts"`` NUTS's draws (``key``) beside EP's sites."""
+    gaussian = "ep" if settings.engine == "nuts" else settings.engine
+    post = fit(theta, X, mask, pairs, pair_mask, sites, gaussian)
+    if settings.engine != "nuts":
+        return from_posterior(theta, X, mask, pairs, pair_mask, post), post.mean, post.sites
+    nuts = NUTSSettings(settings.nuts_warmup, settings.nuts_samples, 1)
+    K = prior_covariance(theta, X, mask)
+    draws, _ = sample_fixed(key, K, pairs, pair_mask, nuts, nuts.tuning(X.dtype))
+    belief = from_draws(theta, X, mask, draws.reshape(-1, X.shape[0]))
+    return belief, belief.mean, post.sites
+
+
+def _propose(belief, key, d, dtype, settings: Settings):
+    """The acquisition's maximiser under ``belief`` (``key``: raw candidates, base samples)."""
+    raw_key, mc_key = jax.random.split(key)
+    n_base = settings.nuts_samples if isinstance(belief, DrawBelief) else settings.n_mc
+    base = jax.random.normal(mc_key, (n_base, 2), dtype)
+    return maximize(acquisition_of(settings.acquisition, belief, base), raw_key, 2, d,
+                    n_raw=settings.n_raw, n_starts=settings.n_starts, steps=settings.steps,
+                    dtype=dtype)  # fmt: skip
+
+
+def _learn(theta, X, mask, pairs, pair_mask, sites, settings: Settings):
+    gaussian = "ep" if settings.engine == "nuts" else settings.engine
+    return learn(theta, X, mask, pairs, pair_mask, sites, steps=settings.learn_steps,
+                 engine=gaussian)  # fmt: skip
 
 
 class Proposed(NamedTuple):
@@ -113,19 +175,13 @@ def propose(X, mask, pairs, pair_mask, sites, theta, key, *, settings: Settings,
     (n,)``, ``pairs: (m, 2)`` winner first, ``pair_mask: (m,)``, ``sites``: ``(m,)`` each
     (zeros for a cold start); shapes are the caller's capacity, so a session that grows in
     buckets compiles once per bucket."""
+    theta = clip(theta)
     if learn_now:
-        theta = learn(theta, X, mask, pairs, pair_mask, sites, steps=settings.learn_steps,
-                      engine=settings.engine)  # fmt: skip
-    post = fit(theta, X, mask, pairs, pair_mask, sites, settings.engine)
-    belief = from_posterior(theta, X, mask, pairs, pair_mask, post)
-    raw_key, mc_key = jax.random.split(key)
-    base = jax.random.normal(mc_key, (settings.n_mc, 2), X.dtype)
-    proposal = maximize(acquisition_of(settings.acquisition, belief, base), raw_key, 2,
-                        X.shape[1], n_raw=settings.n_raw, n_starts=settings.n_starts,
-                        steps=settings.steps, dtype=X.dtype)  # fmt: skip
-    return Proposed(
-        proposal.X, proposal.value, theta, post.sites, jnp.where(mask, post.mean, -jnp.inf)
-    )
+        theta = _learn(theta, X, mask, pairs, pair_mask, sites, settings)
+    nuts_key = jax.random.fold_in(key, NUTS_STREAM)
+    belief, mean, sites = posterior(theta, X, mask, pairs, pair_mask, sites, nuts_key, settings)
+    proposal = _propose(belief, key, X.shape[1], X.dtype, settings)
+    return Proposed(proposal.X, proposal.value, theta, sites, jnp.where(mask, mean, -jnp.inf))
 
 
 def _best(utility, X, mask, mean):
@@ -152,26 +208,22 @@ def run_core(utility, X_init, uniforms, key, noise, theta, *, k: int, settings: 
                       jnp.stack([first + 1, first], 1)[:n_init])  # fmt: skip
     pairs = jnp.zeros((m, 2), jnp.int32).at[:n_init].set(start.astype(jnp.int32))
     pair_mask = jnp.arange(m) < n_init
-    do_fit = partial(fit, engine=settings.engine)
+    gaussian = "ep" if settings.engine == "nuts" else settings.engine
 
     def iteration(carry, t):
         X, mask, pairs, pair_mask, sites, theta = carry
         if settings.learn_every:
             theta = jax.lax.cond(
                 t % settings.learn_every == 0,
-                lambda th: learn(th, X, mask, pairs, pair_mask, sites,
-                                 steps=settings.learn_steps, engine=settings.engine),
+                lambda th: _learn(th, X, mask, pairs, pair_mask, sites, settings),
                 lambda th: th,
                 theta,
-            )  # fmt: skip
-        post = do_fit(theta, X, mask, pairs, pair_mask, sites)
-        guess, shown = _best(utility, X, mask, post.mean)
-        belief = from_posterior(theta, X, mask, pairs, pair_mask, post)
-        raw_key, mc_key = jax.random.split(jax.random.fold_in(key, t))
-        base = jax.random.normal(mc_key, (settings.n_mc, 2), dtype)
-        proposal = maximize(acquisition_of(settings.acquisition, belief, base), raw_key, 2, d,
-                            n_raw=settings.n_raw, n_starts=settings.n_starts,
-                            steps=settings.steps, dtype=dtype)  # fmt: skip
+            )
+        step_key = jax.random.fold_in(key, t)
+        nuts_key = jax.random.fold_in(step_key, NUTS_STREAM)
+        belief, mean, sites = posterior(theta, X, mask, pairs, pair_mask, sites, nuts_key, settings)
+        guess, shown = _best(utility, X, mask, mean)
+        proposal = _propose(belief, step_key, d, dtype, settings)
         a, b = proposal.X[0], proposal.X[1]
         p = n_init + t
         win = answer(utility, a, b, uniforms[p], noise)
@@ -181,15 +233,16 @@ def run_core(utility, X_init, uniforms, key, noise, theta, *, k: int, settings: 
         answered = jnp.where(win, jnp.stack([i, j]), jnp.stack([j, i]))
         pairs = pairs.at[p].set(answered.astype(jnp.int32))
         pair_mask = pair_mask.at[p].set(True)
-        carry = (X, mask, pairs, pair_mask, post.sites, theta)
+        carry = (X, mask, pairs, pair_mask, sites, theta)
         return carry, (guess, shown, proposal.value)
 
-    post = do_fit(theta, X, mask, pairs, pair_mask)
+    post = fit(theta, X, mask, pairs, pair_mask, None, gaussian)
     carry = (X, mask, pairs, pair_mask, post.sites, clip(theta))
     carry, (guess, shown, value) = jax.lax.scan(iteration, carry, jnp.arange(k))
     X, mask, pairs, pair_mask, sites, theta = carry
-    post = do_fit(theta, X, mask, pairs, pair_mask, sites)
-    last_guess, last_shown = _best(utility, X, mask, post.mean)
+    last_key = jax.random.fold_in(jax.random.fold_in(key, k), NUTS_STREAM)
+    _, mean, _ = posterior(theta, X, mask, pairs, pair_mask, sites, last_key, settings)
+    last_guess, last_shown = _best(utility, X, mask, mean)
     return Trace(
         jnp.append(guess, last_guess),
         jnp.append(shown, last_shown),

@@ -1,0 +1,301 @@
+"""Preferential optimisation with an answering person (or any callable): a host-side loop over
+the unit cube ``[0, 1]^dim`` that proposes one pair of new designs at a time and takes an
+answer, a skip or an undo, with the answers kept in a file that a later session resumes from.
+
+The answer file holds one JSON object a line: ``{"a": [0.1, 0.5], "b": [0.7, 0.2], "answer":
+"first"}`` (``"first"``: ``a`` is preferred, ``"second"``: ``b`` is, ``"skip"``: not answered);
+the session replays it on start and rewrites it (atomically) after every change. Designs are
+kept as the exact floats shown (JSON round-trips them).
+
+Each step is the compiled loop's (``loop.propose``, one jitted program per capacity bucket):
+after ``n_init`` uniform random pairs, re-learn ``theta`` before every ``learn_every``-th
+proposal (every log entry is a step, skips included), fit the posterior warm-started from the
+previous sites, and maximise the acquisition.
+
+The state after ``N`` log entries (theta, sites, the posterior mean at the shown designs and the
+next proposal) is computed when the entry is added and kept, so ``undo`` restores the previous
+one exactly and a replayed file gives the state of the session that wrote it. Step ``N`` uses
+the key ``fold_in(key, N)``: after a skip the next proposal is drawn afresh.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ...data.batch import bucket_size
+from ...data.checks import check_choice, check_int
+from ...data.keys import check_key
+from ...inference.ep.sites import Sites
+from . import loop
+from .acquisition import ACQUISITIONS
+from .loop import Settings
+
+__all__ = ["ANSWERS", "DesignSession", "optimize"]
+
+#: What an answer may be.
+ANSWERS = ("first", "second", "skip")
+
+#: ``optimize`` asks at most this many questions per answer wanted (an oracle that skips every
+#: pair must not loop forever).
+MAX_QUESTIONS_PER_ANSWER = 10
+
+
+class _State(NamedTuple):
+    """After ``N`` log entries: ``theta: (1 + dim,)``, ``sites`` (``tau``, ``nu``: ``(a,)``
+    each, ``a`` answered pairs), ``mean: (2 a,)`` at the shown designs, ``proposal: (2, dim)``."""
+
+    theta: np.ndarray
+    sites: tuple[np.ndarray, np.ndarray]
+    mean: np.ndarray
+    proposal: np.ndarray
+
+
+def _check_settings(settings) -> Settings:
+    if not isinstance(settings, Settings):
+        raise ValueError(f"settings must be a designs.Settings, got {type(settings).__name__}")
+    check_choice(settings.engine, "settings.engine", tuple(loop.ENGINES))
+    check_choice(settings.acquisition, "settings.acquisition", ACQUISITIONS)
+    check_int(settings.learn_every, "settings.learn_every", 0)
+    check_int(settings.learn_steps, "settings.learn_steps", 0)
+    check_int(settings.n_raw, "settings.n_raw", 1)
+    check_int(settings.n_starts, "settings.n_starts", 1, settings.n_raw)
+    check_int(settings.steps, "settings.steps", 0)
+    check_int(settings.n_mc, "settings.n_mc", 1)
+    return settings
+
+
+def _check_path(answers) -> Path | None:
+    if answers is None:
+        return None
+    if not isinstance(answers, str | os.PathLike):
+        raise ValueError(f"answers must be a path or None, got {type(answers).__name__}")
+    path = Path(answers)
+    if path.is_dir():
+        raise ValueError(f"answers {str(path)!r} is a directory, not a file")
+    if not path.parent.is_dir():
+        raise ValueError(f"answers {str(path)!r}: no directory {str(path.parent)!r}")
+    return path
+
+
+def _check_design(x, name: str, dim: int) -> np.ndarray:
+    """``x`` as a ``(dim,)`` float64 array in the unit cube, or ``ValueError`` naming it."""
+    values = list(x) if isinstance(x, list | tuple) else None
+    if values is not None and any(isinstance(v, bool | np.bool_) for v in values):
+        raise ValueError(f"{name} must hold numbers, got {x!r}")
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a design of {dim} numbers, got {x!r}") from None
+    if arr.dtype.kind not in "iuf":
+        raise ValueError(f"{name} must be a design of {dim} numbers, got {x!r}")
+    if arr.shape != (dim,):
+        raise ValueError(f"{name} must have {dim} values (dim = {dim}), got shape {arr.shape}")
+    arr = arr.astype(np.float64)
+    bad = ~((arr >= 0.0) & (arr <= 1.0))  # NaN is bad too
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise ValueError(f"{name}[{k}] = {float(arr[k])!r} is outside the unit cube [0, 1]")
+    return arr
+
+
+class DesignSession:
+    """Preferential optimisation over ``[0, 1]^dim`` (module docstring). ``settings``: the
+    loop's (``designs.Settings``, default ``Settings()``); ``key``: a PRNG key (default
+    ``PRNGKey(0)``); ``answers``: a path (JSON lines, replayed if it exists, rewritten after
+    every change) or None; ``n_init`` uniform random pairs first; ``learn_every`` (default
+    ``settings.learn_every``; 0: never)."""
+
+    def __init__(
+        self,
+        dim: int,
+        *,
+        settings: Settings | None = None,
+        key=None,
+        answers: str | os.PathLike | None = None,
+        n_init: int = 1,
+        learn_every: int | None = None,
+    ):
+        self.dim = check_int(dim, "dim", 1)
+        settings = _check_settings(Settings() if settings is None else settings)
+        learn_every = settings.learn_every if learn_every is None else learn_every
+        self.settings = settings._replace(learn_every=check_int(learn_every, "learn_every", 0))
+        self.n_init = check_int(n_init, "n_init", 0)
+        self.key = jax.random.PRNGKey(0) if key is None else check_key(key)
+        self.path = _check_path(answers)
+        self.dtype = np.dtype(jnp.result_type(float))  # the working precision, fixed here
+        self.log: list[tuple[np.ndarray, np.ndarray, str]] = []  # (a, b, answer), in order
+        theta = np.asarray(loop.initial_theta(self.dim, self.dtype))
+        self._states: list[_State] = []  # _states[N]: after N log entries
+        self._states.append(self._step(theta, (np.zeros(0), np.zeros(0))))
+        if self.path is not None and self.path.exists():
+            self._replay()
+
+    # --- state -------------------------------------------------------------------------------
+
+    @property
+    def X(self) -> np.ndarray:
+        """The designs of the answered pairs, in the order shown: ``(2 a, dim)`` (skipped pairs
+        are not among them: they carry no information)."""
+        rows = [x for a, b, r in self.log if r != "skip" for x in (a, b)]
+        return np.asarray(rows, np.float64).reshape(-1, self.dim)
+
+    @property
+    def pairs(self) -> np.ndarray:
+        """The answers as rows of ``X``, winner first: ``(a, 2)``."""
+        replies = [r for _, _, r in self.log if r != "skip"]
+        rows = [(2 * s, 2 * s + 1) if r == "first" else (2 * s + 1, 2 * s) for s, r in
+                enumerate(replies)]  # fmt: skip
+        return np.asarray(rows, np.int64).reshape(-1, 2)
+
+    @property
+    def theta(self) -> np.ndarray:
+        """The hyperparameters ``(log kappa^2, log ell_1..dim)`` of the current posterior."""
+        return self._states[-1].theta.copy()
+
+    @property
+    def mean(self) -> np.ndarray:
+        """The posterior mean of the utility at ``X``: ``(2 a,)``."""
+        return self._states[-1].mean.copy()
+
+    def best(self) -> tuple[np.ndarray, float] | None:
+        """The shown design of highest posterior mean and that mean (None before any answer)."""
+        mean = self._states[-1].mean
+        if len(mean) == 0:
+            return None
+        i = int(np.argmax(mean))
+        return self.X[i].copy(), float(mean[i])
+
+    def _step(self, theta, sites) -> _State:
+        """The state after the current log: fit (re-learning ``theta`` where due) from the
+        previous ``theta`` and ``sites``, and the next proposal."""
+        N, d = len(self.log), self.dim
+        key = jax.random.fold_in(self.key, N)
+        model = N >= self.n_init
+        X, pairs = self.X, self.pairs
+        a = len(pairs)
+        if not model and a == 0:  # nothing to fit yet
+            return _State(theta, sites, np.zeros(0), self._random_pair(key))
+        m_cap = bucket_size(a, per_octave=1)  # powers of two, at least 8: one program a bucket
+        Xp = np.zeros((2 * m_cap, d), self.dtype)
+        Xp[: 2 * a] = X
+        mask = np.arange(2 * m_cap) < 2 * a
+        pp = np.zeros((m_cap, 2), np.int32)
+        pp[:a] = pairs
+        pair_mask = np.arange(m_cap) < a
+        # warm start: the previous sites, and zero ones for the new pair and the padding
+        warm = tuple(np.zeros(m_cap, self.dtype) for _ in range(2))
+        for w, s in zip(warm, sites, strict=True):
+            w[: len(s)] = s
+        every = self.settings.learn_every
+        learn_now = model and every > 0 and (N - self.n_init) % every == 0
+        out = loop.propose(
+            Xp, mask, pp, pair_mask, Sites(*warm), np.asarray(theta, self.dtype),
+            key, settings=self.settings, learn_now=bool(learn_now),
+        )  # fmt: skip
+        proposal = np.asarray(out.X, np.float64) if model else self._random_pair(key)
+        return _State(
+            np.asarray(out.theta),
+            tuple(np.asarray(s)[:a] for s in out.sites),
+            np.asarray(out.mean)[: 2 * a].astype(np.float64),
+            proposal,
+        )
+
+    def _random_pair(self, key) -> np.ndarray:
+        return np.asarray(jax.random.uniform(key, (2, self.dim), self.dtype), np.float64)
+
+    # --- the loop ----------------------------------------------------------------------------
+
+    def propose(self) -> np.ndarray:
+        """The next pair of designs to ask about: ``(2, dim)`` (the same until the log
+        changes)."""
+        return self._states[-1].proposal.copy()
+
+    def answer(self, a, b, reply: str) -> None:
+        """Record ``reply`` (one of ``ANSWERS``) about designs ``a`` and ``b`` (``(dim,)`` each,
+        in the unit cube; usually the last ``propose()``) and update."""
+        reply = check_choice(reply, "reply", ANSWERS)
+        self._add(_check_design(a, "a", self.dim), _check_design(b, "b", self.dim), reply)
+        self._save()
+
+    def _add(self, a: np.ndarray, b: np.ndarray, reply: str) -> None:
+        if np.array_equal(a, b):
+            raise ValueError(f"a and b are the same design {a.tolist()}: nothing to compare")
+        self.log.append((a, b, reply))
+        last = self._states[-1]
+        try:
+            self._states.append(self._step(last.theta, last.sites))
+        except BaseException:
+            self.log.pop()
+            raise
+
+    def undo(self) -> tuple[np.ndarray, np.ndarray, str] | None:
+        """Take back the last answer or skip (returned as ``(a, b, reply)``; None if there is
+        none); the state before it comes back exactly, its proposal included."""
+        if not self.log:
+            return None
+        last = self.log.pop()
+        self._states.pop()
+        self._save()
+        return last
+
+    # --- the file ----------------------------------------------------------------------------
+
+    def _save(self) -> None:
+        if self.path is None:
+            return
+        lines = [
+            json.dumps({"a": a.tolist(), "b": b.tolist(), "answer": r}) for a, b, r in self.log
+        ]
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text("".join(line + "\n" for line in lines))
+        tmp.replace(self.path)  # never a half-written file
+
+    def _replay(self) -> None:
+        for lineno, line in enumerate(self.path.read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            where = f"{self.path}, line {lineno}"
+            try:
+                row = json.loads(line)
+            except ValueError as err:
+                raise ValueError(f"{where}: not JSON ({err}): {line[:80]!r}") from None
+            if not isinstance(row, dict) or set(row) != {"a", "b", "answer"}:
+                raise ValueError(
+                    f"{where}: expected {{'a': [{self.dim} numbers], 'b': [{self.dim} "
+                    f"numbers], 'answer': one of {ANSWERS}}}, got {line[:80]!r}"
+                )
+            if row["answer"] not in ANSWERS:
+                raise ValueError(f"{where}: answer {row['answer']!r} not in {ANSWERS}")
+            try:
+                a = _check_design(row["a"], "a", self.dim)
+                b = _check_design(row["b"], "b", self.dim)
+                self._add(a, b, row["answer"])
+            except ValueError as err:
+                raise ValueError(f"{where}: {err}") from None
+
+
+def optimize(oracle: Callable[[np.ndarray, np.ndarray], bool | None], dim: int, k: int,
+             **options) -> DesignSession:  # fmt: skip
+    """Ask ``oracle(a, b)`` (``a``, ``b``: ``(dim,)`` designs; True: ``a`` preferred, False:
+    ``b``, None: skip) until ``k`` pairs are answered (those of a resumed answer file count),
+    one at a time, proposed by a ``DesignSession`` (``options``: its keywords); at most
+    ``MAX_QUESTIONS_PER_ANSWER * k`` questions in all."""
+    k = check_int(k, "k", 0)
+    session = DesignSession(dim, **options)
+    answered = len(session.pairs)
+    for _ in range(MAX_QUESTIONS_PER_ANSWER * k):
+        if answered >= k:
+            break
+        a, b = session.propose()
+        reply = oracle(a.copy(), b.copy())
+        session.answer(a, b, "skip" if reply is None else ("first" if reply else "second"))
+        answered += reply is not None
+    return session

@@ -1,0 +1,180 @@
+"""``bayesrank optimize``: preferential Bayesian optimisation over the unit cube, one pair of
+designs at a time; a person answers (``--interactive``), or a synthetic function does."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shlex
+import subprocess
+import sys
+
+from ._common import setup_jax
+
+__all__ = ["add_parser"]
+
+#: The answer file of ``--interactive`` when ``--answers`` is not given.
+DEFAULT_ANSWERS = "optimize_answers.jsonl"
+
+#: ``active.designs.acquisition.ACQUISITIONS``, written out: importing that package builds JAX
+#: arrays, which must wait for ``setup_jax`` (float64), and every command builds this parser
+#: (a test keeps the two lists equal).
+ACQUISITION_CHOICES = ("eubo", "qeubo", "variance", "bald")
+
+
+def _session_options(args: argparse.Namespace) -> dict:
+    import jax
+
+    from ..active.designs.loop import Settings
+
+    settings = Settings(engine=args.engine, acquisition=args.acquisition)
+    return {
+        "settings": settings,
+        "key": jax.random.PRNGKey(args.seed),
+        "learn_every": args.learn_every,
+    }
+
+
+def _cmd_optimize(args: argparse.Namespace) -> int:
+    """A person answers (``--interactive``), or ``--function`` does through a probit."""
+    if args.interactive == (args.function is not None):
+        raise ValueError("give one of --interactive or --function NAME")
+    if args.describe is not None and not args.interactive:
+        raise ValueError("--describe shows designs to a person: use it with --interactive")
+    if args.dim < 1:
+        raise ValueError(f"--dim must be a positive integer, got {args.dim}")
+    if args.k < 0:
+        raise ValueError(f"--k must be a non-negative integer, got {args.k}")
+    if args.learn_every is not None and args.learn_every < 0:
+        raise ValueError(f"--learn-every must be a non-negative integer, got {args.learn_every}")
+    if not (math.isfinite(args.noise) and args.noise > 0):
+        raise ValueError(f"--noise must be a finite number > 0, got {args.noise}")
+    setup_jax()
+    from ..active.designs.session import DesignSession
+
+    options = _session_options(args)
+    if args.interactive:
+        path = args.answers or DEFAULT_ANSWERS
+        session = DesignSession(args.dim, answers=path, **options)
+        return _interact(session, args.k, args.describe)
+    return _by_function(args, options)
+
+
+def _describe(command: str, a, b) -> str:
+    """``command`` run with the designs ``a`` and ``b`` appended as JSON arrays: its stdout."""
+    argv = [*shlex.split(command), json.dumps(a.tolist()), json.dumps(b.tolist())]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        print(done.stderr, end="", file=sys.stderr)
+        raise ValueError(f"--describe {command!r} exited with status {done.returncode}")
+    return done.stdout
+
+
+def _coordinates(x) -> str:
+    return "(" + ", ".join(f"{v:.4f}" for v in x) + ")"
+
+
+def _show_best(session) -> None:
+    best = session.best()
+    if best is None:
+        print("no answers yet: no best guess")
+        return
+    x, mean = best
+    print(f"best guess: {_coordinates(x)} (posterior mean {mean:.4f})")
+
+
+def _interact(session, k: int, describe: str | None) -> int:
+    print(f"{session.dim}-dimensional designs in [0, 1]; answers kept in {session.path}")
+    while len(session.pairs) < k:
+        a, b = session.propose()
+        print(f"pair {len(session.pairs) + 1} of {k}: which design do you prefer?")
+        if describe is None:
+            print(f"  [1] {_coordinates(a)}")
+            print(f"  [2] {_coordinates(b)}")
+        else:
+            print(_describe(describe, a, b), end="")
+        try:
+            reply = input("answer 1 or 2, s (skip), u (undo), q (stop): ").strip().lower()
+        except EOFError:
+            print()  # the prompt's line ends
+            break
+        if reply == "q":
+            break
+        if reply == "u":
+            print("undone" if session.undo() else "nothing to undo")
+            continue
+        choice = {"1": "first", "2": "second", "s": "skip"}.get(reply)
+        if choice is None:
+            print(f"not an answer: {reply!r}")
+            continue
+        session.answer(a, b, choice)
+    print(f"{len(session.pairs)} answers in {session.path}")
+    _show_best(session)
+    return 0
+
+
+def _by_function(args: argparse.Namespace, options: dict) -> int:
+    import numpy as np
+
+    from ..active.designs.session import optimize
+    from ..data.functions import get
+
+    function = get(args.function, args.dim)
+    rng = np.random.default_rng(args.seed)
+
+    def utility(x) -> float:
+        return float(function(np.asarray(x)))
+
+    def oracle(a, b) -> bool:  # a probit on the utility difference
+        z = (utility(a) - utility(b)) / args.noise
+        return bool(rng.random() < 0.5 * math.erfc(-z / math.sqrt(2.0)))
+
+    session = optimize(oracle, args.dim, args.k, answers=args.answers, **options)
+    print(
+        f"{args.function} in {args.dim} dimensions: {len(session.pairs)} answers through a "
+        f"probit with noise {args.noise}"
+    )
+    _show_best(session)
+    best = session.best()
+    if best is not None:
+        print(f"its true utility: {utility(best[0]):.6g}")
+    optimizer = ", ".join(f"{v:.4f}" for v in function.optimizer)
+    print(f"the optimum: {function.optimum_value:.6g} at ({optimizer})")
+    return 0
+
+
+def add_parser(sub) -> None:
+    opt = sub.add_parser(
+        "optimize", help="preferential Bayesian optimisation over [0, 1]^dim (you or a function)"
+    )
+    opt.add_argument("--dim", type=int, required=True, help="the designs' dimension")
+    opt.add_argument("--interactive", action="store_true", help="you answer, in the terminal")
+    opt.add_argument(
+        "--describe",
+        metavar="CMD",
+        help="with --interactive: run CMD with the two designs appended as JSON arrays and "
+        "show its output (default: the coordinates)",
+    )
+    opt.add_argument(
+        "--function", metavar="NAME", help="a synthetic utility answers (bayesrank.data.functions)"
+    )
+    opt.add_argument(
+        "--noise", type=float, default=0.1, help="the probit noise of --function (default 0.1)"
+    )
+    opt.add_argument("--k", type=int, default=20, help="how many answers (default 20)")
+    opt.add_argument(
+        "--answers",
+        help=f"answer file, resumed if it exists (--interactive: default {DEFAULT_ANSWERS})",
+    )
+    opt.add_argument("--acquisition", default="eubo", choices=ACQUISITION_CHOICES)
+    opt.add_argument("--engine", default="ep", choices=["laplace", "ep"])
+    opt.add_argument("--seed", type=int, default=0, help="the proposals' and answers' seed")
+    opt.add_argument(
+        "--learn-every",
+        type=int,
+        default=None,
+        help="re-learn the kernel's hyperparameters before every N-th proposal (0: never; "
+        "default 1)",
+    )
+    opt.set_defaults(func=_cmd_optimize)

@@ -200,3 +200,27 @@ def test_nuts_engine_proposes_inside_the_cube():
     # NUTS's mean at the shown designs against EP's (the same posterior, nearly Gaussian here)
     post = B.fit(THETA, X, mask, pairs, pair_mask, engine="ep")
     np.testing.assert_allclose(out.mean[:8], post.mean[:8], atol=0.25)
+
+
+@pytest.mark.slow  # three compiled programs and the one-piece one (about 13 s)
+def test_a_time_budget_cuts_the_ascent_and_otherwise_changes_nothing():
+    """``propose_within``: with time to spare it is ``propose`` to the last bit; with none it
+    is ``propose`` with no ascent steps (the best raw start), the fit unchanged."""
+    from bayesrank.active.designs.loop import propose, propose_within
+    from bayesrank.inference.ep.sites import zero_sites
+
+    X, mask, pairs, pair_mask = _problem(6)
+    settings = Settings(n_raw=32, n_starts=3, steps=25, learn_every=0)
+    args = (X, mask, pairs, pair_mask, zero_sites(len(pairs), X.dtype), THETA, jax.random.key(2))
+    whole = propose(*args, settings=settings, learn_now=True)
+    spare, steps = propose_within(*args, settings=settings, learn_now=True, time_budget_s=1e9,
+                                  chunk=10)  # fmt: skip
+    assert steps == 25
+    np.testing.assert_array_equal(spare.X, whole.X)
+    assert float(spare.value) == float(whole.value)
+    np.testing.assert_array_equal(spare.theta, whole.theta)
+    none, steps = propose_within(*args, settings=settings, learn_now=True, time_budget_s=0.0)
+    assert steps == 0
+    starts_only = propose(*args, settings=settings._replace(steps=0), learn_now=True)
+    np.testing.assert_array_equal(none.X, starts_only.X)
+    assert float(none.value) <= float(whole.value)

@@ -293,3 +293,40 @@ def test_optimize_stops_when_the_oracle_only_skips():
     calls = []
     session = optimize(lambda a, b: calls.append(1), 2, 1, settings=SETTINGS, n_init=20)
     assert len(calls) == 10 and len(session.pairs) == 0 and session.best() is None
+
+
+@pytest.mark.slow  # compiles the pool and the mixed proposals
+def test_a_pool_session_proposes_pool_designs_and_mixed_scores_at_least_as_high():
+    from bayesrank.active.designs import belief as B
+    from bayesrank.active.designs.acquisition import eubo
+
+    pool = np.random.default_rng(4).random((6, 2))
+    settings = Settings(n_raw=32, n_starts=2, steps=20, learn_every=0)
+
+    def oracle(a, b):
+        return bool(np.sum((a - 0.3) ** 2) < np.sum((b - 0.3) ** 2))
+
+    on_pool = optimize(oracle, 2, 3, settings=settings, n_init=1, pool=pool, pool_mode="pool")
+    rows = {tuple(x) for x in pool.tolist()}
+    for a, b, _ in on_pool.log[1:]:  # after the random first pair
+        assert tuple(a.tolist()) in rows and tuple(b.tolist()) in rows
+    # brute force over the pool's pairs under the session's posterior: the proposal is the best
+    X, pairs = on_pool.X, on_pool.pairs
+    mask, pair_mask = np.ones(len(X), bool), np.ones(len(pairs), bool)
+    theta = on_pool.theta
+    post = B.fit(theta, X, mask, pairs, pair_mask, engine="ep")
+    belief = B.from_posterior(theta, X, mask, pairs, pair_mask, post)
+    scores = {(i, j): float(eubo(*B.latent(belief, pool[[i, j]])))
+              for i in range(6) for j in range(i + 1, 6)}  # fmt: skip
+    a, b = on_pool.propose()
+    got = float(eubo(*B.latent(belief, np.stack([a, b]))))
+    assert got == pytest.approx(max(scores.values()), rel=1e-4)
+    mixed = DesignSession(2, settings=settings, n_init=0, pool=pool, pool_mode="mixed")
+    for a, b, r in on_pool.log:
+        mixed.answer(a, b, r)
+    a, b = mixed.propose()
+    assert float(eubo(*B.latent(belief, np.stack([a, b])))) >= max(scores.values()) - 1e-4
+    with pytest.raises(ValueError, match=r"pool\[1\]\[0\] = 1.5"):
+        DesignSession(2, pool=[[0.1, 0.2], [1.5, 0.0]])
+    with pytest.raises(ValueError, match="pool_mode"):
+        DesignSession(2, pool=pool, pool_mode="cube")

@@ -15,6 +15,7 @@ inputs runs many seeds in one program (``run_batch``).
 
 from __future__ import annotations
 
+import time
 from functools import partial
 from typing import NamedTuple
 
@@ -24,6 +25,7 @@ from jax.scipy.special import ndtr
 
 from ...inference.nuts.sampler import NUTSSettings, sample_fixed
 from . import acquisition as acq
+from . import search
 from .belief import (
     DrawBelief,
     clip,
@@ -35,7 +37,7 @@ from .belief import (
     learn,
     prior_covariance,
 )
-from .search import maximize
+from .search import best_in_pool, maximize, mixed
 
 #: The posteriors the loop can run on: EP and Laplace (Gaussian), and NUTS (draws of the exact
 #: posterior; its hyperparameters are learned by EP's evidence, and EP's sites warm-start that).
@@ -51,6 +53,7 @@ __all__ = [
     "answer",
     "initial_theta",
     "propose",
+    "propose_within",
     "run_batch",
     "run_core",
 ]
@@ -139,14 +142,25 @@ def posterior(theta, X, mask, pairs, pair_mask, sites, key, settings: Settings):
     return belief, belief.mean, post.sites
 
 
-def _propose(belief, key, d, dtype, settings: Settings):
-    """The acquisition's maximiser under ``belief`` (``key``: raw candidates, base samples)."""
+#: Where a proposal's designs may lie: anywhere in the cube, on the pool's candidate pairs, or
+#: the better of the two (``search``).
+MODES = ("cube", "pool", "mixed")
+
+
+def _propose(belief, key, d, dtype, settings: Settings, pool=None, candidates=None,
+             mode: str = "cube"):  # fmt: skip
+    """The acquisition's maximiser under ``belief`` (``key``: raw candidates, base samples),
+    in the cube, or on ``pool: (p, d)``'s ``candidates: (c, 2)`` rows (``mode``)."""
     raw_key, mc_key = jax.random.split(key)
     n_base = settings.nuts_samples if isinstance(belief, DrawBelief) else settings.n_mc
     base = jax.random.normal(mc_key, (n_base, 2), dtype)
-    return maximize(acquisition_of(settings.acquisition, belief, base), raw_key, 2, d,
-                    n_raw=settings.n_raw, n_starts=settings.n_starts, steps=settings.steps,
-                    dtype=dtype)  # fmt: skip
+    f = acquisition_of(settings.acquisition, belief, base)
+    options = {"n_raw": settings.n_raw, "n_starts": settings.n_starts, "steps": settings.steps}
+    if mode == "pool":
+        return best_in_pool(f, pool, candidates)
+    if mode == "mixed":
+        return mixed(f, raw_key, pool, candidates, **options)
+    return maximize(f, raw_key, 2, d, dtype=dtype, **options)
 
 
 def _learn(theta, X, mask, pairs, pair_mask, sites, settings: Settings):
@@ -167,21 +181,97 @@ class Proposed(NamedTuple):
     mean: jax.Array
 
 
-@partial(jax.jit, static_argnames=("settings", "learn_now"))
-def propose(X, mask, pairs, pair_mask, sites, theta, key, *, settings: Settings,
-            learn_now: bool) -> Proposed:  # fmt: skip
+@partial(jax.jit, static_argnames=("settings", "learn_now", "mode"))
+def propose(X, mask, pairs, pair_mask, sites, theta, key, pool=None, candidates=None, *,
+            settings: Settings, learn_now: bool, mode: str = "cube") -> Proposed:  # fmt: skip
     """One step of the loop on host data, for a session: re-learn ``theta`` if ``learn_now``,
     fit (warm started from ``sites``), and maximise the acquisition. ``X: (n, d)``, ``mask:
     (n,)``, ``pairs: (m, 2)`` winner first, ``pair_mask: (m,)``, ``sites``: ``(m,)`` each
     (zeros for a cold start); shapes are the caller's capacity, so a session that grows in
-    buckets compiles once per bucket."""
+    buckets compiles once per bucket. ``pool: (p, d)`` and ``candidates: (c, 2)`` rows of it,
+    for ``mode`` ``"pool"`` (the best candidate pair) or ``"mixed"`` (that or the cube's best,
+    whichever scores higher)."""
     theta = clip(theta)
     if learn_now:
         theta = _learn(theta, X, mask, pairs, pair_mask, sites, settings)
     nuts_key = jax.random.fold_in(key, NUTS_STREAM)
     belief, mean, sites = posterior(theta, X, mask, pairs, pair_mask, sites, nuts_key, settings)
-    proposal = _propose(belief, key, X.shape[1], X.dtype, settings)
+    proposal = _propose(belief, key, X.shape[1], X.dtype, settings, pool, candidates, mode)
     return Proposed(proposal.X, proposal.value, theta, sites, jnp.where(mask, mean, -jnp.inf))
+
+
+class _Prepared(NamedTuple):
+    belief: object
+    base: jax.Array
+    ascent: search.Ascent
+    theta: jax.Array
+    sites: object
+    mean: jax.Array
+
+
+def _acquisition(prepared: _Prepared, settings: Settings):
+    return acquisition_of(settings.acquisition, prepared.belief, prepared.base)
+
+
+@partial(jax.jit, static_argnames=("settings", "learn_now"))
+def _prepare(X, mask, pairs, pair_mask, sites, theta, key, *, settings: Settings,
+             learn_now: bool) -> _Prepared:  # fmt: skip
+    """``propose`` up to the ascent's starts (the same keys, so the same numbers)."""
+    theta = clip(theta)
+    if learn_now:
+        theta = _learn(theta, X, mask, pairs, pair_mask, sites, settings)
+    nuts_key = jax.random.fold_in(key, NUTS_STREAM)
+    belief, mean, sites = posterior(theta, X, mask, pairs, pair_mask, sites, nuts_key, settings)
+    raw_key, mc_key = jax.random.split(key)
+    n_base = settings.nuts_samples if isinstance(belief, DrawBelief) else settings.n_mc
+    base = jax.random.normal(mc_key, (n_base, 2), X.dtype)
+    f = acquisition_of(settings.acquisition, belief, base)
+    ascent = search.begin(f, raw_key, 2, X.shape[1], n_raw=settings.n_raw,
+                          n_starts=settings.n_starts, dtype=X.dtype)  # fmt: skip
+    return _Prepared(belief, base, ascent, theta, sites, jnp.where(mask, mean, -jnp.inf))
+
+
+@partial(jax.jit, static_argnames=("settings", "steps"))
+def _ascend(prepared: _Prepared, *, settings: Settings, steps: int) -> _Prepared:
+    ascent = search.ascend(_acquisition(prepared, settings), prepared.ascent, steps)
+    return prepared._replace(ascent=ascent)
+
+
+@partial(jax.jit, static_argnames=("settings", "mode"))
+def _conclude(prepared: _Prepared, pool, candidates, *, settings: Settings,
+              mode: str) -> Proposed:  # fmt: skip
+    f = _acquisition(prepared, settings)
+    proposal = search.finish(f, prepared.ascent)
+    if mode == "mixed":
+        proposal = search.better(best_in_pool(f, pool, candidates), proposal)
+    return Proposed(proposal.X, proposal.value, prepared.theta, prepared.sites, prepared.mean)
+
+
+def propose_within(X, mask, pairs, pair_mask, sites, theta, key, pool=None, candidates=None, *,
+                   settings: Settings, learn_now: bool, mode: str = "cube",
+                   time_budget_s: float, chunk: int = 10) -> tuple[Proposed, int]:  # fmt: skip
+    """``propose`` with a time budget: the ascent runs in chunks of ``chunk`` steps until
+    ``settings.steps`` are done or ``time_budget_s`` seconds have passed since the call
+    (the fit and the starts always run; a chunk once begun is finished). Returns the proposal
+    and the ascent steps taken; with every step taken it is ``propose``'s proposal, exactly.
+    ``mode="pool"`` has no ascent: ``propose``'s. Host-side; three compiled programs (prepare,
+    a chunk, conclude) reused across calls of the same shapes."""
+    if mode == "pool":
+        out = propose(X, mask, pairs, pair_mask, sites, theta, key, pool, candidates,
+                      settings=settings, learn_now=learn_now, mode=mode)  # fmt: skip
+        return out, 0
+    start = time.perf_counter()
+    prepared = _prepare(X, mask, pairs, pair_mask, sites, theta, key, settings=settings,
+                        learn_now=learn_now)  # fmt: skip
+    done = 0
+    while done < settings.steps:
+        jax.block_until_ready(prepared.ascent.X)
+        if time.perf_counter() - start >= time_budget_s:
+            break
+        steps = min(chunk, settings.steps - done)
+        prepared = _ascend(prepared, settings=settings, steps=steps)
+        done += steps
+    return _conclude(prepared, pool, candidates, settings=settings, mode=mode), done
 
 
 def _best(utility, X, mask, mean):

@@ -6,6 +6,9 @@ into ``[0, 1]^d``) for ``steps`` steps, all starts at once (``vmap``); the best 
 The evaluation budget is ``n_raw + n_starts * steps`` acquisition values (and as many
 gradients).
 
+``begin``, ``ascend`` and ``finish`` are ``maximize`` in parts, so that a host loop can run the
+ascent in chunks until a time budget is spent (``loop.propose_within``).
+
 ``best_in_pool``: the best of given candidate pairs of a pool of designs ``P: (p, d)``.
 ``mixed``: both, the better one kept: the user's pool stays in reach, and the continuous search
 may beat it.
@@ -19,7 +22,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
-__all__ = ["Proposal", "best_in_pool", "maximize", "mixed"]
+__all__ = ["Ascent", "Proposal", "ascend", "begin", "best_in_pool", "better", "finish",
+           "maximize", "mixed"]  # fmt: skip
 
 
 class Proposal(NamedTuple):
@@ -31,43 +35,72 @@ class Proposal(NamedTuple):
     index: jax.Array
 
 
-def maximize(acquisition, key, q: int, dim: int, *, n_raw: int = 256, n_starts: int = 16,
-             steps: int = 100, learning_rate: float = 0.02, dtype=None) -> Proposal:  # fmt: skip
-    """The best ``X: (q, dim)`` in the unit cube found for ``acquisition: (q, dim) -> ()``
-    (module docstring). Pure; the sizes are static."""
+class Ascent(NamedTuple):
+    """A multi-start ascent under way: ``starts: (n_starts, q, d)`` and their ``values``, the
+    current points ``X`` (same shape) and Adam's ``state`` for each."""
+
+    starts: jax.Array
+    values: jax.Array
+    X: jax.Array
+    state: optax.OptState
+
+
+def begin(acquisition, key, q: int, dim: int, *, n_raw: int, n_starts: int,
+          learning_rate: float = 0.02, dtype=None) -> Ascent:  # fmt: skip
+    """Score ``n_raw`` uniform candidates and start from the ``n_starts`` best."""
     dtype = dtype or jnp.result_type(float)
     raw = jax.random.uniform(key, (n_raw, q, dim), dtype)
-    values = jax.vmap(acquisition)(raw)
-    values = jnp.where(jnp.isfinite(values), values, -jnp.inf)
+    values = _finite(jax.vmap(acquisition)(raw))
     order = jnp.argsort(-values)[:n_starts]
     starts = raw[order]
+    return Ascent(starts, values[order], starts, jax.vmap(optax.adam(learning_rate).init)(starts))
+
+
+def ascend(acquisition, ascent: Ascent, steps: int, learning_rate: float = 0.02) -> Ascent:
+    """``steps`` more steps of projected Adam from every start (``vmap``); running ``a`` then
+    ``b`` steps gives exactly the points of ``a + b`` steps at once."""
     opt = optax.adam(learning_rate)
     gradient = jax.grad(lambda X: -acquisition(X))
 
-    def ascend(X):
+    def one(X, state):
         def step(carry, _):
             X, state = carry
             g = gradient(X)
             updates, state = opt.update(jnp.where(jnp.isfinite(g), g, 0.0), state)
             return (jnp.clip(optax.apply_updates(X, updates), 0.0, 1.0), state), None
 
-        (X, _), _ = jax.lax.scan(step, (X, opt.init(X)), None, length=steps)
-        return X
+        (X, state), _ = jax.lax.scan(step, (X, state), None, length=steps)
+        return X, state
 
-    # the starts compete with their end points: an ascent that stepped across a ridge to a
-    # worse point does not lose its start
-    points = jnp.concatenate([starts, jax.vmap(ascend)(starts)])
-    scores = jax.vmap(acquisition)(points)
-    scores = jnp.where(jnp.isfinite(scores), scores, -jnp.inf)
+    X, state = jax.vmap(one)(ascent.X, ascent.state)
+    return ascent._replace(X=X, state=state)
+
+
+def finish(acquisition, ascent: Ascent) -> Proposal:
+    """The best of the starts and the current points (an ascent that stepped across a ridge
+    to a worse point does not lose its start)."""
+    points = jnp.concatenate([ascent.starts, ascent.X])
+    scores = _finite(jax.vmap(acquisition)(points))
     best = jnp.argmax(scores)
-    X, value = points[best], scores[best]
-    return Proposal(X, value, jnp.full((q,), -1))
+    return Proposal(points[best], scores[best], jnp.full((points.shape[1],), -1))
+
+
+def _finite(values):
+    return jnp.where(jnp.isfinite(values), values, -jnp.inf)
+
+
+def maximize(acquisition, key, q: int, dim: int, *, n_raw: int = 256, n_starts: int = 16,
+             steps: int = 100, learning_rate: float = 0.02, dtype=None) -> Proposal:  # fmt: skip
+    """The best ``X: (q, dim)`` in the unit cube found for ``acquisition: (q, dim) -> ()``
+    (module docstring): ``begin``, ``ascend`` ``steps``, ``finish``. Pure; sizes static."""
+    ascent = begin(acquisition, key, q, dim, n_raw=n_raw, n_starts=n_starts,
+                   learning_rate=learning_rate, dtype=dtype)  # fmt: skip
+    return finish(acquisition, ascend(acquisition, ascent, steps, learning_rate))
 
 
 def best_in_pool(acquisition, pool, candidates) -> Proposal:
     """The best of ``candidates: (c, q)`` rows of ``pool: (p, d)`` under ``acquisition``."""
-    values = jax.vmap(lambda rows: acquisition(pool[rows]))(candidates)
-    values = jnp.where(jnp.isfinite(values), values, -jnp.inf)
+    values = _finite(jax.vmap(lambda rows: acquisition(pool[rows]))(candidates))
     best = jnp.argmax(values)
     return Proposal(pool[candidates[best]], values[best], candidates[best])
 
@@ -75,6 +108,10 @@ def best_in_pool(acquisition, pool, candidates) -> Proposal:
 def mixed(acquisition, key, pool, candidates, **options) -> Proposal:
     """The better of ``best_in_pool`` and ``maximize`` (``options``)."""
     q = candidates.shape[1]
-    on_pool = best_in_pool(acquisition, pool, candidates)
     free = maximize(acquisition, key, q, pool.shape[1], dtype=pool.dtype, **options)
-    return jax.tree.map(lambda a, b: jnp.where(on_pool.value >= free.value, a, b), on_pool, free)
+    return better(best_in_pool(acquisition, pool, candidates), free)
+
+
+def better(first: Proposal, second: Proposal) -> Proposal:
+    """Whichever proposal scores higher (``first`` on a tie)."""
+    return jax.tree.map(lambda a, b: jnp.where(first.value >= second.value, a, b), first, second)

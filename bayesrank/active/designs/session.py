@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...data.batch import bucket_size
-from ...data.checks import check_choice, check_int
+from ...data.checks import check_choice, check_float, check_int
 from ...data.keys import check_key
 from ...inference.ep.sites import Sites
 from . import loop
@@ -111,7 +111,11 @@ class DesignSession:
     loop's (``designs.Settings``, default ``Settings()``); ``key``: a PRNG key (default
     ``PRNGKey(0)``); ``answers``: a path (JSON lines, replayed if it exists, rewritten after
     every change) or None; ``n_init`` uniform random pairs first; ``learn_every`` (default
-    ``settings.learn_every``; 0: never)."""
+    ``settings.learn_every``; 0: never); ``pool: (p, dim)`` designs the user already has, in
+    the unit cube, with ``pool_mode`` ``"pool"`` (propose two of them) or ``"mixed"`` (two of
+    them, or a pair anywhere in the cube where the acquisition is higher); ``time_budget_s``:
+    seconds a proposal's search over the cube may take, at most ``settings.steps`` steps
+    (``loop.propose_within``: the fit always runs; None: no limit but the steps)."""
 
     def __init__(
         self,
@@ -122,6 +126,9 @@ class DesignSession:
         answers: str | os.PathLike | None = None,
         n_init: int = 1,
         learn_every: int | None = None,
+        pool=None,
+        pool_mode: str = "mixed",
+        time_budget_s: float | None = None,
     ):
         self.dim = check_int(dim, "dim", 1)
         settings = _check_settings(Settings() if settings is None else settings)
@@ -131,6 +138,18 @@ class DesignSession:
         self.key = jax.random.PRNGKey(0) if key is None else check_key(key)
         self.path = _check_path(answers)
         self.dtype = np.dtype(jnp.result_type(float))  # the working precision, fixed here
+        self.time_budget_s = None
+        if time_budget_s is not None:
+            self.time_budget_s = check_float(time_budget_s, "time_budget_s", 0.0)
+        self.steps_taken: list[int] = []  # the ascent's steps of each budgeted proposal
+        self.pool, self.candidates, self.mode = None, None, "cube"
+        if pool is not None:
+            self.mode = check_choice(pool_mode, "pool_mode", ("pool", "mixed"))
+            self.pool = np.stack([_check_design(x, f"pool[{i}]", self.dim)
+                                  for i, x in enumerate(np.asarray(pool, float))])  # fmt: skip
+            if len(self.pool) < 2:
+                raise ValueError(f"pool must hold at least 2 designs, got {len(self.pool)}")
+            self.candidates = np.array(np.triu_indices(len(self.pool), 1), np.int32).T
         self.log: list[tuple[np.ndarray, np.ndarray, str]] = []  # (a, b, answer), in order
         theta = np.asarray(loop.initial_theta(self.dim, self.dtype))
         self._states: list[_State] = []  # _states[N]: after N log entries
@@ -196,10 +215,23 @@ class DesignSession:
             w[: len(s)] = s
         every = self.settings.learn_every
         learn_now = model and every > 0 and (N - self.n_init) % every == 0
-        out = loop.propose(
-            Xp, mask, pp, pair_mask, Sites(*warm), np.asarray(theta, self.dtype),
-            key, settings=self.settings, learn_now=bool(learn_now),
-        )  # fmt: skip
+        args = (
+            Xp,
+            mask,
+            pp,
+            pair_mask,
+            Sites(*warm),
+            np.asarray(theta, self.dtype),
+            key,
+            None if self.pool is None else self.pool.astype(self.dtype),
+            self.candidates,
+        )
+        options = {"settings": self.settings, "learn_now": bool(learn_now), "mode": self.mode}
+        if self.time_budget_s is None:
+            out = loop.propose(*args, **options)
+        else:
+            out, steps = loop.propose_within(*args, **options, time_budget_s=self.time_budget_s)
+            self.steps_taken.append(steps)
         proposal = np.asarray(out.X, np.float64) if model else self._random_pair(key)
         return _State(
             np.asarray(out.theta),

@@ -330,3 +330,13 @@ def test_a_pool_session_proposes_pool_designs_and_mixed_scores_at_least_as_high(
         DesignSession(2, pool=[[0.1, 0.2], [1.5, 0.0]])
     with pytest.raises(ValueError, match="pool_mode"):
         DesignSession(2, pool=pool, pool_mode="cube")
+
+
+def test_a_bad_pool_file_names_its_line(tmp_path, capsys):
+    pool = tmp_path / "pool.csv"
+    pool.write_text("# my designs\n0.1, 0.2\n0.3, 1.7\n")
+    argv = ["optimize", "--dim", "2", "--function", "quadratic", "--pool", str(pool)]
+    assert main(argv) == 2
+    assert f"{pool}, line 3: expected 2 numbers in [0, 1]" in capsys.readouterr().err
+    assert main(["optimize", "--dim", "1", "--function", "quadratic", "--time-budget", "-1"]) == 2
+    assert "--time-budget must be a finite number >= 0, got -1.0" in capsys.readouterr().err

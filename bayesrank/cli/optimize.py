@@ -33,7 +33,37 @@ def _session_options(args: argparse.Namespace) -> dict:
         "settings": settings,
         "key": jax.random.PRNGKey(args.seed),
         "learn_every": args.learn_every,
+        "pool": None if args.pool is None else _read_pool(args.pool, args.dim),
+        "pool_mode": args.pool_mode,
+        "time_budget_s": args.time_budget,
     }
+
+
+def _read_pool(path: str, dim: int):
+    """The designs of a CSV file, one a line (``dim`` numbers in ``[0, 1]``); ``ValueError``
+    naming the file and the line at fault."""
+    import numpy as np
+
+    try:
+        text = open(path).read().splitlines()
+    except OSError as err:
+        raise ValueError(f"--pool {path!r}: cannot read it ({err.strerror})") from None
+    rows = []
+    for lineno, line in enumerate(text, 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            row = [float(v) for v in line.split(",")]
+        except ValueError:
+            raise ValueError(f"{path}, line {lineno}: not {dim} numbers: {line[:80]!r}") from None
+        if len(row) != dim or not all(0.0 <= v <= 1.0 for v in row):
+            raise ValueError(
+                f"{path}, line {lineno}: expected {dim} numbers in [0, 1], got {line[:80]!r}"
+            )
+        rows.append(row)
+    if len(rows) < 2:
+        raise ValueError(f"--pool {path!r}: at least 2 designs are needed, got {len(rows)}")
+    return np.asarray(rows)
 
 
 def _cmd_optimize(args: argparse.Namespace) -> int:
@@ -48,6 +78,9 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
         raise ValueError(f"--k must be a non-negative integer, got {args.k}")
     if args.learn_every is not None and args.learn_every < 0:
         raise ValueError(f"--learn-every must be a non-negative integer, got {args.learn_every}")
+    if args.time_budget is not None and not (math.isfinite(args.time_budget)
+                                             and args.time_budget >= 0):  # fmt: skip
+        raise ValueError(f"--time-budget must be a finite number >= 0, got {args.time_budget}")
     if not (math.isfinite(args.noise) and args.noise > 0):
         raise ValueError(f"--noise must be a finite number > 0, got {args.noise}")
     setup_jax()
@@ -168,7 +201,19 @@ def add_parser(sub) -> None:
         help=f"answer file, resumed if it exists (--interactive: default {DEFAULT_ANSWERS})",
     )
     opt.add_argument("--acquisition", default="eubo", choices=ACQUISITION_CHOICES)
-    opt.add_argument("--engine", default="ep", choices=["laplace", "ep"])
+    opt.add_argument("--engine", default="ep", choices=["ep", "laplace", "nuts"],
+                     help="the posterior: EP (default), Laplace, or NUTS's draws")  # fmt: skip
+    opt.add_argument(
+        "--pool", default=None, help="CSV of designs you have (one a line, --dim numbers in [0, 1])"
+    )
+    opt.add_argument(
+        "--pool-mode",
+        default="mixed",
+        choices=["mixed", "pool"],
+        help="mixed: the pool's best pair or the cube's; pool: the pool's only",
+    )
+    opt.add_argument("--time-budget", type=float, default=None,
+                     help="seconds a proposal's search may take (default: no limit)")  # fmt: skip
     opt.add_argument("--seed", type=int, default=0, help="the proposals' and answers' seed")
     opt.add_argument(
         "--learn-every",

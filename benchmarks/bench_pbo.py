@@ -164,6 +164,38 @@ def table(results) -> str:
     return "\n".join(lines)
 
 
+def curves(results, path: Path) -> Path | None:
+    """The mean true utility of the best guess after each answer (± one standard error), one
+    panel per (function, error rate), one line per method; None where matplotlib is absent."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    cases = results["cases"]
+    fig, axes = plt.subplots(1, len(cases), figsize=(4.2 * len(cases), 3.4), squeeze=False)
+    for ax, case in zip(axes[0], cases, strict=True):
+        runs = {"bayesrank": np.asarray(case["bayesrank"]["best_guess"])}
+        for name, res in case["peers"].items():
+            if res and not res.get("unavailable"):
+                runs[name] = np.asarray([r["best_guess"] for r in res["runs"]])
+        for name, g in runs.items():
+            mean, se = g.mean(0), g.std(0, ddof=1) / math.sqrt(len(g))
+            x = np.arange(len(mean))
+            ax.plot(x, mean, label=name)
+            ax.fill_between(x, mean - se, mean + se, alpha=0.2)
+        ax.axhline(case["optimum"], color="grey", lw=0.8, ls="--")
+        ax.set_title(f"{case['function']}, {case['error_rate']:.0%} wrong answers")
+        ax.set_xlabel("answers")
+    axes[0][0].set_ylabel("true utility of the best guess")
+    axes[0][0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return path
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--functions", nargs="+", default=list(FUNCTIONS), choices=FUNCTIONS)
@@ -176,11 +208,22 @@ def main(argv=None) -> dict:
     parser.add_argument("--acquisition", default="eubo")
     parser.add_argument("--engine", default="ep")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--plot", type=Path, default=None, help="a PNG of the curves")
+    parser.add_argument("--from-json", type=Path, default=None,
+                        help="print the table (and --plot) of an earlier --out, running nothing")  # fmt: skip
     parser.add_argument("--worker", choices=("bayesrank", "botorch", "optuna"), default=None)
     parser.add_argument("--function", default=None)
     parser.add_argument("--noise", type=float, default=None)
     parser.add_argument("--seed-list", type=int, nargs="*", default=None)
     args = parser.parse_args(argv)
+    if args.from_json:
+        import json
+
+        results = json.loads(args.from_json.read_text())
+        print(table(results))
+        if args.plot:
+            print(f"curves: {curves(results, args.plot) or 'matplotlib is not installed'}")
+        return results
     if args.worker == "bayesrank":
         bayesrank_worker(args)
         return {}
@@ -225,6 +268,8 @@ def main(argv=None) -> dict:
     print(table(results))
     if args.out:
         harness.write_json(args.out, results)
+    if args.plot:
+        print(f"curves: {curves(results, args.plot) or 'matplotlib is not installed'}")
     return results
 
 

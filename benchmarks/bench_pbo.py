@@ -209,8 +209,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--engine", default="ep")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--plot", type=Path, default=None, help="a PNG of the curves")
-    parser.add_argument("--from-json", type=Path, default=None,
-                        help="print the table (and --plot) of an earlier --out, running nothing")  # fmt: skip
+    parser.add_argument(
+        "--from-json", type=Path, default=None, help="the table (and --plot) of an earlier --out"
+    )
     parser.add_argument("--worker", choices=("bayesrank", "botorch", "optuna"), default=None)
     parser.add_argument("--function", default=None)
     parser.add_argument("--noise", type=float, default=None)

@@ -93,8 +93,8 @@ def run_bayesrank(function: str, noise: float, seeds, n_answers: int, settings: 
 def bayesrank_worker(args) -> None:
     """bayesrank's loop on every seed at once (a worker process, so that the parent holds no
     JAX threads while the peers run)."""
-    settings = {"learn_every": args.learn_every, "acquisition": args.acquisition,
-                "engine": args.engine}  # fmt: skip
+    settings = {"learn_every": args.learn_every, "learn_steps": args.learn_steps,
+                "acquisition": args.acquisition, "engine": args.engine}  # fmt: skip
     harness.emit(run_bayesrank(args.function, args.noise, args.seed_list, args.answers, settings))
 
 
@@ -205,6 +205,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--peers", nargs="*", default=["botorch", "optuna"])
     parser.add_argument("--peer-seeds", type=int, default=None, help="default: --seeds")
     parser.add_argument("--learn-every", type=int, default=1)
+    parser.add_argument("--learn-steps", type=int, default=10)
     parser.add_argument("--acquisition", default="eubo")
     parser.add_argument("--engine", default="ep")
     parser.add_argument("--out", type=Path, default=None)
@@ -234,8 +235,9 @@ def main(argv=None) -> dict:
         return {}
     seeds = list(range(args.seeds))
     peer_seeds = seeds[: args.peer_seeds or args.seeds]
-    ours_options = ("--learn-every", str(args.learn_every), "--acquisition", args.acquisition,
-                    "--engine", args.engine)  # fmt: skip
+    ours_options = ("--learn-every", str(args.learn_every), "--learn-steps",
+                    str(args.learn_steps), "--acquisition", args.acquisition, "--engine",
+                    args.engine)  # fmt: skip
     cases = []
     started = time.perf_counter()
     for function in args.functions:

@@ -25,10 +25,18 @@ from ..inference import ep
 from .criteria import CRITERIA
 from .loop import next_pair
 
-__all__ = ["ANSWERS", "Session", "ask"]
+__all__ = ["ANSWERS", "Session", "ask", "write_lines"]
 
 #: What an answer may be.
 ANSWERS = ("first", "second", "skip")
+
+
+def write_lines(path: Path, lines: list[str]) -> None:
+    """Write ``lines`` to ``path``, one a line, through a temporary file renamed over it: a
+    session's answers file is never half-written."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(line + "\n" for line in lines))
+    tmp.replace(path)
 
 
 class Session:
@@ -117,15 +125,12 @@ class Session:
     def _save(self) -> None:
         if self.path is None:
             return
-        lines = [
+        write_lines(self.path, [
             json.dumps(
                 {"i": int(self.candidates[s, 0]), "j": int(self.candidates[s, 1]), "answer": a}
             )
             for s, a in self.log
-        ]
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text("".join(line + "\n" for line in lines))
-        tmp.replace(self.path)  # never a half-written file
+        ])  # fmt: skip
 
     def _replay(self) -> None:
         index = {(int(i), int(j)): s for s, (i, j) in enumerate(self.candidates)}

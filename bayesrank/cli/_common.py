@@ -48,3 +48,20 @@ def data_path(path):
     if path is None or (str(path) == "sample" and not Path("sample").exists()):
         return sample_path()
     return Path(path)
+
+
+#: A person's replies at a session's prompt: the key typed -> the session's word for it.
+REPLIES = {"1": "first", "2": "second", "s": "skip", "u": "undo", "q": "stop"}
+
+
+def read_reply() -> str | None:
+    """One reply from standard input (``REPLIES``' values; the end of input is ``"stop"``), or
+    None, after saying so, for anything else."""
+    try:
+        reply = input("answer 1 or 2, s (skip), u (undo), q (stop): ").strip().lower()
+    except EOFError:
+        print()  # the prompt's line ends
+        return "stop"
+    if reply not in REPLIES:
+        print(f"not an answer: {reply!r}")
+    return REPLIES.get(reply)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import setup_jax
+from ._common import read_reply, setup_jax
 
 __all__ = ["add_parser"]
 
@@ -71,20 +71,13 @@ def _interact(session, query, k: int) -> int:
         print(f"pair {len(session.pairs) + 1} of {k}: which document is the more relevant?")
         print(show("1", i))
         print(show("2", j))
-        try:
-            reply = input("answer 1 or 2, s (skip), u (undo), q (stop): ").strip().lower()
-        except EOFError:
+        choice = read_reply()
+        if choice == "stop":
             break
-        if reply == "q":
-            break
-        if reply == "u":
+        if choice == "undo":
             print("undone" if session.undo() else "nothing to undo")
-            continue
-        choice = {"1": "first", "2": "second", "s": "skip"}.get(reply)
-        if choice is None:
-            print(f"not an answer: {reply!r}")
-            continue
-        session.answer(s, choice)
+        elif choice is not None:
+            session.answer(s, choice)
     print(f"{len(session.pairs)} answers in {session.path}")
     return 0
 

@@ -10,7 +10,7 @@ import shlex
 import subprocess
 import sys
 
-from ._common import setup_jax
+from ._common import read_reply, setup_jax
 
 __all__ = ["add_parser"]
 
@@ -127,21 +127,13 @@ def _interact(session, k: int, describe: str | None) -> int:
             print(f"  [2] {_coordinates(b)}")
         else:
             print(_describe(describe, a, b), end="")
-        try:
-            reply = input("answer 1 or 2, s (skip), u (undo), q (stop): ").strip().lower()
-        except EOFError:
-            print()  # the prompt's line ends
+        choice = read_reply()
+        if choice == "stop":
             break
-        if reply == "q":
-            break
-        if reply == "u":
+        if choice == "undo":
             print("undone" if session.undo() else "nothing to undo")
-            continue
-        choice = {"1": "first", "2": "second", "s": "skip"}.get(reply)
-        if choice is None:
-            print(f"not an answer: {reply!r}")
-            continue
-        session.answer(a, b, choice)
+        elif choice is not None:
+            session.answer(a, b, choice)
     print(f"{len(session.pairs)} answers in {session.path}")
     _show_best(session)
     return 0

@@ -34,6 +34,7 @@ from ...data.batch import bucket_size
 from ...data.checks import check_choice, check_float, check_int
 from ...data.keys import check_key
 from ...inference.ep.sites import Sites
+from ..session import write_lines
 from . import loop
 from .acquisition import ACQUISITIONS
 from .loop import Settings
@@ -281,14 +282,9 @@ class DesignSession:
     # --- the file ----------------------------------------------------------------------------
 
     def _save(self) -> None:
-        if self.path is None:
-            return
-        lines = [
-            json.dumps({"a": a.tolist(), "b": b.tolist(), "answer": r}) for a, b, r in self.log
-        ]
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text("".join(line + "\n" for line in lines))
-        tmp.replace(self.path)  # never a half-written file
+        if self.path is not None:
+            write_lines(self.path, [json.dumps({"a": a.tolist(), "b": b.tolist(), "answer": r})
+                                    for a, b, r in self.log])  # fmt: skip
 
     def _replay(self) -> None:
         for lineno, line in enumerate(self.path.read_text().splitlines(), 1):

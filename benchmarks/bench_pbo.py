@@ -102,14 +102,20 @@ def peer_worker(args) -> None:
     """One peer, one function and noise, every seed in turn (a worker process)."""
     f, dim = FUNCTIONS[args.function]
     run = {"botorch": peers.run_botorch, "optuna": peers.run_optuna}[args.peer]
-    rows = []
+    rows, failed, settings = [], [], None
     for seed in args.seed_list:
-        r = run(f, dim, args.answers, args.noise, seed, torch_threads=1)
+        try:
+            r = run(f, dim, args.answers, args.noise, seed, torch_threads=1)
+        except Exception as err:  # a peer's own failure ends its run, not the benchmark
+            failed.append({"seed": seed, "error": f"{type(err).__name__}: {err}"[:500]})
+            continue
         if r is None:
             harness.emit({"unavailable": True})
             return
-        rows.append({k: r[k] for k in ("best_guess", "best_shown", "iteration_s", "total_s")})
-    harness.emit({"runs": rows, "settings": r["settings"]})
+        settings = r["settings"]
+        rows.append({"seed": seed, **{k: r[k] for k in ("best_guess", "best_shown",
+                                                           "iteration_s", "total_s")}})  # fmt: skip
+    harness.emit({"runs": rows, "failed": failed, "settings": settings})
 
 
 def summary(ours: dict, peer_runs: dict, n_answers: int) -> dict:
@@ -122,10 +128,11 @@ def summary(ours: dict, peer_runs: dict, n_answers: int) -> dict:
                          "per_iteration_s_compiled": ours["again_s"] / (s * n_answers),
                          "per_seed_s": ours["first_call_s"] / s}}  # fmt: skip
     for name, res in peer_runs.items():
-        if res is None or res.get("unavailable"):
+        if res is None or res.get("unavailable") or not res["runs"]:
             continue
+        seeds = [r["seed"] for r in res["runs"]]
         theirs = np.array([r["best_guess"][-1] for r in res["runs"]])
-        diff = final[: len(theirs)] - theirs
+        diff = final[seeds] - theirs  # paired by seed (a seed the peer failed on is left out)
         per_iter = statistics.mean(t for r in res["runs"] for t in r["iteration_s"])
         out[name] = {
             "final_mean": float(theirs.mean()),
@@ -133,6 +140,8 @@ def summary(ours: dict, peer_runs: dict, n_answers: int) -> dict:
             "paired_difference": float(diff.mean()),
             "paired_difference_se": float(diff.std(ddof=1) / math.sqrt(len(diff))),
             "bayesrank_wins": int(np.sum(diff > 0)),
+            "seeds": len(seeds),
+            "failed": res.get("failed", []),
             "ties": int(np.sum(diff == 0)),
             "per_iteration_s": per_iter,
             "time_ratio": per_iter / out["bayesrank"]["per_iteration_s"],
@@ -154,13 +163,21 @@ def table(results) -> str:
                 if name == "bayesrank"
                 else (f"{-row['paired_difference']:+.3f} ± {row['paired_difference_se']:.3f}")
             )
-            wins = "" if name == "bayesrank" else f"{row['bayesrank_wins']}/{case['seeds']}"
+            wins = "" if name == "bayesrank" else f"{row['bayesrank_wins']}/{row['seeds']}"
+            if name != "bayesrank" and row["failed"]:
+                name = f"{name} ({len(row['failed'])} seeds failed)"
             ratio = "" if name == "bayesrank" else f"{row['time_ratio']:.1f}x"
             lines.append(
                 f"| {case['function']} | {case['error_rate']} | {case['noise']:.4g} | {name} | "
                 f"{row['final_mean']:.3f} ± {row['final_se']:.3f} | {case['optimum']:.3f} | "
                 f"{paired} | {wins} | {row['per_iteration_s']:.3f} | {ratio} |"
             )
+        for name, res in case["peers"].items():
+            if name not in case["summary"]:
+                why = (res or {}).get("error", "not installed").strip().splitlines()[-1:]
+                lines.append(f"| {case['function']} | {case['error_rate']} | "
+                             f"{case['noise']:.4g} | {name} | failed: {' '.join(why)[:80]} |"
+                             " | | | | |")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -204,6 +221,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--answers", type=int, default=60)
     parser.add_argument("--peers", nargs="*", default=["botorch", "optuna"])
     parser.add_argument("--peer-seeds", type=int, default=None, help="default: --seeds")
+    parser.add_argument("--optuna-seeds", type=int, default=None, help="default: --peer-seeds")
     parser.add_argument("--learn-every", type=int, default=1)
     parser.add_argument("--learn-steps", type=int, default=10)
     parser.add_argument("--acquisition", default="eubo")
@@ -235,6 +253,7 @@ def main(argv=None) -> dict:
         return {}
     seeds = list(range(args.seeds))
     peer_seeds = seeds[: args.peer_seeds or args.seeds]
+    optuna_seeds = seeds[: args.optuna_seeds or len(peer_seeds)]
     ours_options = ("--learn-every", str(args.learn_every), "--learn-steps",
                     str(args.learn_steps), "--acquisition", args.acquisition, "--engine",
                     args.engine)  # fmt: skip
@@ -253,16 +272,23 @@ def main(argv=None) -> dict:
             peer_runs = {}
             for peer in args.peers:
                 t = time.perf_counter()
-                peer_runs[peer] = harness.spawn(
-                    __file__, "--worker", peer, "--function", function, "--noise", repr(noise),
-                    "--answers", str(args.answers), "--seed-list", *map(str, peer_seeds),
-                )  # fmt: skip
+                peer_seed_list = peer_seeds if peer == "botorch" else optuna_seeds
+                try:
+                    peer_runs[peer] = harness.spawn(
+                        __file__, "--worker", peer, "--function", function, "--noise",
+                        repr(noise), "--answers", str(args.answers), "--seed-list",
+                        *map(str, peer_seed_list),
+                    )  # fmt: skip
+                except harness.WorkerError as err:
+                    peer_runs[peer] = {"unavailable": True, "error": str(err)[-2000:]}
                 print(f"  {peer}: {time.perf_counter() - t:.0f} s", flush=True)
             optimum = {"hartmann6": 3.32237, "ackley": 0.0}[function]
             cases.append({"function": function, "dim": dim, "error_rate": rate, "noise": noise,
                           "seeds": len(seeds), "optimum": optimum, "bayesrank": ours,
                           "peers": peer_runs,
                           "summary": summary(ours, peer_runs, args.answers)})  # fmt: skip
+            if args.out:  # after every case: a later failure loses nothing
+                harness.write_json(args.out, {"cases": cases, "partial": True})
     results = {"machine": harness.machine_info(), "date": harness.utc_now(),
                "versions": harness.versions("jax", "botorch", "torch", "optuna",
                                             "optuna-dashboard"),

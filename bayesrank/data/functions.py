@@ -11,7 +11,7 @@ and D. Bingham, https://www.sfu.ca/~ssurjano/optimization.html) and BoTorch's
 M. Jamil and X.-S. Yang, "A literature survey of benchmark functions for global optimization
 problems", IJMMNO 4(2), 2013 (arXiv:1308.4008), function 6.
 
-:func:`get` returns a :class:`SyntheticFunction`: the function with its dimension, optimum value
+``get`` returns a ``SyntheticFunction``: the function with its dimension, optimum value
 and optimiser (in the unit cube), and a check of the points' last axis.
 """
 
@@ -144,7 +144,7 @@ class SyntheticFunction:
     """A test function of a given dimension, to be maximised over the unit cube.
 
     Attributes:
-        name: one of :data:`NAMES`.
+        name: one of ``NAMES``.
         dim: the dimension ``d`` of the points.
         fn: the function, ``(..., d)`` points in ``[0, 1]^d`` to ``(...,)`` utilities.
         optimum_value: the maximum of ``fn`` (Hartmann-6: the published 3.32237, rounded).
@@ -176,12 +176,12 @@ _REGISTRY = {
     "alpine1": (alpine1, 4, 0.0, 0.5),
     "quadratic": (quadratic, 1, 0.0, 0.3),
 }
-#: The names :func:`get` knows.
+#: The names ``get`` knows.
 NAMES = tuple(_REGISTRY)
 
 
 def get(name: str, dim: int | None = None) -> SyntheticFunction:
-    """The test function ``name`` (one of :data:`NAMES`) in dimension ``dim``.
+    """The test function ``name`` (one of ``NAMES``) in dimension ``dim``.
 
     ``dim=None`` takes the default: 4 for ``ackley``, ``levy`` and ``alpine1``, 1 for
     ``quadratic``; ``hartmann6`` is 6 only.

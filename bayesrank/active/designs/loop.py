@@ -37,7 +37,7 @@ from .belief import (
     learn,
     prior_covariance,
 )
-from .search import best_in_pool, maximize, mixed
+from .search import best_in_pool
 
 #: The posteriors the loop can run on: EP and Laplace (Gaussian), and NUTS (draws of the exact
 #: posterior; its hyperparameters are learned by EP's evidence, and EP's sites warm-start that).
@@ -147,22 +147,6 @@ def posterior(theta, X, mask, pairs, pair_mask, sites, key, settings: Settings):
 MODES = ("cube", "pool", "mixed")
 
 
-def _propose(belief, key, d, dtype, settings: Settings, pool=None, candidates=None,
-             mode: str = "cube"):  # fmt: skip
-    """The acquisition's maximiser under ``belief`` (``key``: raw candidates, base samples),
-    in the cube, or on ``pool: (p, d)``'s ``candidates: (c, 2)`` rows (``mode``)."""
-    raw_key, mc_key = jax.random.split(key)
-    n_base = settings.nuts_samples if isinstance(belief, DrawBelief) else settings.n_mc
-    base = jax.random.normal(mc_key, (n_base, 2), dtype)
-    f = acquisition_of(settings.acquisition, belief, base)
-    options = {"n_raw": settings.n_raw, "n_starts": settings.n_starts, "steps": settings.steps}
-    if mode == "pool":
-        return best_in_pool(f, pool, candidates)
-    if mode == "mixed":
-        return mixed(f, raw_key, pool, candidates, **options)
-    return maximize(f, raw_key, 2, d, dtype=dtype, **options)
-
-
 def _learn(theta, X, mask, pairs, pair_mask, sites, settings: Settings):
     gaussian = "ep" if settings.engine == "nuts" else settings.engine
     return learn(theta, X, mask, pairs, pair_mask, sites, steps=settings.learn_steps,
@@ -191,13 +175,13 @@ def propose(X, mask, pairs, pair_mask, sites, theta, key, pool=None, candidates=
     buckets compiles once per bucket. ``pool: (p, d)`` and ``candidates: (c, 2)`` rows of it,
     for ``mode`` ``"pool"`` (the best candidate pair) or ``"mixed"`` (that or the cube's best,
     whichever scores higher)."""
-    theta = clip(theta)
-    if learn_now:
-        theta = _learn(theta, X, mask, pairs, pair_mask, sites, settings)
-    nuts_key = jax.random.fold_in(key, NUTS_STREAM)
-    belief, mean, sites = posterior(theta, X, mask, pairs, pair_mask, sites, nuts_key, settings)
-    proposal = _propose(belief, key, X.shape[1], X.dtype, settings, pool, candidates, mode)
-    return Proposed(proposal.X, proposal.value, theta, sites, jnp.where(mask, mean, -jnp.inf))
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    prepared = _prepare(X, mask, pairs, pair_mask, sites, theta, key, settings=settings,
+                        learn_now=learn_now, start=mode != "pool")  # fmt: skip
+    if mode != "pool":
+        prepared = _ascend(prepared, settings=settings, steps=settings.steps)
+    return _conclude(prepared, pool, candidates, settings=settings, mode=mode)
 
 
 class _Prepared(NamedTuple):
@@ -213,10 +197,12 @@ def _acquisition(prepared: _Prepared, settings: Settings):
     return acquisition_of(settings.acquisition, prepared.belief, prepared.base)
 
 
-@partial(jax.jit, static_argnames=("settings", "learn_now"))
+@partial(jax.jit, static_argnames=("settings", "learn_now", "start"))
 def _prepare(X, mask, pairs, pair_mask, sites, theta, key, *, settings: Settings,
-             learn_now: bool) -> _Prepared:  # fmt: skip
-    """``propose`` up to the ascent's starts (the same keys, so the same numbers)."""
+             learn_now: bool, start: bool = True) -> _Prepared:  # fmt: skip
+    """``theta`` (re-learned if ``learn_now``), the posterior at it, the acquisition's base
+    samples and, if ``start``, the ascent's starts. ``key`` gives the NUTS stream, the raw
+    candidates and the base samples."""
     theta = clip(theta)
     if learn_now:
         theta = _learn(theta, X, mask, pairs, pair_mask, sites, settings)
@@ -226,8 +212,10 @@ def _prepare(X, mask, pairs, pair_mask, sites, theta, key, *, settings: Settings
     n_base = settings.nuts_samples if isinstance(belief, DrawBelief) else settings.n_mc
     base = jax.random.normal(mc_key, (n_base, 2), X.dtype)
     f = acquisition_of(settings.acquisition, belief, base)
-    ascent = search.begin(f, raw_key, 2, X.shape[1], n_raw=settings.n_raw,
-                          n_starts=settings.n_starts, dtype=X.dtype)  # fmt: skip
+    ascent = None
+    if start:
+        ascent = search.begin(f, raw_key, 2, X.shape[1], n_raw=settings.n_raw,
+                              n_starts=settings.n_starts, dtype=X.dtype)  # fmt: skip
     return _Prepared(belief, base, ascent, theta, sites, jnp.where(mask, mean, -jnp.inf))
 
 
@@ -240,8 +228,13 @@ def _ascend(prepared: _Prepared, *, settings: Settings, steps: int) -> _Prepared
 @partial(jax.jit, static_argnames=("settings", "mode"))
 def _conclude(prepared: _Prepared, pool, candidates, *, settings: Settings,
               mode: str) -> Proposed:  # fmt: skip
+    """The proposal: the pool's best pair (``mode="pool"``), or the ascent's best point, or
+    for ``"mixed"`` the better of the two."""
     f = _acquisition(prepared, settings)
-    proposal = search.finish(f, prepared.ascent)
+    if mode == "pool":
+        proposal = best_in_pool(f, pool, candidates)
+    else:
+        proposal = search.finish(f, prepared.ascent)
     if mode == "mixed":
         proposal = search.better(best_in_pool(f, pool, candidates), proposal)
     return Proposed(proposal.X, proposal.value, prepared.theta, prepared.sites, prepared.mean)
@@ -310,10 +303,12 @@ def run_core(utility, X_init, uniforms, key, noise, theta, *, k: int, settings: 
                 theta,
             )
         step_key = jax.random.fold_in(key, t)
-        nuts_key = jax.random.fold_in(step_key, NUTS_STREAM)
-        belief, mean, sites = posterior(theta, X, mask, pairs, pair_mask, sites, nuts_key, settings)
-        guess, shown = _best(utility, X, mask, mean)
-        proposal = _propose(belief, step_key, d, dtype, settings)
+        prepared = _prepare(X, mask, pairs, pair_mask, sites, theta, step_key,
+                            settings=settings, learn_now=False)  # fmt: skip
+        prepared = _ascend(prepared, settings=settings, steps=settings.steps)
+        proposal = _conclude(prepared, None, None, settings=settings, mode="cube")
+        sites = prepared.sites
+        guess, shown = _best(utility, X, mask, prepared.mean)
         a, b = proposal.X[0], proposal.X[1]
         p = n_init + t
         win = answer(utility, a, b, uniforms[p], noise)

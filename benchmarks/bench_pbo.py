@@ -82,6 +82,7 @@ def run_bayesrank(function: str, noise: float, seeds, n_answers: int, settings: 
     again_s, again = harness.timed(call)
     assert np.array_equal(np.asarray(trace.best_guess), np.asarray(again.best_guess))
     return {
+        "seeds": list(seeds),
         "best_guess": np.asarray(trace.best_guess).tolist(),
         "best_shown": np.asarray(trace.best_shown).tolist(),
         "first_call_s": first_s,
@@ -130,9 +131,11 @@ def summary(ours: dict, peer_runs: dict, n_answers: int) -> dict:
     for name, res in peer_runs.items():
         if res is None or res.get("unavailable") or not res["runs"]:
             continue
+        row_of = {seed: i for i, seed in enumerate(ours.get("seeds", range(s)))}
         seeds = [r["seed"] for r in res["runs"]]
         theirs = np.array([r["best_guess"][-1] for r in res["runs"]])
-        diff = final[seeds] - theirs  # paired by seed (a seed the peer failed on is left out)
+        # paired by seed (a seed the peer failed on is left out)
+        diff = final[[row_of[seed] for seed in seeds]] - theirs
         per_iter = statistics.mean(t for r in res["runs"] for t in r["iteration_s"])
         out[name] = {
             "final_mean": float(theirs.mean()),
@@ -218,6 +221,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--functions", nargs="+", default=list(FUNCTIONS), choices=FUNCTIONS)
     parser.add_argument("--error-rates", nargs="+", type=float, default=[0.1, 0.2])
     parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds first, first + 1, ...")
     parser.add_argument("--answers", type=int, default=60)
     parser.add_argument("--peers", nargs="*", default=["botorch", "optuna"])
     parser.add_argument("--peer-seeds", type=int, default=None, help="default: --seeds")
@@ -251,7 +255,7 @@ def main(argv=None) -> dict:
         args.peer = args.worker
         peer_worker(args)
         return {}
-    seeds = list(range(args.seeds))
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     peer_seeds = seeds[: args.peer_seeds or args.seeds]
     optuna_seeds = seeds[: args.optuna_seeds or len(peer_seeds)]
     ours_options = ("--learn-every", str(args.learn_every), "--learn-steps",
@@ -284,8 +288,8 @@ def main(argv=None) -> dict:
                 print(f"  {peer}: {time.perf_counter() - t:.0f} s", flush=True)
             optimum = {"hartmann6": 3.32237, "ackley": 0.0}[function]
             cases.append({"function": function, "dim": dim, "error_rate": rate, "noise": noise,
-                          "seeds": len(seeds), "optimum": optimum, "bayesrank": ours,
-                          "peers": peer_runs,
+                          "seeds": len(seeds), "first_seed": args.first_seed,
+                          "optimum": optimum, "bayesrank": ours, "peers": peer_runs,
                           "summary": summary(ours, peer_runs, args.answers)})  # fmt: skip
             if args.out:  # after every case: a later failure loses nothing
                 harness.write_json(args.out, {"cases": cases, "partial": True})

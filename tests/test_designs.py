@@ -156,6 +156,26 @@ def test_loop_with_a_noiseless_oracle_converges_on_a_quadratic():
     assert final.mean() > np.asarray(trace.best_guess[:, 0]).mean()
 
 
+def test_the_lengthscale_prior_is_measured_in_the_shown_designs_spread():
+    X, mask, _, _ = _problem(seed=3)
+    rows = np.asarray(X)[np.asarray(mask)]
+    r = B.spread(X, mask)
+    np.testing.assert_allclose(r, np.ptp(rows, axis=0), rtol=1e-15)
+    # a coordinate every shown design shares: the floor, not zero
+    same = X.at[:, 1].set(0.4)
+    np.testing.assert_allclose(B.spread(same, mask), [np.ptp(rows[:, 0]), B.MIN_SPREAD])
+    # the prior's mode in each lengthscale, on a grid: Gamma(2.4, 2.7)'s mode (a - 1) / b = 1.4
+    # / 2.7 in units of that coordinate's spread (BoTorch's on inputs scaled to their bounds)
+    grid = np.linspace(-4.0, 1.0, 20001)
+    for k in range(2):
+
+        def at(log_ell, k=k):
+            return B.log_prior(THETA.at[1 + k].set(log_ell), r)
+
+        best = grid[np.argmax(jax.vmap(at)(jnp.asarray(grid)))]
+        np.testing.assert_allclose(np.exp(best), 1.4 / 2.7 * float(r[k]), rtol=5e-4)
+
+
 def test_unknown_names_are_refused():
     with pytest.raises(ValueError, match="acquisition must be one of"):
         from bayesrank.active.designs.loop import acquisition_of

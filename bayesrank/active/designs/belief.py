@@ -22,8 +22,13 @@ exact (skew) posterior at the new designs, differentiable in ``X_*``. ``K`` gets
 ``1e-8`` of its mean diagonal (repeated designs make it singular).
 
 **Hyperparameters** (``learn``): Adam steps on the engine's log evidence plus the log
-hyperprior, from the previous ``theta``: ``ell_k ~ Gamma(2.4, 2.7)`` (BoTorch ``PairwiseGP``'s
-default) and ``log kappa^2 ~ N(0, 2^2)``; ``theta`` is clipped to ``kappa^2`` in ``[0.01,
+hyperprior, from the previous ``theta``: ``ell_k / r_k ~ Gamma(2.4, 2.7)``, with ``r_k`` the
+spread (max minus min) of the shown designs' ``k``-th coordinate, and ``log kappa^2 ~ N(0,
+2^2)``. The lengthscale prior is BoTorch ``PairwiseGP``'s default on inputs that its tutorial
+scales by the shown designs' bounds (``Normalize(d)``): with few designs shown, the spread is
+small and so are the lengthscales the prior favours, and the acquisition explores wider. (On
+the unit cube's own scale instead, the prior cost 3 to 10 units of final utility on Ackley,
+``docs/results/pbo.md``.) ``theta`` is clipped to ``kappa^2`` in ``[0.01,
 10^4]`` and ``ell_k`` in ``[10^-3, 100]``. (A flat prior on ``kappa^2``, BoTorch's, let
 noiseless answers drive ``kappa^2`` to its bound, and EUBO then chased the boundary of the
 cube on a 1-D quadratic; this one did not, in the same test.)
@@ -54,6 +59,7 @@ __all__ = [
     "latent_draws",
     "learn",
     "log_prior",
+    "spread",
 ]
 
 #: The Gaussian engines: name -> pure fit ``(K, pairs, *, sites, pair_mask) -> posterior``.
@@ -61,6 +67,10 @@ GAUSSIAN_ENGINES = {"laplace": laplace.fit, "ep": ep.fit_core}
 
 #: The hyperprior's sd of ``log kappa^2``.
 SCALE_SD = 2.0
+
+#: The least spread a coordinate's lengthscale prior is measured in (a coordinate that all
+#: shown designs share would otherwise make the prior's lengthscale vanish).
+MIN_SPREAD = 0.01
 
 #: Bounds of ``log kappa^2`` (BoTorch's outputscale box) and of ``log ell``.
 LOG_SCALE_BOUNDS = (math.log(0.01), math.log(1e4))
@@ -101,12 +111,20 @@ def prior_covariance(theta, X, mask):
     return mask_covariance(kernel_of(theta)(X), mask)
 
 
-def log_prior(theta):
-    """The log hyperprior at ``theta``: each ``ell_k ~ Gamma(2.4, 2.7)`` as a density on
-    ``ell_k`` (BoTorch's MAP: no Jacobian of the log, so its mode is ``1.4 / 2.7``), and
-    ``log kappa^2 ~ N(0, SCALE_SD^2)``."""
+def spread(X, mask):
+    """``r: (d,)``, each coordinate's max minus min over the shown designs, at least
+    ``MIN_SPREAD``."""
+    high = jnp.max(jnp.where(mask[:, None], X, -jnp.inf), axis=0)
+    low = jnp.min(jnp.where(mask[:, None], X, jnp.inf), axis=0)
+    return jnp.maximum(high - low, MIN_SPREAD)
+
+
+def log_prior(theta, r=None):
+    """The log hyperprior at ``theta``: each ``ell_k / r_k ~ Gamma(2.4, 2.7)`` as a density on
+    ``ell_k / r_k`` (BoTorch's MAP: no Jacobian of the log, so its mode is ``1.4 / 2.7``), and
+    ``log kappa^2 ~ N(0, SCALE_SD^2)``. ``r: (d,)`` the designs' ``spread`` (default 1)."""
     a, b = 2.4, 2.7
-    log_ell = theta[1:]
+    log_ell = theta[1:] if r is None else theta[1:] - jnp.log(r)
     return jnp.sum((a - 1.0) * log_ell - b * jnp.exp(log_ell)) - 0.5 * (theta[0] / SCALE_SD) ** 2
 
 
@@ -164,13 +182,15 @@ def latent_draws(belief: DrawBelief, X_new, base):
 
 def learn(theta, X, mask, pairs, pair_mask, sites=None, *, steps: int, learning_rate=0.1,
           engine: str = "laplace"):  # fmt: skip
-    """``steps`` Adam steps on ``-(log Z(theta) + log_prior(theta))`` from ``theta``; returns
-    the last ``theta`` (clipped to its bounds). Pure; ``steps`` and ``engine`` static."""
+    """``steps`` Adam steps on ``-(log Z(theta) + log_prior(theta, spread(X, mask)))`` from
+    ``theta``; returns the last ``theta`` (clipped to its bounds). Pure; ``steps`` and
+    ``engine`` static."""
     opt = optax.adam(learning_rate)
+    r = spread(X, mask)
 
     def loss(t):
         post = fit(t, X, mask, pairs, pair_mask, sites, engine)
-        return -(post.log_evidence + log_prior(t))
+        return -(post.log_evidence + log_prior(t, r))
 
     def step(carry, _):
         t, state = carry

@@ -76,6 +76,66 @@ def test_eubo_closed_form_against_quadrature_and_monte_carlo(mean, cov):
     assert abs(value - best.mean()) < 4 * best.std() / np.sqrt(len(best))
 
 
+def _gaussian4(seed):
+    rng = np.random.default_rng(seed)
+    root = rng.normal(size=(4, 4))
+    return rng.normal(size=4), root @ root.T + 0.1 * np.eye(4)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_knowledge_gradient_closed_form_against_quadrature(seed):
+    """``E[Phi(d) f_+] + E[Phi(-d) f_-]``, ``d = f_1 - f_2``, by quadrature over ``d`` with
+    ``E[f | d]`` the Gaussian's regression: the answer's probit integrated numerically."""
+    mean, cov = _gaussian4(seed)
+    mu_d = mean[0] - mean[1]
+    var_d = cov[0, 0] + cov[1, 1] - 2 * cov[0, 1]
+    sd = np.sqrt(var_d)
+
+    def term(i, sign):
+        c = cov[i, 0] - cov[i, 1]
+
+        def integrand(d):
+            given = mean[i] + c / var_d * (d - mu_d)
+            return stats.norm.cdf(sign * d) * given * stats.norm.pdf(d, mu_d, sd)
+
+        return integrate.quad(integrand, mu_d - 12 * sd, mu_d + 12 * sd, epsabs=1e-13)[0]
+
+    expected = term(2, 1.0) + term(3, -1.0)
+    got = float(A.knowledge_gradient(jnp.asarray(mean), jnp.asarray(cov)))
+    assert got == pytest.approx(expected, rel=1e-10, abs=1e-12)
+
+
+def test_knowledge_gradient_from_draws_within_its_standard_error_of_the_closed_form():
+    mean, cov = _gaussian4(3)
+    draws = np.random.default_rng(4).multivariate_normal(mean, cov, size=400_000)
+    value, se = A.knowledge_gradient_from_draws(jnp.asarray(draws))
+    exact = float(A.knowledge_gradient(jnp.asarray(mean), jnp.asarray(cov)))
+    assert 0 < float(se) < 0.01
+    assert abs(float(value) - exact) < 4 * float(se)
+
+
+def test_the_knowledge_gradient_proposal_is_worth_at_least_the_best_mean_shown():
+    """With ``x_+ = x_-`` the value is ``mu(x_+)`` (the answer cannot move a design's
+    expected mean), so the one-shot maximum is at least the posterior mean's largest value
+    at the shown designs; the proposal is a pair in the cube."""
+    from bayesrank.active.designs.loop import Settings, propose
+
+    X, mask, pairs, pair_mask = _problem(6)
+    from bayesrank.inference.ep.sites import zero_sites
+
+    zeros = zero_sites(len(pairs), X.dtype)
+    out = propose(X, mask, pairs, pair_mask, zeros, THETA, jax.random.key(1),
+                  settings=Settings(acquisition="kg", n_raw=128, n_starts=4, steps=60),
+                  learn_now=False)  # fmt: skip
+    assert out.X.shape == (2, 2) and np.all((out.X >= 0) & (out.X <= 1))
+    best_mean = float(jnp.max(out.mean))
+    assert float(out.value) >= best_mean - 1e-9, (float(out.value), best_mean)
+    with pytest.raises(ValueError, match="look-ahead designs"):
+        propose(X, mask, pairs, pair_mask, zeros, THETA, jax.random.key(1), X[:4],
+                jnp.asarray([[0, 1], [2, 3]]), settings=Settings(acquisition="kg"),
+                learn_now=False, mode="mixed")  # fmt: skip
+
+
 def test_qeubo_against_independent_draws_within_its_standard_error():
     mean = jnp.array([0.2, -0.1, 0.4])
     cov = jnp.array([[1.0, 0.3, 0.1], [0.3, 0.8, -0.2], [0.1, -0.2, 0.6]])
@@ -96,13 +156,14 @@ def test_acquisition_gradients_in_the_designs_against_finite_differences(name):
     X, mask, pairs, pair_mask = _problem(2)
     post = B.fit(THETA, X, mask, pairs, pair_mask)
     belief = B.from_posterior(THETA, X, mask, pairs, pair_mask, post)
-    base = jax.random.normal(jax.random.key(0), (64, 2))
+    q = A.DESIGNS.get(name, 2)
+    base = jax.random.normal(jax.random.key(0), (64, q))
     f = acquisition_of(name, belief, base)
-    X0 = jnp.asarray(np.random.default_rng(5).random((2, 2)))
+    X0 = jnp.asarray(np.random.default_rng(5).random((q, 2)))
     grad = np.asarray(jax.grad(f)(X0))
     h = 1e-6
-    for idx in np.ndindex(2, 2):
-        e = jnp.zeros((2, 2)).at[idx].set(h)
+    for idx in np.ndindex(q, 2):
+        e = jnp.zeros((q, 2)).at[idx].set(h)
         fd = (float(f(X0 + e)) - float(f(X0 - e))) / (2 * h)
         assert grad[idx] == pytest.approx(fd, rel=1e-5, abs=1e-7), idx
 
@@ -203,6 +264,16 @@ def test_draws_extended_to_new_designs_have_the_gaussian_predictive_moments():
     se = np.sqrt(np.diag(np.asarray(cov)) / S)
     assert np.all(np.abs(f.mean(0) - np.asarray(mean)) < 4 * se)
     np.testing.assert_allclose(np.cov(f.T), cov, atol=4 * np.sqrt(2.0 / S) * float(cov.max()))
+    # the knowledge gradient under the drawn belief (the reweighted draws) against its closed
+    # form under the Gaussian one, four designs
+    from bayesrank.active.designs.loop import acquisition_of
+
+    X4 = jnp.asarray(rng.random((4, 2)))
+    base = jnp.asarray(rng.standard_normal((S, 4)))
+    drawn_kg = acquisition_of("kg", drawn, base)(X4)
+    _, kg_se = A.knowledge_gradient_from_draws(B.latent_draws(drawn, X4, base))
+    exact = acquisition_of("kg", belief, None)(X4)
+    assert abs(float(drawn_kg) - float(exact)) < 4 * float(kg_se)
 
 
 @pytest.mark.slow  # compiles NUTS inside the proposal (about 20 s)

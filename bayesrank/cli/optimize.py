@@ -20,7 +20,7 @@ DEFAULT_ANSWERS = "optimize_answers.jsonl"
 #: ``active.designs.acquisition.ACQUISITIONS``, written out: importing that package builds JAX
 #: arrays, which must wait for ``setup_jax`` (float64), and every command builds this parser
 #: (a test keeps the two lists equal).
-ACQUISITION_CHOICES = ("eubo", "qeubo", "variance", "bald")
+ACQUISITION_CHOICES = ("eubo", "qeubo", "variance", "bald", "kg")
 
 
 def _session_options(args: argparse.Namespace) -> dict:

@@ -22,6 +22,21 @@ maximise. Every one is differentiable in the moments, hence in the designs throu
   optima; it is offered because it is the paper's rule, not as a good optimiser.
 - **BALD** (Houlsby et al. 2011): the mutual information between the answer and the latent
   utilities, ``criteria.mutual_information`` of ``(mu_d, var(d))``.
+- **The knowledge gradient** (Wu & Gardner 2026, arXiv 2601.22335), the expected maximum of
+  the posterior mean after the answer, taken one-shot as BoTorch takes qKG: over four designs,
+  the pair ``x_1, x_2`` and a look-ahead design for each answer, ``x_+`` (if ``x_1`` wins) and
+  ``x_-`` (if ``x_2`` wins), maximised jointly. The answer is ``x_1`` iff ``d + eps > 0``, ``d =
+  f_1 - f_2``, ``eps ~ N(0, 1)`` (``likelihoods``' probit), so under a Gaussian posterior the
+  look-ahead mean is an extended skew normal's, in closed form (Stein's lemma): with ``s^2 = 1 +
+  var(d)``, ``z = mu_d / s`` and ``c(x) = cov(f(x), d)``,
+
+      P(x_1 wins) E[f(x_+) | x_1 wins] = Phi(z) mu(x_+) + phi(z) c(x_+) / s,
+      P(x_2 wins) E[f(x_-) | x_2 wins] = Phi(-z) mu(x_-) - phi(z) c(x_-) / s,
+
+  and the value is their sum (the current maximum of the mean, a constant, is not subtracted).
+  From draws ``f^(s)`` (NUTS) the look-ahead posterior is the draws reweighted by the answer's
+  likelihood, so the value is exact under the draws: ``mean_s [Phi(d^(s)) f^(s)(x_+) +
+  Phi(-d^(s)) f^(s)(x_-)]``.
 """
 
 from __future__ import annotations
@@ -36,12 +51,18 @@ __all__ = [
     "bald",
     "eubo",
     "eubo_from_draws",
+    "knowledge_gradient",
+    "knowledge_gradient_from_draws",
     "pair_moments",
     "qeubo",
     "variance_criterion",
 ]
 
-ACQUISITIONS = ("eubo", "qeubo", "variance", "bald")
+ACQUISITIONS = ("eubo", "qeubo", "variance", "bald", "kg")
+
+#: The designs an acquisition is a function of: the pair, and for ``"kg"`` its two look-ahead
+#: designs (module docstring).
+DESIGNS = {"kg": 4}
 
 
 def pair_moments(mean, cov):
@@ -97,3 +118,22 @@ def variance_criterion(mean, cov):
 def bald(mean, cov):
     """BALD's mutual information (nats) of the answer for the pair (module docstring)."""
     return mutual_information(*pair_moments(mean, cov))
+
+
+def knowledge_gradient(mean, cov):
+    """The one-shot knowledge gradient (module docstring) of the pair ``x_1, x_2`` with
+    look-ahead designs ``x_+, x_-``: ``mean: (4,)``, ``cov: (4, 4)`` in that order."""
+    mu_d, var_d = pair_moments(mean[:2], cov[:2, :2])
+    s = jnp.sqrt(1.0 + var_d)
+    z = mu_d / s
+    c = cov[2:, 0] - cov[2:, 1]
+    pdf = jnp.exp(-0.5 * z * z) / jnp.sqrt(2.0 * jnp.pi)
+    return ndtr(z) * mean[2] + ndtr(-z) * mean[3] + pdf * (c[0] - c[1]) / s
+
+
+def knowledge_gradient_from_draws(draws):
+    """The knowledge gradient under posterior draws ``(S, 4)`` of ``(f_1, f_2, f_+, f_-)``
+    (module docstring): ``(value, standard error)``, the error for independent draws."""
+    win = ndtr(draws[:, 0] - draws[:, 1])
+    terms = win * draws[:, 2] + (1.0 - win) * draws[:, 3]
+    return jnp.mean(terms), jnp.std(terms, ddof=1) / jnp.sqrt(draws.shape[0])

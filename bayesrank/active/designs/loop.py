@@ -106,7 +106,9 @@ def answer(utility, a, b, u, noise):
 
 def acquisition_of(name: str, belief, base):
     """``X: (q, d) -> value`` for the acquisition ``name`` under ``belief`` (a ``Belief``, or a
-    ``DrawBelief`` whose draws are extended with the fixed normals ``base: (S, q)``)."""
+    ``DrawBelief`` whose draws are extended with the fixed normals ``base: (S, q)``). ``q`` is
+    2, or ``acquisition.DESIGNS[name]`` (the knowledge gradient's look-ahead designs follow
+    the pair)."""
     if name not in acq.ACQUISITIONS:
         raise ValueError(f"acquisition must be one of {acq.ACQUISITIONS}, got {name!r}")
     if isinstance(belief, DrawBelief):
@@ -117,6 +119,8 @@ def acquisition_of(name: str, belief, base):
 
         if name in ("eubo", "qeubo"):
             return lambda X: acq.eubo_from_draws(latent_draws(belief, X, base))[0]
+        if name == "kg":
+            return lambda X: acq.knowledge_gradient_from_draws(latent_draws(belief, X, base))[0]
     else:
 
         def moments(X):
@@ -124,7 +128,8 @@ def acquisition_of(name: str, belief, base):
 
         if name == "qeubo":
             return lambda X: acq.qeubo(*latent(belief, X), base)[0]
-    rule = {"eubo": acq.eubo, "variance": acq.variance_criterion, "bald": acq.bald}[name]
+    rule = {"eubo": acq.eubo, "variance": acq.variance_criterion, "bald": acq.bald,
+            "kg": acq.knowledge_gradient}[name]  # fmt: skip
     return lambda X: rule(*moments(X))
 
 
@@ -153,6 +158,14 @@ def _learn(theta, X, mask, pairs, pair_mask, sites, settings: Settings):
                  engine=gaussian)  # fmt: skip
 
 
+def _check_mode(mode: str, settings: Settings) -> None:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if mode != "cube" and settings.acquisition in acq.DESIGNS:
+        raise ValueError(f"acquisition {settings.acquisition!r} needs look-ahead designs "
+                         f"anywhere in the cube; mode {mode!r} offers pool pairs only")  # fmt: skip
+
+
 class Proposed(NamedTuple):
     """``propose``'s result: ``X: (2, d)`` the next pair, ``value`` its acquisition, ``theta``
     the hyperparameters used, ``sites`` the fit's (a warm start for the next), ``mean: (n,)``
@@ -175,8 +188,7 @@ def propose(X, mask, pairs, pair_mask, sites, theta, key, pool=None, candidates=
     buckets compiles once per bucket. ``pool: (p, d)`` and ``candidates: (c, 2)`` rows of it,
     for ``mode`` ``"pool"`` (the best candidate pair) or ``"mixed"`` (that or the cube's best,
     whichever scores higher)."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    _check_mode(mode, settings)
     prepared = _prepare(X, mask, pairs, pair_mask, sites, theta, key, settings=settings,
                         learn_now=learn_now, start=mode != "pool")  # fmt: skip
     if mode != "pool":
@@ -210,11 +222,12 @@ def _prepare(X, mask, pairs, pair_mask, sites, theta, key, *, settings: Settings
     belief, mean, sites = posterior(theta, X, mask, pairs, pair_mask, sites, nuts_key, settings)
     raw_key, mc_key = jax.random.split(key)
     n_base = settings.nuts_samples if isinstance(belief, DrawBelief) else settings.n_mc
-    base = jax.random.normal(mc_key, (n_base, 2), X.dtype)
+    q = acq.DESIGNS.get(settings.acquisition, 2)
+    base = jax.random.normal(mc_key, (n_base, q), X.dtype)
     f = acquisition_of(settings.acquisition, belief, base)
     ascent = None
     if start:
-        ascent = search.begin(f, raw_key, 2, X.shape[1], n_raw=settings.n_raw,
+        ascent = search.begin(f, raw_key, q, X.shape[1], n_raw=settings.n_raw,
                               n_starts=settings.n_starts, dtype=X.dtype)  # fmt: skip
     return _Prepared(belief, base, ascent, theta, sites, jnp.where(mask, mean, -jnp.inf))
 
@@ -229,7 +242,7 @@ def _ascend(prepared: _Prepared, *, settings: Settings, steps: int) -> _Prepared
 def _conclude(prepared: _Prepared, pool, candidates, *, settings: Settings,
               mode: str) -> Proposed:  # fmt: skip
     """The proposal: the pool's best pair (``mode="pool"``), or the ascent's best point, or
-    for ``"mixed"`` the better of the two."""
+    for ``"mixed"`` the better of the two; its first two designs are the pair."""
     f = _acquisition(prepared, settings)
     if mode == "pool":
         proposal = best_in_pool(f, pool, candidates)
@@ -237,7 +250,7 @@ def _conclude(prepared: _Prepared, pool, candidates, *, settings: Settings,
         proposal = search.finish(f, prepared.ascent)
     if mode == "mixed":
         proposal = search.better(best_in_pool(f, pool, candidates), proposal)
-    return Proposed(proposal.X, proposal.value, prepared.theta, prepared.sites, prepared.mean)
+    return Proposed(proposal.X[:2], proposal.value, prepared.theta, prepared.sites, prepared.mean)
 
 
 def propose_within(X, mask, pairs, pair_mask, sites, theta, key, pool=None, candidates=None, *,
@@ -249,6 +262,7 @@ def propose_within(X, mask, pairs, pair_mask, sites, theta, key, pool=None, cand
     and the ascent steps taken; with every step taken it is ``propose``'s proposal, exactly.
     ``mode="pool"`` has no ascent: ``propose``'s. Host-side; three compiled programs (prepare,
     a chunk, conclude) reused across calls of the same shapes."""
+    _check_mode(mode, settings)
     if mode == "pool":
         out = propose(X, mask, pairs, pair_mask, sites, theta, key, pool, candidates,
                       settings=settings, learn_now=learn_now, mode=mode)  # fmt: skip

@@ -16,7 +16,7 @@ other with torch on one thread. The parent process holds no JAX and only waits.
 Measured: the true utility of each model's best guess (the shown design of highest posterior
 mean) after each answer; the wall time per iteration.
 
-    python benchmarks/bench_pbo.py --seeds 20 --answers 60 --out benchmarks/results/pbo.json
+    python benchmarks/bench_pbo.py --seeds 20 --first-seed 20 --answers 60 --out pbo.json
 """
 
 from __future__ import annotations

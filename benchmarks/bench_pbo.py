@@ -128,10 +128,10 @@ def summary(ours: dict, peer_runs: dict, n_answers: int) -> dict:
                          "per_iteration_s": ours["first_call_s"] / (s * n_answers),
                          "per_iteration_s_compiled": ours["again_s"] / (s * n_answers),
                          "per_seed_s": ours["first_call_s"] / s}}  # fmt: skip
+    row_of = {seed: i for i, seed in enumerate(ours.get("seeds", range(s)))}
     for name, res in peer_runs.items():
         if res is None or res.get("unavailable") or not res["runs"]:
             continue
-        row_of = {seed: i for i, seed in enumerate(ours.get("seeds", range(s)))}
         seeds = [r["seed"] for r in res["runs"]]
         theirs = np.array([r["best_guess"][-1] for r in res["runs"]])
         # paired by seed (a seed the peer failed on is left out)

@@ -118,11 +118,10 @@ def test_the_knowledge_gradient_proposal_is_worth_at_least_the_best_mean_shown()
     """With ``x_+ = x_-`` the value is ``mu(x_+)`` (the answer cannot move a design's
     expected mean), so the one-shot maximum is at least the posterior mean's largest value
     at the shown designs; the proposal is a pair in the cube."""
-    from bayesrank.active.designs.loop import Settings, propose
-
-    X, mask, pairs, pair_mask = _problem(6)
+    from bayesrank.active.designs.loop import propose
     from bayesrank.inference.ep.sites import zero_sites
 
+    X, mask, pairs, pair_mask = _problem(6)
     zeros = zero_sites(len(pairs), X.dtype)
     out = propose(X, mask, pairs, pair_mask, zeros, THETA, jax.random.key(1),
                   settings=Settings(acquisition="kg", n_raw=128, n_starts=4, steps=60),

@@ -158,7 +158,9 @@ def _learn(theta, X, mask, pairs, pair_mask, sites, settings: Settings):
                  engine=gaussian)  # fmt: skip
 
 
-def _check_mode(mode: str, settings: Settings) -> None:
+def check_mode(mode: str, settings: Settings) -> None:
+    """Refuse an unknown ``mode``, and a pool mode for an acquisition with look-ahead designs
+    (``acquisition.DESIGNS``), which live anywhere in the cube."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if mode != "cube" and settings.acquisition in acq.DESIGNS:
@@ -188,7 +190,7 @@ def propose(X, mask, pairs, pair_mask, sites, theta, key, pool=None, candidates=
     buckets compiles once per bucket. ``pool: (p, d)`` and ``candidates: (c, 2)`` rows of it,
     for ``mode`` ``"pool"`` (the best candidate pair) or ``"mixed"`` (that or the cube's best,
     whichever scores higher)."""
-    _check_mode(mode, settings)
+    check_mode(mode, settings)
     prepared = _prepare(X, mask, pairs, pair_mask, sites, theta, key, settings=settings,
                         learn_now=learn_now, start=mode != "pool")  # fmt: skip
     if mode != "pool":
@@ -262,7 +264,7 @@ def propose_within(X, mask, pairs, pair_mask, sites, theta, key, pool=None, cand
     and the ascent steps taken; with every step taken it is ``propose``'s proposal, exactly.
     ``mode="pool"`` has no ascent: ``propose``'s. Host-side; three compiled programs (prepare,
     a chunk, conclude) reused across calls of the same shapes."""
-    _check_mode(mode, settings)
+    check_mode(mode, settings)
     if mode == "pool":
         out = propose(X, mask, pairs, pair_mask, sites, theta, key, pool, candidates,
                       settings=settings, learn_now=learn_now, mode=mode)  # fmt: skip

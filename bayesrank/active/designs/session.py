@@ -36,7 +36,7 @@ from ...data.keys import check_key
 from ...inference.ep.sites import Sites
 from ..session import write_lines
 from . import loop
-from .acquisition import ACQUISITIONS, DESIGNS
+from .acquisition import ACQUISITIONS
 from .loop import Settings
 
 __all__ = ["ANSWERS", "DesignSession", "optimize"]
@@ -146,10 +146,7 @@ class DesignSession:
         self.pool, self.candidates, self.mode = None, None, "cube"
         if pool is not None:
             self.mode = check_choice(pool_mode, "pool_mode", ("pool", "mixed"))
-            if self.settings.acquisition in DESIGNS:
-                raise ValueError(f"settings.acquisition {self.settings.acquisition!r} needs "
-                                 "look-ahead designs anywhere in the cube: it cannot be used "
-                                 "with a pool")  # fmt: skip
+            loop.check_mode(self.mode, self.settings)
             self.pool = np.stack([_check_design(x, f"pool[{i}]", self.dim)
                                   for i, x in enumerate(np.asarray(pool, float))])  # fmt: skip
             if len(self.pool) < 2:

@@ -167,6 +167,7 @@ def test_a_bad_answer_file_names_its_line(tmp_path):
         active.Session(K, cands, answers=path)
 
 
+@pytest.mark.slow
 def test_batch_rounds_follow_the_believer_rule():
     """Rounds of 3 picks, each answered by its more probable side until the round's real
     answers arrive: against a loop of the public ep.fit and NumPy scores."""
@@ -200,6 +201,7 @@ def test_batch_rounds_follow_the_believer_rule():
         active.explore(K, cands, outcome, 5, batch=3)
 
 
+@pytest.mark.slow
 def test_repeats_in_one_call_equal_single_runs_and_the_curve_is_the_error():
     K, cands, outcome = problem(seed=6)
     truth = np.where(outcome[:, None], cands, cands[:, ::-1])  # winner first

@@ -133,6 +133,7 @@ FLOAT_OPTIONS = [
 ]
 
 
+@pytest.mark.slow
 @settings(max_examples=50, deadline=None)
 @given(which=st.sampled_from(range(len(FLOAT_OPTIONS))), value=FLOATS)
 def test_any_float_option_is_refused_by_name_or_gives_finite_weights(which, value):
@@ -230,6 +231,7 @@ def test_tiny_features_give_the_closed_form_limit(scale, converged):
         assert "tie on every training pair" in str(caught[0].message)
 
 
+@pytest.mark.slow
 @needs_x64
 @pytest.mark.parametrize("scale", [1e150, 1e200, 1e300])
 def test_rbf_at_huge_scales_is_the_identity_kernel_not_nan(scale):

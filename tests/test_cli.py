@@ -218,6 +218,7 @@ def test_fit_predict_and_the_study_on_the_bundled_sample(tmp_path, capsys):
     assert Path(named[-2]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_fit_predict_with_the_sparse_approximation(tmp_path, capsys):
     """``--approximation sparse`` at a rank of at least the query's size predicts what the
     dense Laplace fit predicts (to 1e-6 in the file's 6 digits); it needs --inference laplace

@@ -69,6 +69,7 @@ def test_padded_fit_equals_the_core_on_the_unpadded_problem():
     assert int(got.n_iter) == int(ref.n_iter)
 
 
+@pytest.mark.slow
 def test_model_fit_and_prediction_compile_once_per_bucket():
     prior = XPGP(
         RBF(1.0, 0.7), (RegularizedLaplacian(),), np.array([1.0, 0.5]), entity=Independent(0.3)
@@ -102,6 +103,7 @@ def test_evaluate_queries_second_call_compiles_nothing():
     assert first["n_queries"] == again["n_queries"] == len(queries)
 
 
+@pytest.mark.slow
 def test_fit_hyperparameters_second_call_compiles_nothing():
     from bayesrank.learning import fit_hyperparameters
 

@@ -34,6 +34,7 @@ def _problem(seed=0, n=10, real=8, m=7):
     return X, mask, jnp.asarray(pairs, jnp.int32), pair_mask
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["laplace", "ep"])
 def test_latent_at_new_designs_is_the_posterior_with_them_as_untouched_entities(engine):
     X, mask, pairs, pair_mask = _problem()
@@ -114,6 +115,7 @@ def test_knowledge_gradient_from_draws_within_its_standard_error_of_the_closed_f
     assert abs(float(value) - exact) < 4 * float(se)
 
 
+@pytest.mark.slow
 def test_the_knowledge_gradient_proposal_is_worth_at_least_the_best_mean_shown():
     """With ``x_+ = x_-`` the value is ``mu(x_+)`` (the answer cannot move a design's
     expected mean), so the one-shot maximum is at least the posterior mean's largest value
@@ -148,6 +150,7 @@ def test_qeubo_against_independent_draws_within_its_standard_error():
     assert abs(float(v2) - float(A.eubo(mean[:2], cov[:2, :2]))) < 4 * float(se2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", A.ACQUISITIONS)
 def test_acquisition_gradients_in_the_designs_against_finite_differences(name):
     from bayesrank.active.designs.loop import acquisition_of
@@ -167,6 +170,7 @@ def test_acquisition_gradients_in_the_designs_against_finite_differences(name):
         assert grad[idx] == pytest.approx(fd, rel=1e-5, abs=1e-7), idx
 
 
+@pytest.mark.slow
 def test_maximize_finds_the_prior_eubo_maximiser_at_opposite_corners():
     """Under the prior (no answer: zero shift and middle) EUBO is ``s / sqrt(2 pi)``, ``s^2 =
     2 kappa^2 (1 - exp(-r^2 / 2))`` for the pair's scaled distance ``r``: largest at two
@@ -182,6 +186,7 @@ def test_maximize_finds_the_prior_eubo_maximiser_at_opposite_corners():
     np.testing.assert_allclose(np.abs(found.X[0] - found.X[1]), 1.0, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_pool_and_mixed_modes_against_brute_force():
     X, mask, pairs, pair_mask = _problem(4)
     post = B.fit(THETA, X, mask, pairs, pair_mask)
@@ -247,6 +252,7 @@ def test_unknown_names_are_refused():
                   settings=Settings(engine="gibbs"))  # fmt: skip
 
 
+@pytest.mark.slow
 def test_draws_extended_to_new_designs_have_the_gaussian_predictive_moments():
     """Draws of the EP posterior at the shown designs, each extended by the prior's conditional
     (``latent_draws``), against the site-form prediction (``latent``): the same Gaussian."""

@@ -4,7 +4,7 @@ Per Markdown file, its ``python`` blocks run in order in one namespace, as a not
 them, with float64 enabled first and the working directory a fresh temporary folder; a
 ``ConvergenceWarning`` is an error (an example whose fit stops at its cap is a broken example).
 All files run in one child process (one JAX import and one set of compiled programs for all of
-them, each file in a fresh namespace, XLA's optimisation passes off), which writes one JSON line
+them, each file in a fresh namespace, XLA's options at their defaults), which writes one JSON line
 per file; each file is one test here.
 Complete, cheap ``bayesrank`` command lines of ``bash`` blocks (``bayesrank data summary``) run
 too, through ``python -m bayesrank``; other shell lines are left alone (``pip`` is never run).
@@ -278,6 +278,7 @@ def test_cheap_command_rules():
     assert cheap_command("ls") is None
 
 
+@pytest.mark.slow
 def test_site_builds_strict(tmp_path):
     """``mkdocs build --strict``: the nav, every link and anchor, and the API pages rendered by
     mkdocstrings from the docstrings, without a warning."""

@@ -218,6 +218,7 @@ def test_padding_gives_the_unpadded_answer(schedule):
 
 
 # passes in float32; not in the float32 run (time)
+@pytest.mark.slow
 def test_jit_vmap_and_loop_agree_and_no_retrace():
     problems = [random_problem(s, n=5, m=7) for s in range(3)]
     Ks = jnp.asarray(np.stack([p[0] for p in problems]))

@@ -111,6 +111,7 @@ def moment_residual(post, pairs):
 
 
 # passes in float32; not in the float32 run (time)
+@pytest.mark.slow
 def test_residual_stop_returns_a_state_within_tol_of_eps_fixed_point():
     """``residual_stop``: stop before refactorising once the moment-matching residual is below
     ``tol``. The state returned is consistent (its posterior is that of its sites), its residual

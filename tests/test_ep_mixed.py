@@ -109,6 +109,7 @@ def test_warm_start_and_vmap_with_padding():
         np.testing.assert_allclose(batched.cov[b], ref.cov, atol=1e-8)
 
 
+@pytest.mark.slow
 @float64_only(
     "the float64 restart after float32 overflows is the thing tested; with x64 off there is no "
     "float64 to restart in (and the prior variance 1e39 is inf in float32)"
@@ -131,6 +132,7 @@ def test_float32_overflow_starts_over_in_float64():
     np.testing.assert_allclose(mixed.log_evidence, full.log_evidence, rtol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scale", [1e-6, 1e4])
 @MIXED
 def test_extreme_kernel_scales(scale):

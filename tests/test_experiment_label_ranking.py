@@ -22,6 +22,7 @@ def run(*argv, out=None):
     return label_ranking.run(args)
 
 
+@pytest.mark.slow
 def test_the_reduced_protocol_cross_validates_each_method(tmp_path):
     results = run("--folds", "2", out=tmp_path / "lr")
     for name in ("results.json", "table.txt", "label-ranking.png"):

@@ -94,6 +94,7 @@ def prior_for(b):
     return XPGP(RBF(), threshold=float(b[0]), threshold_gaps=gaps)
 
 
+@pytest.mark.slow
 def test_two_grades_at_threshold_zero_are_probit_pairs_against_a_zero_entity():
     """Grade 1 is ``i`` beating an entity of value 0, grade 0 losing to it: EP's and Laplace's
     plain probit path (no interval code) on those pairs gives the same posterior."""
@@ -115,6 +116,7 @@ def test_two_grades_at_threshold_zero_are_probit_pairs_against_a_zero_entity():
         assert abs(float(ref.mean[n])) < 1e-12 and float(ref.cov[n, n]) < 1e-28
 
 
+@pytest.mark.slow
 def test_grade_probabilities_against_quadrature():
     problem, _ = graded_problem(2)
     post = XPGPModel(prior_for(B)).fit(problem)
@@ -135,6 +137,7 @@ def test_grade_probabilities_against_quadrature():
         post.predict_grades([problem.n])
 
 
+@pytest.mark.slow
 def test_counts_equal_copies_and_mixed_problems_fit_as_their_rows():
     problem, _ = graded_problem(3)
     prior = dataclasses.replace(prior_for(B), margin=0.4)

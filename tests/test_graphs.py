@@ -488,6 +488,7 @@ def ohsumed_queries(shared_data):
     return {q.qid: q for q in load_letor(shared_data / "OHSUMED/Feature-min/ALL/OHSUMED.txt.gz")}
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_all_ohsumed_meta_files_match_letor(shared_data, ohsumed_queries):
     meta_dir = shared_data / "OHSUMED/Meta"

@@ -170,6 +170,7 @@ def test_hidden_common_cause_clique():
 
 
 # passes in float32; not in the float32 run (time: 25 examples, a compilation per size)
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(st.integers(2, 9), st.integers(0, 2**31 - 1), st.floats(0.05, 5), st.floats(0.2, 3))
 def test_every_kernel_is_psd(n, seed, beta, iota):
@@ -393,6 +394,7 @@ def test_constrain_round_trip_and_bounds():
     assert float(Positive(2.0).forward(-100.0)) > 2.0 - 1e-12
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(  # float32 run (time): the scalar lengthscale; both pass in float32
     "lengthscales", [float32_param(0.7), np.array([0.5, 1.3, 2.0])], ids=["scalar", "ard"]
 )

@@ -28,6 +28,7 @@ def mills(d):
     return np.exp(stats.norm.logpdf(d) - special.log_ndtr(d))
 
 
+@pytest.mark.slow
 @pytest.mark.float32
 def test_two_entities_against_the_closed_form():
     """One pair: the mode of ``d = xi_0 - xi_1`` solves ``r(d) = d / v0`` (``v0`` its prior

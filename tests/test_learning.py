@@ -57,6 +57,7 @@ def test_expected_log_prior_against_numpy_and_monte_carlo():
     assert abs(float(Q) - logpdf.mean()) < 5 * se
 
 
+@pytest.mark.slow
 @float64_only(
     "central differences at h = 1e-6 checked to 1e-5: float32 rounds Q (~10) by ~1e-6, ~0.5 "
     "in the difference quotient"
@@ -202,6 +203,7 @@ def test_size_buckets_give_the_unbucketed_fit():
 
 
 # passes in float32; not in the float32 run (time)
+@pytest.mark.slow
 def test_model_fit_learns(sample_problems):
     """The fitted prior and the learning trace come back on the posterior; the model and the
     prior it was given stay as they were (issue 17: a second problem fitted with the same
@@ -222,6 +224,7 @@ def test_model_fit_learns(sample_problems):
     assert_close(again.prior.weights, posterior.prior.weights, rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_bad_options(sample_problems):
     prior = XPGP(RBF())
     with pytest.raises(ValueError, match="method"):

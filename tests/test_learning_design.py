@@ -117,6 +117,7 @@ def test_design_values_equal_single_evaluations(per_query):
     assert np.all(gap >= -0.5)  # the fit ends at or above (within 0.5 nats) the design's best
 
 
+@pytest.mark.slow
 def test_a_fit_without_a_design_is_the_plain_fit():
     """Start(design=None): BFGS from the start alone, no design in the result."""
     fit = fit_hyperparameters(XPGP(RBF()), _problem(2), start=Start(design=None))
@@ -165,6 +166,7 @@ def test_global_start_finds_the_higher_mode(shared_data):
     assert errors[1] < errors[0]
 
 
+@pytest.mark.slow
 def test_a_learned_fit_compiles_two_programs():
     """A learned fit of a new size compiles the evidence program (shared by the design, the line
     search and the final posterior) and the Fisher information's, nothing else (no eager

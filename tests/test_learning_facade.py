@@ -230,6 +230,7 @@ def test_the_groups_are_exported_and_hashable():
         BFGS().tol = 1.0
 
 
+@pytest.mark.slow
 def test_new_but_equal_settings_compile_nothing():
     problem = _problem(2)
     settings = dict(optimizer=BFGS(max_steps=3), ep=EPSettings(max_iter=150))
@@ -265,6 +266,7 @@ def test_ep_fit_takes_the_same_settings():
         ep.fit(K, problem.pairs, settings={"tol": 1e-8})
 
 
+@pytest.mark.slow
 def test_the_model_passes_the_groups_through():
     problem = _problem(4)
     with warnings.catch_warnings():

@@ -82,6 +82,7 @@ def test_check_hyperprior():
         check_hyperprior("gpytorch")
 
 
+@pytest.mark.slow
 def test_a_fit_with_botorch_priors_moves_toward_their_mode():
     """With few pairs, Gamma(2.4, 2.7) pulls every ARD lengthscale toward its mode (0.52 of the
     feature's range) from the median heuristic's start, and the box holds the weight."""

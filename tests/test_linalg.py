@@ -42,6 +42,7 @@ def test_triangular_products_against_dense(q):
     assert_close(linalg.upper_times(T, Y, min_size=32), T @ Y, atol=1e-11)
 
 
+@pytest.mark.slow
 @pytest.mark.float32
 def test_prior_root_under_vmap_falls_back_only_where_needed():
     """A batch mixing a singular Gram matrix (identical points) with regular ones: each root

@@ -75,6 +75,7 @@ def test_laplace_through_the_model_is_laplace_on_K(fits):
 
 
 # passes in float32; not in the float32 run (time)
+@pytest.mark.slow
 def test_ep_is_closer_to_nuts_than_laplace(fits):
     """Mean |p_engine - p_NUTS| over all pairs of entities: EP's is the smaller, by more than
     4 Monte Carlo standard errors of NUTS's probabilities (Takeno et al. 2023 ask which)."""

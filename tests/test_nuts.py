@@ -138,6 +138,7 @@ def test_against_ep(small):
     np.testing.assert_array_less(np.abs(p_nuts - p_ep), tol)
 
 
+@pytest.mark.slow
 def test_second_call_does_not_recompile(small):
     K, pairs, post, _ = small
     before = nuts._sample_fixed._cache_size()
@@ -158,6 +159,7 @@ def test_sample_problem_is_sample_on_the_prior_covariance():
 
 
 # passes in float32; not in the float32 run (time: its fixture's NUTS run)
+@pytest.mark.slow
 def test_prediction_interface(small):
     K, _, post, queries = small
     pred = post.predict_pairs(queries)

@@ -224,6 +224,7 @@ def test_validate_rejects_negative_n():
         validate_pairs(np.zeros((0, 2), dtype=int), -1)
 
 
+@pytest.mark.slow
 @pytest.mark.float32
 @pytest.mark.parametrize("make_key", [jax.random.key, jax.random.PRNGKey])
 def test_permutation_is_jax_permutation_for_every_size(make_key):

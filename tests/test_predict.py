@@ -83,6 +83,7 @@ def small_problem():
 
 
 # passes in float32; not in the float32 run (time)
+@pytest.mark.slow
 def test_model_fit_predict_rank_components():
     X, W, pairs = small_problem()
     prior = XPGP(

@@ -178,6 +178,7 @@ def test_gradients_in_C_and_X_match_finite_differences():
     np.testing.assert_allclose(jax.jit(jax.grad(kscore))(0.2), fd, rtol=1e-5)
 
 
+@pytest.mark.slow
 @needs_x64
 def test_jit_vmap_loop_agree_with_padding_and_no_retrace():
     X, y, qid, _ = problem(6, n_queries=2, per_query=8)
@@ -210,6 +211,7 @@ def test_jit_vmap_loop_agree_with_padding_and_no_retrace():
     assert len(traces) == n
 
 
+@pytest.mark.slow
 @needs_x64
 def test_estimator_fit_predict_and_single_document_query():
     X, y, qid, pairs = problem(7)

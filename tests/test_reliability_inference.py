@@ -146,6 +146,7 @@ def test_the_default_threshold_is_relative_to_the_prior_sd_beyond_one():
     assert float(unit.max_change) < 1e-6
 
 
+@pytest.mark.slow
 def test_hitting_the_cap_warns_in_every_facade():
     X, pairs = _problem(30, 60)
     problem = PreferenceProblem.create(pairs, X=X)
@@ -214,6 +215,7 @@ def test_learning_does_not_depend_on_the_features_units(kernel, units, method):
         np.testing.assert_allclose(scaled.lengthscales / units, plain.lengthscales, rtol=tol)
 
 
+@pytest.mark.slow
 def test_the_default_hyperprior_stops_lengthscale_collapse_on_separable_data():
     """Noise-free preferences of a utility unrelated to ``X``: without a hyperprior the
     lengthscale collapses (to 0.004-0.05 here); with the default (``hyperprior_scale=2``, a
@@ -319,6 +321,7 @@ def test_an_entity_only_prior_needs_no_attributes(inference):
     assert np.asarray(post.mean)[3] == pytest.approx(0.0, abs=1e-6)  # untouched entity
 
 
+@pytest.mark.slow
 def test_restarts_work_on_one_problem_and_through_the_model():
     from bayesrank import Independent
 
@@ -336,6 +339,7 @@ def test_restarts_work_on_one_problem_and_through_the_model():
     assert post.learning is not None
 
 
+@pytest.mark.slow
 def test_default_trainable_of_a_prior_without_weights_is_taken():
     from bayesrank import Independent
     from bayesrank.kernels.xpgp import default_trainable

@@ -153,6 +153,7 @@ def test_the_misordered_comparisons_are_those_against_the_grades():
         assert float(cmpnn.preference(p, X[worse], X[better])) > 0.5
 
 
+@pytest.mark.slow
 def test_sortnet_learns_a_ranking_from_its_own_errors():
     """Algorithm 1 on queries graded by a linear score: the validation MAP of the kept network
     is near 1, better than the random network's, and the pair sets only grow."""

@@ -89,6 +89,7 @@ def test_em_ends_at_a_fixed_point_of_the_dense_em():
     np.testing.assert_allclose(got.fit.mean, laplace.fit(K, pairs, tol=1e-12).mean, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_a_term_held_fixed_stays_at_one():
     _, _, _, pairs, prior = problem(n=40, m=200, seed=1)
     got = em_variances(prior, pairs, jax.random.key(0), learn=[True, False, True], max_iter=3)

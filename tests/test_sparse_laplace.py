@@ -142,6 +142,7 @@ def xpgp_problem(n=80, m=300, seed=0):
     return X, kernel, blocks, K, probit_pairs(n, m, seed)
 
 
+@pytest.mark.slow
 def test_graph_only_mode_and_predictions_equal_the_dense_engines():
     W = random_graph(200, 0)
     pairs = probit_pairs(200, 600, 0)
@@ -158,6 +159,7 @@ def test_graph_only_mode_and_predictions_equal_the_dense_engines():
     np.testing.assert_allclose(prob, want.prob, atol=1e-8)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_xpgp_at_full_rank_equals_the_dense_posterior(seed):
     """Attributes at full rank plus two graphs and an entity effect: the latent-vector engine's
@@ -264,6 +266,7 @@ def test_the_normalized_membership_form_is_the_hypergraph_laplacian():
     assert np.linalg.cond(want) <= 1 + 1.5**2 * per_entity + 1e-9
 
 
+@pytest.mark.slow
 def test_the_model_face_equals_the_dense_laplace_fit_at_full_rank():
     """``XPGPModel(approximation="sparse")`` on an XPGP prior (RBF attributes, a regularized
     Laplacian relation with its weight, an entity effect, sigma != 1/sqrt 2) at rank ``n``: the
@@ -318,6 +321,7 @@ def test_the_model_face_refuses_what_it_does_not_do():
         )
 
 
+@pytest.mark.slow
 def test_a_sparse_posterior_saves_and_loads(tmp_path):
     """``save`` / ``load`` round trip of ``approximation="sparse"``: the same mean, pair
     predictions (CG and sampled, the key kept) and evidence; the summary has no evidence (an
@@ -349,6 +353,7 @@ def test_a_sparse_posterior_saves_and_loads(tmp_path):
     assert float(back.result.evidence().log_z) == float(posterior.result.evidence().log_z)
 
 
+@pytest.mark.slow
 def test_auto_is_dense_up_to_its_size_and_sparse_beyond(monkeypatch):
     """``approximation="auto"``: the dense result class up to ``AUTO_DENSE_UP_TO`` entities,
     the sparse one beyond (the threshold lowered here to keep the problem small)."""

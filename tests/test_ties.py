@@ -73,6 +73,7 @@ def outcomes(tie, weight=None, margin=0.5):
     return tie_outcomes(tie, weight, jnp.asarray(margin, float))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tie", [False, True])
 @pytest.mark.parametrize("eps", [1e-3, 0.3, 1.5])
 def test_tilted_moments_against_quadrature(tie, eps):
@@ -159,6 +160,7 @@ def small_problem(seed=0, n=6):
     return K
 
 
+@pytest.mark.slow
 def test_margin_zero_without_ties_is_the_pairs_model():
     K = small_problem()
     pairs = np.array([[0, 1], [1, 2], [2, 3], [0, 1], [4, 5], [5, 4], [3, 4]])
@@ -187,6 +189,7 @@ def test_small_margin_converges_to_the_pairs_model():
     assert gaps[2] < 1e-5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("schedule", ["parallel", "sequential"])
 def test_counts_equal_copies(schedule):
     K = small_problem(2)
@@ -222,6 +225,7 @@ def test_counts_equal_copies(schedule):
         )
 
 
+@pytest.mark.slow
 def test_evidence_gradients_against_finite_differences_of_reconverged_evidence():
     K = small_problem(3)
     pairs = jnp.array([[0, 1], [1, 2], [2, 3], [0, 1], [4, 5], [5, 4], [3, 4]])

@@ -9,6 +9,7 @@ import os
 import tempfile
 from pathlib import Path
 
+import compile_time
 import jax
 import pytest
 
@@ -46,6 +47,20 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--compile-time",
+        action="store_true",
+        help="report how much of the run's time JAX spent tracing, lowering and compiling, and "
+        "the costliest programs (tests/compile_time.py)",
+    )
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if config.getoption("--compile-time"):
+        compile_time.report(config, terminalreporter)
+
+
 def pytest_configure(config):
     """The persistent compilation cache, in a directory of this run's own (made by the process
     that starts the run; xdist's workers and every child process a test starts inherit it
@@ -60,6 +75,8 @@ def pytest_configure(config):
     from bayesrank.runtime import enable_compilation_cache
 
     enable_compilation_cache()  # BAYESRANK_CACHE_DIR
+    if config.getoption("--compile-time"):
+        compile_time.start(config)
 
 
 def pytest_unconfigure(config):

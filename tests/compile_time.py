@@ -1,0 +1,74 @@
+"""``pytest --compile-time``: how much of the run's time is JAX compiling, and which programs.
+
+JAX reports three durations for every program it builds (``jax.monitoring``): tracing to a
+jaxpr, lowering it to MLIR, and XLA's compilation (a load from the persistent cache counts here
+too, as the short time it takes). With the option, each process of the run (xdist's workers
+included; child processes that tests start are not seen) writes one JSON line per program to a
+directory of the run's own, and the process that started the run prints the totals, the share of
+the tests' time, and the programs that cost the most. Off by default: the listeners cost nothing
+measurable, but the report is for whoever is looking for time (docs/development/tests.md).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import tempfile
+from pathlib import Path
+
+EVENTS = {
+    "/jax/core/compile/jaxpr_trace_duration": "trace",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower",
+    "/jax/core/compile/backend_compile_duration": "compile",
+}
+ENV = "BAYESRANK_COMPILE_TIME_DIR"
+
+
+def start(config) -> None:
+    """In every process: record each program's durations to ``$ENV/<worker>.jsonl`` (the
+    process that starts the run makes the directory; its workers inherit it)."""
+    if not hasattr(config, "workerinput"):
+        config._compile_time_dir = tempfile.TemporaryDirectory(prefix="bayesrank-compile-time-")
+        os.environ[ENV] = config._compile_time_dir.name
+    from jax import monitoring
+
+    name = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    out = open(Path(os.environ[ENV]) / f"{name}.jsonl", "a", buffering=1)
+
+    def listen(event, duration, **kwargs):
+        if event in EVENTS:
+            line = {"phase": EVENTS[event], "seconds": duration, "program": kwargs.get("fun_name")}
+            out.write(json.dumps(line) + "\n")
+
+    monitoring.register_event_duration_secs_listener(listen)
+
+
+def report(config, terminalreporter) -> None:
+    """In the process that started the run: the totals and the ten costliest programs."""
+    directory = getattr(config, "_compile_time_dir", None)
+    if directory is None:
+        return
+    rows = [json.loads(line) for f in Path(directory.name).glob("*.jsonl") for line in f.open()]
+    phases = collections.Counter()
+    programs = collections.defaultdict(lambda: [0, 0.0])
+    for row in rows:
+        phases[row["phase"]] += row["seconds"]
+        if row["phase"] == "compile":
+            programs[row["program"]][0] += 1
+            programs[row["program"]][1] += row["seconds"]
+    tests = sum(  # setup, call and teardown of every test
+        r.duration for reports in terminalreporter.stats.values() for r in reports
+        if hasattr(r, "when") and hasattr(r, "duration")
+    )  # fmt: skip
+    write = terminalreporter.write_line
+    terminalreporter.section("compile time")
+    total = sum(phases.values())
+    write(
+        f"{total:.0f} s of the tests' {tests:.0f} s ({100 * total / max(tests, 1e-9):.0f} %): "
+        + ", ".join(f"{phase} {phases[phase]:.0f} s" for phase in ("trace", "lower", "compile"))
+        + f"; {sum(n for n, _ in programs.values())} programs compiled or loaded"
+    )
+    for program, (n, seconds) in sorted(programs.items(), key=lambda kv: -kv[1][1])[:10]:
+        write(f"{seconds:8.1f} s {n:6d}x  {program}")
+    directory.cleanup()

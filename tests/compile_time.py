@@ -5,8 +5,8 @@ jaxpr, lowering it to MLIR, and XLA's compilation (a load from the persistent ca
 too, as the short time it takes). With the option, each process of the run (xdist's workers
 included; child processes that tests start are not seen) writes one JSON line per program to a
 directory of the run's own, and the process that started the run prints the totals, the share of
-the tests' time, and the programs that cost the most. Off by default: the listeners cost nothing
-measurable, but the report is for whoever is looking for time (docs/development/tests.md).
+the tests' time, and the programs that cost the most. Off by default; the report is for whoever is
+looking for where the time goes (docs/development/tests.md).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import collections
 import json
 import os
-import tempfile
 from pathlib import Path
 
 EVENTS = {
@@ -25,16 +24,13 @@ EVENTS = {
 ENV = "BAYESRANK_COMPILE_TIME_DIR"
 
 
-def start(config) -> None:
-    """In every process: record each program's durations to ``$ENV/<worker>.jsonl`` (the
-    process that starts the run makes the directory; its workers inherit it)."""
-    if not hasattr(config, "workerinput"):
-        config._compile_time_dir = tempfile.TemporaryDirectory(prefix="bayesrank-compile-time-")
-        os.environ[ENV] = config._compile_time_dir.name
+def start(directory: Path) -> None:
+    """In every process of the run: record each program's durations to
+    ``directory/<worker>.jsonl`` (a directory of the run's own, ``conftest._run_directory``)."""
     from jax import monitoring
 
     name = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    out = open(Path(os.environ[ENV]) / f"{name}.jsonl", "a", buffering=1)
+    out = open(directory / f"{name}.jsonl", "a", buffering=1)
 
     def listen(event, duration, **kwargs):
         if event in EVENTS:
@@ -44,12 +40,11 @@ def start(config) -> None:
     monitoring.register_event_duration_secs_listener(listen)
 
 
-def report(config, terminalreporter) -> None:
+def report(directory: Path, terminalreporter) -> None:
     """In the process that started the run: the totals and the ten costliest programs."""
-    directory = getattr(config, "_compile_time_dir", None)
-    if directory is None:
-        return
-    rows = [json.loads(line) for f in Path(directory.name).glob("*.jsonl") for line in f.open()]
+    rows = [
+        json.loads(line) for f in directory.glob("*.jsonl") for line in f.read_text().splitlines()
+    ]
     phases = collections.Counter()
     programs = collections.defaultdict(lambda: [0, 0.0])
     for row in rows:
@@ -71,4 +66,3 @@ def report(config, terminalreporter) -> None:
     )
     for program, (n, seconds) in sorted(programs.items(), key=lambda kv: -kv[1][1])[:10]:
         write(f"{seconds:8.1f} s {n:6d}x  {program}")
-    directory.cleanup()

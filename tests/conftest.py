@@ -58,7 +58,7 @@ def pytest_addoption(parser):
 
 def pytest_terminal_summary(terminalreporter, config):
     if config.getoption("--compile-time"):
-        compile_time.report(config, terminalreporter)
+        compile_time.report(Path(os.environ[compile_time.ENV]), terminalreporter)
 
 
 def pytest_configure(config):
@@ -69,21 +69,29 @@ def pytest_configure(config):
     depends on an earlier one. ``BAYESRANK_CACHE_DIR`` set by the caller is kept (``off``: no
     cache). Compile-counting tests are unaffected: ``helpers.count_compilations`` counts a
     program loaded from disk as one not found in memory, as it counts a compiled one."""
-    if "BAYESRANK_CACHE_DIR" not in os.environ and not hasattr(config, "workerinput"):
-        config._bayesrank_cache = tempfile.TemporaryDirectory(prefix="bayesrank-tests-jax-")
-        os.environ["BAYESRANK_CACHE_DIR"] = config._bayesrank_cache.name
+    _run_directory(config, "BAYESRANK_CACHE_DIR", "bayesrank-tests-jax-")
     from bayesrank.runtime import enable_compilation_cache
 
     enable_compilation_cache()  # BAYESRANK_CACHE_DIR
     if config.getoption("--compile-time"):
-        compile_time.start(config)
+        compile_time.start(_run_directory(config, compile_time.ENV, "bayesrank-compile-time-"))
+
+
+def _run_directory(config, env: str, prefix: str) -> Path:
+    """A directory of this run's own, named by ``env``: made by the process that starts the run
+    (kept where the caller set ``env``), inherited by xdist's workers and by child processes
+    through the environment, removed when the run ends (``pytest_unconfigure``)."""
+    if env not in os.environ and not hasattr(config, "workerinput"):
+        directory = tempfile.TemporaryDirectory(prefix=prefix)
+        os.environ[env] = directory.name
+        config.__dict__.setdefault("_bayesrank_run_directories", []).append((env, directory))
+    return Path(os.environ[env])
 
 
 def pytest_unconfigure(config):
-    cache = getattr(config, "_bayesrank_cache", None)
-    if cache is not None:
-        os.environ.pop("BAYESRANK_CACHE_DIR", None)
-        cache.cleanup()
+    for env, directory in getattr(config, "_bayesrank_run_directories", []):
+        os.environ.pop(env, None)
+        directory.cleanup()
 
 
 @pytest.fixture(autouse=True, scope="module")

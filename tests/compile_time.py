@@ -23,6 +23,8 @@ EVENTS = {
     "/jax/core/compile/backend_compile_duration": "compile",
 }
 ENV = "BAYESRANK_COMPILE_TIME_DIR"
+#: Upper bounds (seconds) and labels of the compile-time classes in the report.
+SIZES = ((0.1, "under 0.1 s"), (0.5, "0.1-0.5 s"), (2.0, "0.5-2 s"), (float("inf"), "2 s or more"))
 
 
 def start(directory: Path) -> None:
@@ -89,7 +91,3 @@ def report(directory: Path, terminalreporter) -> None:
     write("the test modules that spend the most in tracing, lowering and compiling:")
     for module, (n, seconds) in sorted(modules.items(), key=lambda kv: -kv[1][1])[:10]:
         write(f"{seconds:8.1f} s {n:6d}x  {module}")
-
-
-#: Upper bounds (seconds) and labels of the compile-time classes in the report.
-SIZES = ((0.1, "under 0.1 s"), (0.5, "0.1-0.5 s"), (2.0, "0.5-2 s"), (float("inf"), "2 s or more"))

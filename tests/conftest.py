@@ -52,7 +52,7 @@ def pytest_addoption(parser):
         "--compile-time",
         action="store_true",
         help="report how much of the run's time JAX spent tracing, lowering and compiling, and "
-        "the costliest programs (tests/compile_time.py)",
+        "the costliest programs and test modules (tests/compile_time.py)",
     )
 
 

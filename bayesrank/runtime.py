@@ -43,6 +43,7 @@ from pathlib import Path
 
 __all__ = [
     "Float32Warning",
+    "after",
     "clear_compiled",
     "default_cache_dir",
     "enable_compilation_cache",
@@ -59,6 +60,38 @@ def is_traced(*values) -> bool:
     import jax
 
     return any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(values))
+
+
+def after(x, *deps):
+    """``x`` (a pytree of arrays) unchanged, as values that XLA computes only after ``deps``.
+
+    Orders a program's batched LAPACK calls (jaxlib 0.10 on a CPU): a batched Cholesky
+    factorisation, triangular solve or eigendecomposition splits its batch over XLA's intra-op
+    thread pool and waits for the pieces, so two of them that run at once can take every
+    thread and wait forever (docs/development/implementation.md). XLA runs two instructions
+    side by side only when no chain of operands orders them; ``jax.lax.optimization_barrier``
+    does not make one (XLA's CPU pipeline drops it and its ordering). ``after`` makes a real
+    one: each leaf of ``x`` gets ``0 * s`` added, with ``s`` built from the first element of
+    every leaf of ``deps`` (0 where that is not finite), which XLA cannot fold away. The
+    values and gradients are exactly ``x``'s (a zero's sign aside; none flows to ``deps``); the
+    cost is one element per dependency and an elementwise add.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    firsts = [jnp.ravel(d)[0] for d in jax.tree_util.tree_leaves(deps) if jnp.size(d)]
+    if not firsts:
+        return x
+    s = sum(jnp.real(f).astype(jnp.result_type(float)) for f in firsts)
+    zero = jax.lax.stop_gradient(0.0 * jnp.where(jnp.isfinite(s), s, 0.0))
+
+    def attach(leaf):
+        leaf = jnp.asarray(leaf)
+        if leaf.dtype == jnp.bool_:
+            return leaf | (zero != 0)
+        return leaf + zero.astype(leaf.dtype)
+
+    return jax.tree_util.tree_map(attach, x)
 
 
 @lru_cache(maxsize=1)

@@ -6,8 +6,8 @@ For prediction, EP runs on the entities that the known pairs touch (the others' 
 their prior given those: on OHSUMED with 200 known pairs, about half of the ``n^3`` work), and
 the posterior of every entity follows in closed form (``predict_new``).
 
-On CPUs the groups run one after another (an ``optimization_barrier`` chains them: concurrent
-LAPACK calls can stall jaxlib's CPU thread pool); on accelerators they are independent.
+On CPUs the groups run one after another (``runtime.after`` chains them: concurrent LAPACK
+calls can stall jaxlib's CPU thread pool); on accelerators they are independent.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from ..kernels.xpgp import check_prior, mask_covariance, with_anchor
 from ..likelihoods import outcome_probabilities
 from ..predict import predict_new, predict_pairs
 from ..querymap import map_queries, query_map_method
-from ..runtime import one_blas_thread
+from ..runtime import after, one_blas_thread
 from .batching import check_problems, outcomes
 from .distributed import all_sizes
 from .plan import Group, make_plan
@@ -126,7 +126,7 @@ def _collection_jit(prior, blocks, settings, *, mesh, method, schedule, accelera
     results, previous = [], None
     for block in blocks:
         if previous is not None and method == "map":  # one group after another on a CPU
-            previous, block = jax.lax.optimization_barrier((previous, block))
+            block = after(block, previous)
         out = shard_queries(per_device, mesh, (prior, settings), block)
         results.append(out)
         previous = out.log_evidence

@@ -47,6 +47,7 @@ from ...inference import ep, laplace
 from ...inference.ep.sites import site_precision
 from ...kernels import ARD
 from ...kernels.xpgp import mask_covariance
+from ...runtime import after
 
 __all__ = [
     "GAUSSIAN_ENGINES",
@@ -172,7 +173,8 @@ def latent_draws(belief: DrawBelief, X_new, base):
     standard normals, fixed across calls so the draws are smooth in ``X_new``."""
     kernel = kernel_of(belief.theta)
     K_cross = jnp.where(belief.mask[:, None], kernel(belief.X, X_new), 0.0)
-    V = jax.scipy.linalg.solve_triangular(belief.root, K_cross, lower=True)
+    # after the draws' solve with the same root, which may be in the same program (runtime.after)
+    V = jax.scipy.linalg.solve_triangular(belief.root, after(K_cross, belief.alpha), lower=True)
     cov = kernel(X_new) - V.T @ V
     q = cov.shape[0]
     jitter = 1e-10 * jnp.maximum(jnp.trace(cov) / q, jnp.finfo(cov.dtype).tiny)

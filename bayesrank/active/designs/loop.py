@@ -24,6 +24,7 @@ import jax.numpy as jnp
 from jax.scipy.special import ndtr
 
 from ...inference.nuts.sampler import NUTSSettings, sample_fixed
+from ...runtime import after
 from . import acquisition as acq
 from . import search
 from .belief import (
@@ -141,9 +142,11 @@ def posterior(theta, X, mask, pairs, pair_mask, sites, key, settings: Settings):
     if settings.engine != "nuts":
         return from_posterior(theta, X, mask, pairs, pair_mask, post), post.mean, post.sites
     nuts = NUTSSettings(settings.nuts_warmup, settings.nuts_samples, 1)
-    K = prior_covariance(theta, X, mask)
+    # NUTS's factorisation of K after EP's loop, the belief's after NUTS (runtime.after)
+    K = after(prior_covariance(theta, X, mask), post.sites)
     draws, _ = sample_fixed(key, K, pairs, pair_mask, nuts, nuts.tuning(X.dtype))
-    belief = from_draws(theta, X, mask, draws.reshape(-1, X.shape[0]))
+    draws = draws.reshape(-1, X.shape[0])
+    belief = from_draws(after(theta, draws), X, mask, draws)
     return belief, belief.mean, post.sites
 
 

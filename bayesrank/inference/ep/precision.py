@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from ...linalg import prior_root
+from ...runtime import after
 from .loop import iterate, with_history
 from .sites import informative_pairs
 from .state import EPState, start
@@ -48,10 +49,10 @@ def run_mixed(
     residual_tol = settings.pop("residual_tol", None)
     active = informative_pairs(K, pairs, pair_mask)  # decided once, in float64
     # The float64 root first: under vmap, batched LAPACK calls that could run concurrently
-    # (this one beside the float32 loop's) can deadlock jaxlib 0.10's CPU runtime, so the barrier
-    # puts the float32 loop after it.
+    # (this one beside the float32 loop's) can deadlock jaxlib 0.10's CPU runtime, so the
+    # float32 loop's input waits for it (runtime.after)
     root = prior_root(K)
-    root, K = jax.lax.optimization_barrier((root, K))
+    K = after(K, root)
     low = jnp.float32
     sites_low = None if sites is None else cast(sites, low)
 

@@ -2,8 +2,10 @@
 
 Two batched LAPACK calls that a compiled program may run side by side can hang jaxlib 0.10's
 CPU runtime (``tests/lapack_order.py``); the library orders its own with ``runtime.after``. The
-checker is tested on programs whose order is known by construction, then run on the compiled
-programs of the preferential-optimisation loop, where NUTS beside EP hung a 10-seed run.
+checker is tested on programs whose order is known by construction, then run on the library's
+programs that hung before their calls were chained: the preferential-optimisation loop (NUTS
+beside EP), mixed-precision EP under ``vmap`` and a collection's size groups under ``vmap``.
+A run of the whole suite with the checker on every compiled program found no other.
 """
 
 from __future__ import annotations
@@ -127,3 +129,27 @@ def test_mixed_precision_ep_under_vmap_orders_its_two_roots():
     )
     fit = jax.vmap(lambda K, p: ep.fit(K, p, precision="mixed", max_iter=20).log_evidence)
     assert side_by_side(_hlo(fit, K, pairs)) == []
+
+
+@pytest.mark.parametrize("method", ["map", "vmap"])
+def test_a_collection_runs_its_size_groups_one_after_another(monkeypatch, method):
+    """``parallel.fit_predict`` on a CPU: with ``method="vmap"`` each size group's batched EP
+    ran beside the next group's (an OHSUMED run sat idle for 300 s; 61 s once chained)."""
+    from test_parallel import PRIOR, problems
+
+    from bayesrank import parallel
+    from bayesrank.parallel import program
+
+    calls = []
+    original = program._collection_jit
+
+    def record(*args, **kwargs):
+        calls.append((args, kwargs))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(program, "_collection_jit", record)
+    probs = problems(0, [(10, 15), (30, 60)])  # two size groups
+    parallel.fit_predict(PRIOR, probs, [p.pairs[:3] for p in probs], method=method)
+    ((args, kwargs),) = calls
+    assert len(args[1]) == 2  # the blocks of two groups
+    assert side_by_side(original.lower(*args, **kwargs).compile().as_text()) == []

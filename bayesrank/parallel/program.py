@@ -6,8 +6,9 @@ For prediction, EP runs on the entities that the known pairs touch (the others' 
 their prior given those: on OHSUMED with 200 known pairs, about half of the ``n^3`` work), and
 the posterior of every entity follows in closed form (``predict_new``).
 
-On CPUs the groups run one after another (``runtime.after`` chains them: concurrent LAPACK
-calls can stall jaxlib's CPU thread pool); on accelerators they are independent.
+On CPUs the groups run one after another (``runtime.after`` chains them: concurrent batched
+LAPACK calls can stall jaxlib's CPU thread pool, with ``method="vmap"`` too); on accelerators
+with ``"vmap"`` they are independent.
 """
 
 from __future__ import annotations
@@ -123,9 +124,11 @@ def _collection_jit(prior, blocks, settings, *, mesh, method, schedule, accelera
             lambda row: one(prior, settings, row), rows, method=method, valid=rows.valid
         )
 
+    # one group after another where a group's LAPACK calls run on a CPU (or one at a time)
+    chain = method == "map" or mesh.devices.flat[0].platform == "cpu"
     results, previous = [], None
     for block in blocks:
-        if previous is not None and method == "map":  # one group after another on a CPU
+        if previous is not None and chain:
             block = after(block, previous)
         out = shard_queries(per_device, mesh, (prior, settings), block)
         results.append(out)

@@ -96,7 +96,8 @@ def test_after_changes_no_value_and_no_gradient():
     np.testing.assert_array_equal(gd, [0.0, 0.0])
 
 
-@pytest.mark.parametrize("engine", ["ep", "laplace", pytest.param("nuts", marks=pytest.mark.slow)])
+@pytest.mark.slow  # compiles the whole loop of each engine (5 s, 5 s and 27 s)
+@pytest.mark.parametrize("engine", ["ep", "laplace", "nuts"])
 def test_the_optimisation_loop_runs_its_batched_calls_one_at_a_time(engine):
     """``run_batch`` (seeds under ``vmap``): NUTS's factorisations beside EP's loop hung a
     10-seed run of ``benchmarks/bench_pbo.py --engine nuts`` before ``runtime.after`` chained
@@ -131,6 +132,7 @@ def test_mixed_precision_ep_under_vmap_orders_its_two_roots():
     assert side_by_side(_hlo(fit, K, pairs)) == []
 
 
+@pytest.mark.slow  # runs and compiles a collection twice (8 s)
 @pytest.mark.parametrize("method", ["map", "vmap"])
 def test_a_collection_runs_its_size_groups_one_after_another(monkeypatch, method):
     """``parallel.fit_predict`` on a CPU: with ``method="vmap"`` each size group's batched EP

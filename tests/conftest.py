@@ -11,6 +11,7 @@ from pathlib import Path
 
 import compile_time
 import jax
+import lapack_order
 import pytest
 
 X64 = os.environ.get("BAYESRANK_TEST_X64", "1") != "0"
@@ -73,6 +74,7 @@ def pytest_configure(config):
     from bayesrank.runtime import enable_compilation_cache
 
     enable_compilation_cache()  # BAYESRANK_CACHE_DIR
+    lapack_order.install()  # every compiled program: its batched LAPACK calls in one chain
     if config.getoption("--compile-time"):
         compile_time.start(_run_directory(config, compile_time.ENV, "bayesrank-compile-time-"))
 

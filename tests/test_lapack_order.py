@@ -1,11 +1,12 @@
 """Batched LAPACK calls run one at a time (jaxlib 0.10's CPU deadlock), and ``runtime.after``.
 
 Two batched LAPACK calls that a compiled program may run side by side can hang jaxlib 0.10's
-CPU runtime (``tests/lapack_order.py``); the library orders its own with ``runtime.after``. The
-checker is tested on programs whose order is known by construction, then run on the library's
-programs that hung before their calls were chained: the preferential-optimisation loop (NUTS
-beside EP), mixed-precision EP under ``vmap`` and a collection's size groups under ``vmap``.
-A run of the whole suite with the checker on every compiled program found no other.
+CPU runtime (``tests/lapack_order.py``); the library orders its own with ``runtime.after``, and
+conftest checks every program the suite compiles. The checker is tested on programs whose order
+is known by construction, then run on the library's programs that hung before their calls were
+chained: the preferential-optimisation loop (NUTS beside EP), mixed-precision EP under ``vmap``
+and a collection's size groups under ``vmap``. A run of the whole suite with the checker on
+every compiled program found no other.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from lapack_order import side_by_side
+from lapack_order import allowed, side_by_side
 
 from bayesrank.runtime import after
 
@@ -43,7 +44,8 @@ def _chained(A, C):
 
 def test_the_checker_finds_independent_batched_calls_and_passes_ordered_ones():
     A = _spd(3, 4)
-    pairs = side_by_side(_hlo(jax.vmap(_independent), A, A))
+    with allowed():  # conftest's check of every compiled program would refuse this one
+        pairs = side_by_side(_hlo(jax.vmap(_independent), A, A))
     # the eigendecomposition is ordered against neither the factorisation nor the solve
     assert {frozenset(p[1:]) for p in pairs} == {
         frozenset(("cholesky.0", "eigh.0")),
@@ -74,9 +76,19 @@ def test_the_checker_sees_calls_inside_a_loop():
         return out, jnp.linalg.cholesky(after(C, out))
 
     A = _spd(4, 5)
-    pairs = side_by_side(_hlo(jax.vmap(side), A, A))
+    with allowed():
+        pairs = side_by_side(_hlo(jax.vmap(side), A, A))
     assert len(pairs) == 1 and any(name.startswith("while") for name in pairs[0][1:])
     assert side_by_side(_hlo(jax.vmap(ordered), A, A)) == []
+
+
+def test_every_program_the_suite_compiles_is_checked():
+    """conftest installs the check (``lapack_order.install``): a program with two unordered
+    batched calls fails where it is compiled, naming their source lines."""
+    A = _spd(2, 6)
+    with pytest.raises(AssertionError, match=r"(?s)runtime\.after.*test_lapack_order\.py:\d+"):
+        jax.jit(jax.vmap(_independent))(A, A)
+    jax.jit(jax.vmap(_chained))(A, A)  # ordered: compiles and runs
 
 
 def test_after_changes_no_value_and_no_gradient():

@@ -30,6 +30,8 @@ FUZZ = settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
 )
 DTYPE = np.float64 if jax.config.jax_enable_x64 else np.float32
+#: hyperprior_scale's bound: its precision scale^-2 finite, with room, in the working dtype
+SCALE_BOUND = 1e150 if DTYPE == np.float64 else 1e18
 
 # Values a user may type for an index or an option: the edges of every type.
 ODD_NUMBERS = st.one_of(
@@ -237,9 +239,9 @@ LEARNING_OPTIONS = {  # a keyword of fit_hyperparameters, or a field of its opti
         ODD_NUMBERS,
         lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v < 2**31,
     ),
-    "hyperprior_scale": (  # its precision, scale^-2, must be a float64 number
+    "hyperprior_scale": (  # its precision, scale^-2, must be a number in the working dtype
         ODD_NUMBERS,
-        lambda v: v is None or (_real(v) and 1e-150 < v < 1e150),
+        lambda v: v is None or (_real(v) and 1 / SCALE_BOUND < v < SCALE_BOUND),
     ),
     "learning_rate": (ODD_NUMBERS, lambda v: _real(v) and 0 < v < math.inf),  # Optax's
     "method": (st.sampled_from(["em", "evidence", "Evidence", "mle", 0]), None),
@@ -275,3 +277,14 @@ def test_learning_options_are_taken_or_named(data, option):
     if fit is not None:
         for leaf in jax.tree_util.tree_leaves(fit.prior):
             assert np.all(np.isfinite(np.asarray(leaf)))
+
+
+def test_a_hyperprior_scale_beyond_the_working_dtype_is_named():
+    """A scale that is a positive number but whose precision ``scale^-2`` the working dtype
+    cannot hold (1e-61 underflows to 0 in float32, where it raised ZeroDivisionError) or whose
+    square overflows: a ValueError naming the option, found by the fuzz test above."""
+    rng = np.random.default_rng(0)
+    problem = PreferenceProblem.create(_pairs(0, 10, 20), X=rng.normal(size=(10, 2)))
+    for value in (SCALE_BOUND**-1.2, SCALE_BOUND**1.2):
+        with pytest.raises(ValueError, match="hyperprior_scale must be in"):
+            fit_hyperparameters(XPGP(RBF()), problem, hyperprior_scale=value)

@@ -12,6 +12,8 @@ import dataclasses
 import warnings
 from typing import Any, NamedTuple
 
+import jax.numpy as jnp
+import numpy as np
 import optax
 
 from ..data.checks import check_bool, check_choice, check_float, check_int
@@ -196,8 +198,12 @@ def _options(method, optimizer, ep: EPSettings, start: Start, plain: dict) -> Op
     check_int(ep.max_iter, "ep.max_iter", low=1)
     scale = plain["hyperprior_scale"]
     check_float(scale, "hyperprior_scale", 0.0, low_open=True, allow_none=True)
-    if scale is not None and not (1e-150 < scale < 1e150):  # its precision scale^-2 in float64
-        raise ValueError(f"hyperprior_scale must be in (1e-150, 1e150) or None, got {scale!r}")
+    bound = scale_bound()
+    if scale is not None and not (1 / bound < scale < bound):
+        raise ValueError(
+            f"hyperprior_scale must be in ({1 / bound:g}, {bound:g}) or None in "
+            f"{np.dtype(jnp.result_type(float)).name}, got {scale!r}"
+        )
     check_choice(plain["inference"], "inference", ("ep", "laplace"))
     check_bool(plain["progress"], "progress")
     bfgs = isinstance(optimizer, BFGS)
@@ -225,3 +231,10 @@ def _options(method, optimizer, ep: EPSettings, start: Start, plain: dict) -> Op
         progress=plain["progress"],
         inference=plain["inference"],
     )
+
+
+def scale_bound() -> float:
+    """``hyperprior_scale`` must lie in ``(1 / bound, bound)``: its precision ``scale^-2`` and
+    ``scale^2`` finite, with room to spare, in the working dtype (1e150 in float64, 1e18 in
+    float32, where a smaller scale underflows to 0 when cast)."""
+    return 1e150 if jnp.result_type(float) == jnp.float64 else 1e18

@@ -1,12 +1,19 @@
 """The study's child processes, and that none outlives an interrupted parent.
 
 ``Children`` runs commands from worker threads (``Children.run``) and remembers the
-live ones. Used as a context manager around the study's thread pool, it turns ``SIGTERM`` into
-``KeyboardInterrupt`` (from the main thread; restored afterwards) and, on any exception, Ctrl-C
-included, terminates every live child (``SIGTERM``, then ``SIGKILL`` after a grace period) and
-refuses to start new ones, before the pool waits for its threads. As a last guard, a child
-asks the Linux kernel to send it ``SIGTERM`` when its parent dies (``die_with_parent``),
-which also covers a parent killed by ``SIGKILL``.
+live ones. Used as a context manager (entered in the main thread), it turns ``SIGTERM`` into
+``KeyboardInterrupt`` (restored afterwards); ``Children.each`` runs the tasks that start the
+children, some threads at a time, and on any exception, Ctrl-C included, terminates every live
+child (``SIGTERM``, then ``SIGKILL`` after a grace period) and refuses to start new ones before
+it waits for its threads. As a last guard, a child asks the Linux kernel to send it ``SIGTERM``
+when its parent dies (``die_with_parent``), which also covers a parent killed by ``SIGKILL``.
+
+Why the main thread never blocks for long: Python runs signal handlers only in the main thread,
+between bytecodes, but the kernel may deliver a process's signal to any of its threads (it
+prefers the main one, not always: under load a worker thread reading a child's output can
+take it). A main thread blocked in a lock until the tasks end would then not see Ctrl-C until
+the children finished on their own, hours later. ``each`` waits in slices of ``POLL`` seconds,
+so a handler runs within one slice whichever thread the signal reached.
 """
 
 from __future__ import annotations
@@ -17,8 +24,12 @@ import subprocess
 import sys
 import tempfile
 import threading
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
-__all__ = ["Children", "die_with_parent"]
+__all__ = ["POLL", "Children", "die_with_parent"]
+
+#: Seconds the main thread waits at a time for its worker threads (see the module docstring).
+POLL = 0.2
 
 
 class Children:
@@ -70,6 +81,27 @@ class Children:
                 process.wait(self.grace)
             except subprocess.TimeoutExpired:
                 process.kill()
+
+    def each(self, fn, tasks, threads: int) -> None:
+        """``fn(task)`` for every task: in this thread one after another (``threads=0``), or
+        ``threads`` worker threads at a time. The first exception (``KeyboardInterrupt``
+        included) stops every child, cancels the tasks not started and is raised once the
+        threads have ended."""
+        if threads == 0:
+            for task in tasks:
+                fn(task)
+            return
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            try:
+                pending = [pool.submit(fn, task) for task in tasks]
+                while pending:
+                    done, pending = wait(pending, timeout=POLL, return_when=FIRST_EXCEPTION)
+                    for future in done:
+                        future.result()  # the first failure, raised here
+            except BaseException:
+                self.stop()  # before the pool waits for threads that wait for children
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
 
     def __enter__(self) -> Children:
         if threading.current_thread() is threading.main_thread():

@@ -25,7 +25,6 @@ import json
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import jax
@@ -167,9 +166,8 @@ def run_study(config: StudyConfig, *, verbose: bool = True) -> dict:
                 part = json.loads(path.read_text())
                 parts[task] = (part["rows"], part["hyper"])
 
-    # Ctrl-C or SIGTERM: every child is stopped before the pool waits for its threads
-    with ThreadPoolExecutor(max_workers=max(config.jobs, 1)) as pool, children:
-        list(pool.map(one, tasks))
+    with children:  # Ctrl-C or SIGTERM: every child stopped, within seconds
+        children.each(one, tasks, threads=config.jobs)
     results = {
         "collection": config.collection,
         "queries": [{"qid": q.qid, "n": q.n, "pairs": len(q.pairs)} for q in queries],

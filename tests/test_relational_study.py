@@ -238,6 +238,7 @@ def _send_to_a_worker_thread(pid: int, signum: int) -> None:
 
 @pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM", "SIGKILL", "SIGINT-to-a-thread"])
+@pytest.mark.slow  # child processes, 3-8 s each
 def test_an_interrupted_study_leaves_no_child_running(tmp_path, signal_name):
     """Issue 32: Ctrl-C or SIGTERM on the parent left its child processes running. Interrupt a
     study while its child runs: the parent exits and no child of it is left (after SIGKILL, the

@@ -47,6 +47,8 @@ from .pairs import (
     check_pair_array,
     check_pair_mask,
     check_pairs,
+    check_weights,
+    max_weight,
 )
 
 __all__ = [
@@ -75,4 +77,6 @@ __all__ = [
     "check_problem",
     "check_query_ids",
     "check_ranking_data",
+    "check_weights",
+    "max_weight",
 ]

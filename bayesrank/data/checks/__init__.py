@@ -43,11 +43,13 @@ from .pairs import (
     check_graded,
     check_index_pairs,
     check_intervals,
+    check_margin,
     check_outcomes,
     check_pair_array,
     check_pair_mask,
     check_pairs,
     check_weights,
+    max_margin,
     max_weight,
 )
 
@@ -69,6 +71,7 @@ __all__ = [
     "check_index_pairs",
     "check_int",
     "check_intervals",
+    "check_margin",
     "check_matrix",
     "check_outcomes",
     "check_pair_array",
@@ -78,5 +81,6 @@ __all__ = [
     "check_query_ids",
     "check_ranking_data",
     "check_weights",
+    "max_margin",
     "max_weight",
 ]

@@ -251,22 +251,59 @@ def check_weights(weight, m: int, name: str = "weight", dtype=np.float64) -> np.
     return arr
 
 
+def max_margin(dtype=np.float64) -> float:
+    """The largest tie margin fitted in ``dtype``: ``6.7e4`` in float64, ``92`` in float32.
+
+    A margin ``eps`` is in units of the judgement noise's sd (1). A win at margin ``eps`` puts
+    the probit's argument near ``z = -eps``, where the inverse Mills ratio ``phi(z) / Phi(z)`` is
+    ``exp`` of the difference of two logs of size ``z^2 / 2``: its relative error is about
+    ``eps_machine * z^2``. The bound keeps that below EP's default tolerance (1e-6 in float64,
+    1e-3 in float32): ``eps <= sqrt(tol / eps_machine)``. (Measured in float64 with a win and a
+    tie on two entities: at 1e8 the fit is 11 % off and at 1e20 it ignores the margin, both
+    reported as converged; above 1e154 the evidence is ``-inf``.)
+    """
+    info = np.finfo(dtype)
+    return float(np.sqrt(_WEIGHT_ERROR.get(info.bits, _WEIGHT_ERROR[64]) / float(info.eps)))
+
+
+def check_margin(margin, name: str = "margin", dtype=np.float64) -> float:
+    """A tie margin: a real number, 0 or in ``[finfo(dtype).tiny, max_margin(dtype)]`` (below
+    the smallest normal number a margin loses its precision; above ``max_margin`` a win's
+    moments lose theirs). bool and strings are refused. Returns a Python ``float``."""
+    arr = np.asarray(margin) if not isinstance(margin, str | bytes) else None
+    if arr is None or arr.ndim != 0 or arr.dtype.kind not in "iuf" or _is_bool(margin):
+        raise ValueError(f"{name} must be a real number >= 0, got {margin!r}")
+    out = float(arr)
+    if not (np.isfinite(out) and out >= 0):
+        raise ValueError(f"{name} = {out} must be a finite number >= 0")
+    info = np.finfo(dtype)
+    if 0 < out < float(info.tiny):
+        raise ValueError(
+            f"{name} = {out:g} is below the smallest normal {info.dtype.name} ({info.tiny:.3g}): "
+            "give a margin of at least that (a tie's probability is then about 2 * margin * "
+            "phi(d), still computed exactly)"
+        )
+    if out > (top := max_margin(dtype)):
+        raise ValueError(
+            f"{name} = {out:g} is above {top:.2g}, the largest tie margin fitted correctly in "
+            f"{info.dtype.name} (in units of the judgement noise, sd 1; "
+            "bayesrank.data.checks.max_margin)"
+        )
+    return out
+
+
 def check_outcomes(
     tie, weight, margin, m: int, *, weight_name: str = "weight", dtype=np.float64
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """Each row's outcome: ``tie`` ``(m,)`` bool (None: no tie), ``weight`` ``(m,)`` finite
     reals in ``(0, max_weight(dtype)]`` (None: all 1; ``check_weights``, messages naming
-    ``weight_name``), ``margin`` a finite real >= 0, > 0 where a tie is observed (a tie has
-    probability 0 at margin 0). Returns ``(tie, weight, margin)`` as bool, float64, float.
+    ``weight_name``), ``margin`` a real >= 0 (``check_margin``), > 0 where a tie is observed
+    (a tie has probability 0 at margin 0). Returns ``(tie, weight, margin)`` as bool, float64,
+    float.
     """
     tie = check_pair_mask(np.zeros(m, bool) if tie is None else tie, (m,), name="tie")
     weight = np.ones(m) if weight is None else check_weights(weight, m, weight_name, dtype)
-    arr = np.asarray(margin)
-    if arr.ndim != 0 or arr.dtype.kind not in "iuf":
-        raise ValueError(f"margin must be a real number >= 0, got {margin!r}")
-    margin = float(arr)
-    if not (np.isfinite(margin) and margin >= 0):
-        raise ValueError(f"margin = {margin} must be a finite number >= 0")
+    margin = check_margin(margin, dtype=dtype)
     if margin == 0 and tie.any():
         raise ValueError(
             f"margin = 0 gives a tie probability 0, but pair {np.flatnonzero(tie)[0]} is a tie: "
@@ -321,17 +358,20 @@ def check_graded(graded, n: int) -> np.ndarray:
             f"graded row {bad[0]}: grade {_show(row[1])} of entity {_show(row[0])} is not an "
             "integer (grades are 0, 1, ..., K - 1; map other labels onto them)"
         )
+    def show(value):  # whole here: 3.0 as 3, 1e20 as 1e+20
+        return _show(int(value) if abs(value) < 2**53 else value)
+
     if (bad := np.flatnonzero((arr[:, 0] < 0) | (arr[:, 0] >= n))).size:
         raise ValueError(
-            f"graded row {bad[0]}: entity {_show(arr[bad[0], 0])} is out of range for n={n} "
+            f"graded row {bad[0]}: entity {show(arr[bad[0], 0])} is out of range for n={n} "
             "entities"
         )
     if (bad := np.flatnonzero(arr[:, 1] < 0)).size:
-        raise ValueError(f"graded row {bad[0]}: grade {_show(arr[bad[0], 1])} is negative (0..K-1)")
+        raise ValueError(f"graded row {bad[0]}: grade {show(arr[bad[0], 1])} is negative (0..K-1)")
     # a grade is an index into K + 1 threshold edges: beyond int64 it cannot be one
     if (bad := np.flatnonzero(arr[:, 1] > np.iinfo(np.int64).max // 2)).size:
         raise ValueError(
-            f"graded row {bad[0]}: grade {_show(arr[bad[0], 1])} is too large to be a grade "
+            f"graded row {bad[0]}: grade {show(arr[bad[0], 1])} is too large to be a grade "
             "(0..K-1)"
         )
     return arr.astype(np.int64)

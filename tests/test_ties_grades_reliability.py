@@ -19,7 +19,7 @@ import jax
 import mpmath as mp
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
@@ -242,6 +242,8 @@ def graded_reading(rows, n):
 
 
 @PROPERTY
+@example(rows=[[True, 1]])
+@example(rows=[[0, 1e20]])
 @given(rows=st.lists(st.tuples(GRADE_VALUES, GRADE_VALUES).map(list), min_size=1, max_size=3))
 def test_graded_rows_are_refused_or_kept_exactly(rows):
     want = graded_reading(rows, 5)

@@ -28,6 +28,7 @@ from bayesrank.data.checks import max_margin, max_weight
 from bayesrank.inference import ep
 from bayesrank.likelihoods import outcome_tilted_moments, tie_outcomes
 
+pytestmark = pytest.mark.float32  # dtype-aware: also run with x64 off in CI
 X64 = jax.config.jax_enable_x64
 DTYPE = np.float64 if X64 else np.float32
 PROPERTY = settings(max_examples=30, deadline=None, database=None)
@@ -177,10 +178,11 @@ def test_ep_is_right_up_to_the_weight_bound():
 
 # --- properties over the classes of input ----------------------------------------------------
 
-#: margin classes: 0, tiny normal, subnormal, moderate, above the bound, negative, NaN, inf,
-#: bool, str, array
+#: margin classes: 0, the dtypes' edges (smallest normal, tiny / eps), tiny normal, subnormal,
+#: moderate, above the bound, negative, NaN, inf, bool, str, array
 MARGINS = st.one_of(
     st.just(0.0),
+    st.sampled_from([1.1754943508222875e-38, 9.9e-32, 2.2250738585072014e-308, 1.1e-292]),
     st.floats(1e-300, 1e-6),
     st.floats(1e-320, 2e-308, allow_subnormal=True),
     st.floats(1e-3, 50.0),
@@ -192,10 +194,12 @@ MARGINS = st.one_of(
 
 def margin_is_valid(margin) -> bool:
     """The test's own rule for a tie's margin: a real number > 0, at least the working dtype's
-    smallest normal number and at most its ``max_margin`` (a tie is observed)."""
+    smallest normal number over its eps (so that a half margin over a noise sd of 1.5 is still
+    normal) and at most its ``max_margin`` (a tie is observed)."""
     if isinstance(margin, bool | str | np.ndarray):
         return False
-    return np.finfo(DTYPE).tiny <= margin <= max_margin(DTYPE)
+    info = np.finfo(DTYPE)
+    return float(info.tiny) / float(info.eps) <= margin <= max_margin(DTYPE)
 
 
 @PROPERTY

@@ -267,9 +267,10 @@ def max_margin(dtype=np.float64) -> float:
 
 
 def check_margin(margin, name: str = "margin", dtype=np.float64) -> float:
-    """A tie margin: a real number, 0 or in ``[finfo(dtype).tiny, max_margin(dtype)]`` (below
-    the smallest normal number a margin loses its precision; above ``max_margin`` a win's
-    moments lose theirs). bool and strings are refused. Returns a Python ``float``."""
+    """A tie margin: a real number, 0 or in ``[tiny / eps, max_margin(dtype)]`` (``finfo(dtype)``;
+    1e-292 in float64, 9.9e-32 in float32: below, the margin over a pair's noise sd
+    ``sqrt(1 + v)`` is no longer a normal number, and CPUs flush it to 0; above ``max_margin`` a
+    win's moments lose their precision). bool and strings are refused. Returns a ``float``."""
     arr = np.asarray(margin) if not isinstance(margin, str | bytes) else None
     if arr is None or arr.ndim != 0 or arr.dtype.kind not in "iuf" or _is_bool(margin):
         raise ValueError(f"{name} must be a real number >= 0, got {margin!r}")
@@ -277,11 +278,12 @@ def check_margin(margin, name: str = "margin", dtype=np.float64) -> float:
     if not (np.isfinite(out) and out >= 0):
         raise ValueError(f"{name} = {out} must be a finite number >= 0")
     info = np.finfo(dtype)
-    if 0 < out < float(info.tiny):
+    if 0 < out < (low := float(info.tiny / info.eps)):
         raise ValueError(
-            f"{name} = {out:g} is below the smallest normal {info.dtype.name} ({info.tiny:.3g}): "
-            "give a margin of at least that (a tie's probability is then about 2 * margin * "
-            "phi(d), still computed exactly)"
+            f"{name} = {out:g} is below {low:.2g}, the smallest tie margin in {info.dtype.name} "
+            "(the smallest normal number over eps: the margin over the noise sd of a pair must "
+            "stay a normal number); a tie's probability is about 2 * margin * phi(d), computed "
+            "exactly from there up"
         )
     if out > (top := max_margin(dtype)):
         raise ValueError(

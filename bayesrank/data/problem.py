@@ -13,8 +13,8 @@ from .checks import (
     check_features,
     check_graded,
     check_int,
-    check_outcomes,
     check_pairs,
+    check_weights,
 )
 
 __all__ = ["PreferenceProblem"]
@@ -155,7 +155,8 @@ class PreferenceProblem:
 
         ``ties``: ``(m_t, 2)`` pairs judged equal; ``graded``: ``(m_g, 2)`` rows ``(entity,
         grade)``, integer grades ``>= 0``; ``weights``, ``tie_weights``, ``grade_weights``: each
-        row's weight (> 0; None: 1), e.g. how many times it was judged (class docstring)."""
+        row's weight (> 0 and at most ``checks.max_weight()``, 4.5e9: EP's round-off grows with
+        the weight; None: 1), e.g. how many times it was judged (class docstring)."""
         if X is not None:
             X = check_features(X)
         relations = () if relations is None else relations
@@ -190,16 +191,16 @@ class PreferenceProblem:
             np.zeros((0, 2), np.int64) if ties is None else check_pairs(ties, n, "ties").pairs
         )
         if weights is not None:
-            _, weights, _ = check_outcomes(None, weights, 0.0, len(summary.pairs))
+            weights = check_weights(weights, len(summary.pairs), "weights")
         if tie_weights is not None:
             if ties is None:
                 raise ValueError("tie_weights without ties: give ties=(m_t, 2) beside them")
-            _, tie_weights, _ = check_outcomes(None, tie_weights, 0.0, len(tie_rows))
+            tie_weights = check_weights(tie_weights, len(tie_rows), "tie_weights")
         graded_rows = np.zeros((0, 2), np.int64) if graded is None else check_graded(graded, n)
         if grade_weights is not None:
             if graded is None:
                 raise ValueError("grade_weights without grades: give graded=(m_g, 2) beside them")
-            _, grade_weights, _ = check_outcomes(None, grade_weights, 0.0, len(graded_rows))
+            grade_weights = check_weights(grade_weights, len(graded_rows), "grade_weights")
         return cls(
             pairs=summary.pairs,
             n=n,

@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import numpy as np
 
+from ..data.checks import check_margin
 from .attributes import Independent
 from .base import Kernel
 from .params import (
@@ -298,6 +299,8 @@ def check_prior(prior, n_features: int | None = None, where: str = "prior") -> X
         )
     if prior.margin is not None and jnp.ndim(prior.margin) != 0:
         raise ValueError(f"XPGP.margin must be a scalar, got shape {jnp.shape(prior.margin)}")
+    if prior.margin is not None and not isinstance(prior.margin, jax.core.Tracer):
+        check_margin(prior.margin, "XPGP.margin", jnp.result_type(float))
     if prior.threshold is not None and jnp.ndim(prior.threshold) != 0:
         raise ValueError(
             f"XPGP.threshold must be a scalar (the lowest threshold), got shape "

@@ -43,10 +43,14 @@ from .pairs import (
     check_graded,
     check_index_pairs,
     check_intervals,
+    check_margin,
     check_outcomes,
     check_pair_array,
     check_pair_mask,
     check_pairs,
+    check_weights,
+    max_margin,
+    max_weight,
 )
 
 __all__ = [
@@ -67,6 +71,7 @@ __all__ = [
     "check_index_pairs",
     "check_int",
     "check_intervals",
+    "check_margin",
     "check_matrix",
     "check_outcomes",
     "check_pair_array",
@@ -75,4 +80,7 @@ __all__ = [
     "check_problem",
     "check_query_ids",
     "check_ranking_data",
+    "check_weights",
+    "max_margin",
+    "max_weight",
 ]

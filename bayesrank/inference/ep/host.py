@@ -90,9 +90,9 @@ def pad_outcomes(outcomes, m: int, dtype) -> Outcomes | None:
         return None
     M = bucket_size(m)
     if isinstance(outcomes, Outcomes):
-        lower, upper, weight = check_intervals(*outcomes, m=m)
+        lower, upper, weight = check_intervals(*outcomes, m=m, dtype=dtype)
     else:
-        tie, weight, margin = check_outcomes(*outcomes, m=m)
+        tie, weight, margin = check_outcomes(*outcomes, m=m, dtype=dtype)
         lower = np.where(tie, -margin, margin)
         upper = np.where(tie, margin, np.inf)
     return Outcomes(

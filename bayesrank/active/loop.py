@@ -10,6 +10,7 @@ candidate (held-out labels in an experiment); a person answers through ``session
 
 from __future__ import annotations
 
+from .._moved import moved
 from functools import partial
 from typing import NamedTuple
 
@@ -171,3 +172,7 @@ def explore_core(
     )
     curve = None if test is None else curve
     return Exploration(chosen.reshape(-1), pairs, mean, cov, sites, n_iter, curve)
+
+
+# explore (a collection's exploration) moved to active.collection.
+__getattr__ = moved(__name__, {"explore": "bayesrank.active.collection"})

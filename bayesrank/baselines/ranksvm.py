@@ -35,6 +35,7 @@ within-query pairs, padded to bucketed sizes, with the features rescaled by a po
 
 from __future__ import annotations
 
+from .._moved import moved
 import functools
 from typing import NamedTuple
 
@@ -335,3 +336,7 @@ def _scale_exponent(top, xp=jnp):
     info = xp.finfo(top.dtype)
     _, e = xp.frexp(top)
     return xp.clip(e, info.minexp + 1, info.maxexp - 2)
+
+
+# The estimator moved to svm_estimator (which imports this module: served lazily, no cycle).
+__getattr__ = moved(__name__, {"RankSVM": "bayesrank.baselines.svm_estimator"})

@@ -51,6 +51,7 @@ the first bad line; splitting them would put the grammar's two halves in differe
 
 from __future__ import annotations
 
+from .._moved import moved
 import math
 import os
 import re
@@ -473,3 +474,7 @@ def load_letor(
             )
         )
     return queries
+
+
+# read_scores moved to bayesrank.data.scores (issue 33); the old path keeps working.
+__getattr__ = moved(__name__, {"read_scores": "bayesrank.data.scores"})

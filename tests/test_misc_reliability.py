@@ -31,21 +31,38 @@ MOVED = [
     *(
         ("bayesrank.study", name, "bayesrank.experiments.relational")
         for name in (
-            "COLLECTIONS", "DEFAULT_KNOWN", "FULL_STUDY", "StudyConfig", "load_collection",
-            "markdown", "model_names", "run_all", "run_study", "table", "write",
+            "COLLECTIONS",
+            "DEFAULT_KNOWN",
+            "FULL_STUDY",
+            "StudyConfig",
+            "load_collection",
+            "markdown",
+            "model_names",
+            "run_all",
+            "run_study",
+            "table",
+            "write",
         )
-    ),  # fmt: skip
+    ),
     *(
         ("bayesrank.inference.ep", name, f"bayesrank.inference.ep.{new}")
         for name, new in (
-            ("EP_ADVICE", "fit"), ("MAX_ITER_LIMIT", "settings"), ("MIN_DAMPING", "state"),
-            ("MIXED_SWITCH", "precision"), ("check_settings", "settings"), ("check_sites", "host"),
-            ("informative_pairs", "sites"), ("loop_settings", "host"), ("pad_pairs", "host"),
-            ("pseudo_data_precision", "evidence"), ("site_natural_parameters", "sites"),
-            ("site_precision", "sites"), ("unpad_posterior", "host"),
+            ("EP_ADVICE", "fit"),
+            ("MAX_ITER_LIMIT", "settings"),
+            ("MIN_DAMPING", "state"),
+            ("MIXED_SWITCH", "precision"),
+            ("check_settings", "settings"),
+            ("check_sites", "host"),
+            ("informative_pairs", "sites"),
+            ("loop_settings", "host"),
+            ("pad_pairs", "host"),
+            ("pseudo_data_precision", "evidence"),
+            ("site_natural_parameters", "sites"),
+            ("site_precision", "sites"),
+            ("unpad_posterior", "host"),
             ("validate_problem", "host"),
         )
-    ),  # fmt: skip
+    ),
     ("bayesrank.inference.ep", "prior_root", "bayesrank.linalg"),
     ("bayesrank.inference.ep", "psd_root", "bayesrank.linalg"),
 ]

@@ -10,13 +10,13 @@ candidate (held-out labels in an experiment); a person answers through ``session
 
 from __future__ import annotations
 
-from .._moved import moved
 from functools import partial
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
+from .._moved import moved
 from ..inference import ep, laplace
 from ..inference.ep.sites import zero_sites
 from ..predict import predict_pairs

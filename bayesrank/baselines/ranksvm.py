@@ -35,13 +35,13 @@ within-query pairs, padded to bucketed sizes, with the features rescaled by a po
 
 from __future__ import annotations
 
-from .._moved import moved
 import functools
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
+from .._moved import moved
 from ..data.checks import options
 from . import newton
 from ._arrays import as_float, check_columns, pair_weights

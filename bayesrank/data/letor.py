@@ -51,7 +51,6 @@ the first bad line; splitting them would put the grammar's two halves in differe
 
 from __future__ import annotations
 
-from .._moved import moved
 import math
 import os
 import re
@@ -61,6 +60,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._moved import moved
 from ._io import as_path, read_bytes
 from ._letor_automaton import _parse_features_fast
 from .checks import check_int

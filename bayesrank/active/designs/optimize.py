@@ -1,4 +1,4 @@
-"""Deprecated module: the maximisers of an acquisition live in ``bayesrank.active.designs.search``."""
+"""Deprecated module: the maximisers of an acquisition live in ``active.designs.search``."""
 
 from ..._moved import moved
 

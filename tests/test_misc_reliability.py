@@ -6,9 +6,21 @@ files are parsed with ``csv``/``json``/``float``, PRank is rerun in exact ration
 """
 
 import importlib
+import math
 import warnings
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bayesrank.label_ranking import (
+    RPC,
+    ConstraintClassification,
+    GPLabelRanker,
+    orders_to_positions,
+)
+from bayesrank.label_ranking._checks import check_orders
 
 # ---------------------------------------------------------------------------------------------
 # Old import paths: (old module, name, new module), from the history of the last weeks.
@@ -87,3 +99,92 @@ def test_from_import_of_an_old_path_and_unknown_names():
             importlib.import_module("bayesrank.data.letor").nope
         with pytest.raises(ImportError):
             from bayesrank.study import nope  # noqa: F401
+
+
+# ---------------------------------------------------------------------------------------------
+# Label rankings: every input class is refused before anything compiles, naming ``rankings`` and
+# the row (index) at fault, or returned unchanged. The reference reads the rows in plain Python.
+PROPERTY = settings(max_examples=40, deadline=None, database=None)
+LABEL_FAULTS = ("ragged", "duplicate", "out_of_range", "huge", "nan", "inf", "fraction", "bool")
+
+
+@st.composite
+def rankings_with_one_fault(draw):
+    """``(rows, fault, row)``: valid permutations of ``0..c-1`` with at most one fault, put in
+    row ``row`` (None: valid)."""
+    n, c = draw(st.integers(1, 5)), draw(st.integers(2, 5))
+    rows = [list(draw(st.permutations(range(c)))) for _ in range(n)]
+    fault = draw(st.sampled_from((None, *LABEL_FAULTS)))
+    if fault is None:
+        return rows, None, None
+    i, j = draw(st.integers(0, n - 1)), draw(st.integers(0, c - 1))
+    if fault == "ragged":
+        if n == 1:
+            rows.append(list(range(c)))
+            i = 1
+        i = max(i, 1)  # row 0 sets the length
+        rows[i] = rows[i][:-1] if draw(st.booleans()) else [*rows[i], c]
+    elif fault == "duplicate":
+        rows[i][j] = rows[i][(j + 1) % c]
+    else:
+        rows[i][j] = {
+            "out_of_range": draw(st.sampled_from((-1, c, c + 7))),
+            "huge": 1e20,
+            "nan": math.nan,
+            "inf": -math.inf,
+            "fraction": 0.5,
+            "bool": rows[i][j] == 1,
+        }[fault]
+    return rows, fault, i
+
+
+def _reference_fault(rows):
+    """The first row at fault by the test's own reading, or None."""
+    c = len(rows[0])
+    for i, row in enumerate(rows):
+        if len(row) != c:
+            return i
+    for i, row in enumerate(rows):
+        if any(isinstance(v, bool) for v in row) or sorted(row) != list(range(c)):
+            return i
+    return None
+
+
+@PROPERTY
+@given(rankings_with_one_fault())
+def test_label_rankings_are_refused_naming_the_row_or_kept(case):
+    rows, fault, row = case
+    assert _reference_fault(rows) == row  # the generator and the reference agree
+    X = np.zeros((len(rows), 1))
+    if row is None:
+        np.testing.assert_array_equal(check_orders(rows), np.array(rows))
+        return
+    for fit in (RPC().fit, ConstraintClassification().fit, GPLabelRanker().fit):
+        with pytest.raises(ValueError, match=r"^rankings") as info:
+            fit(X, rows)
+        assert f"rankings[{row}" in str(info.value), (fault, str(info.value))
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        (
+            [[0, 1, 2], [1, 0], [2, 1, 0]],
+            r"rankings\[1\] has length 2 but rankings\[0\] has length 3",
+        ),
+        ([[0, 1], [1, True]], r"rankings\[1, 1\] = True is a bool"),
+        ([[0, 1], [1, 1e20]], r"rankings\[1, 1\] = 100000000000000000000 is not a label"),
+        ([[0, 1], [1, -1]], r"rankings\[1, 1\] = -1 is not a label"),
+        ([[0, 1], [1, 1]], r"rankings\[1\] = \[1, 1\] is not a permutation"),
+    ],
+)
+def test_label_ranking_cases_of_issue_49(rows, message):
+    with pytest.raises(ValueError, match=message):
+        RPC().fit(np.zeros((len(rows), 1)), rows)
+
+
+def test_orders_to_positions_refuses_what_is_not_a_permutation():
+    with pytest.raises(ValueError, match=r"orders\[0\] = \[0, 0\] is not a permutation"):
+        orders_to_positions([[0, 0]])
+    with pytest.raises(ValueError, match=r"orders\[1\] has length 1"):
+        orders_to_positions([[0, 1], [1]])

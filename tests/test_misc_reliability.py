@@ -292,3 +292,85 @@ def test_every_file_of_fit_and_predict_reads_back(tmp_path, kind):
         assert means[r["qid"]][i] >= means[r["qid"]][j]
         numbers = [float(r[k]) for k in ("prob", "delta_mean", "delta_var", "prob_05", "prob_95")]
         assert all(math.isfinite(x) for x in numbers) and 0 <= numbers[0] <= 1
+
+
+# ---------------------------------------------------------------------------------------------
+# PRank at every feature scale: the grades, weights and thresholds of exact rational arithmetic
+# (Crammer & Singer's Figure 2 with Fractions), or a ValueError when, by that same exact run, a
+# score or product left the float range. NaN and inf features are refused naming the entry.
+from fractions import Fraction  # noqa: E402
+
+from bayesrank.baselines import PRank  # noqa: E402
+
+
+def _exact_prank(X, y, n_grades, n_epochs):
+    """``(w, b, grades, left)``: PRank in rationals; ``left``: a score, weight or product of the
+    run was beyond float64's largest number, or a nonzero product below its smallest normal."""
+    info = np.finfo(np.float64)
+    big, tiny = Fraction(float(info.max)), Fraction(float(info.tiny))
+    Xf = [[Fraction(float(v)) for v in row] for row in X]
+    w, b = [Fraction(0)] * len(Xf[0]), [Fraction(0)] * (n_grades - 1)
+    left = False
+
+    def rank(s):
+        return next((r for r in range(n_grades - 1) if s - b[r] < 0), n_grades - 1)
+
+    for _ in range(n_epochs):
+        for x, g in zip(Xf, y, strict=True):
+            products = [wk * xk for wk, xk in zip(w, x, strict=True)]
+            s = sum(products, Fraction(0))
+            left |= abs(s) > big or any(abs(p) > big or 0 < abs(p) < tiny for p in products)
+            if rank(s) != g:
+                yr = [-1 if g <= r else 1 for r in range(n_grades - 1)]
+                tau = [yr[r] if (s - b[r]) * yr[r] <= 0 else 0 for r in range(n_grades - 1)]
+                w = [wk + sum(tau) * xk for wk, xk in zip(w, x, strict=True)]
+                b = [br - t for br, t in zip(b, tau, strict=True)]
+                left |= any(abs(wk) > big for wk in w)
+    return w, b, [rank(sum((wk * xk for wk, xk in zip(w, x, strict=True)), Fraction(0)))
+                  for x in Xf], left  # fmt: skip
+
+
+@settings(max_examples=30, deadline=None, database=None)
+@given(
+    st.lists(st.tuples(st.integers(-3, 3), st.integers(-3, 3)), min_size=4, max_size=4),
+    st.permutations([0, 1, 2, 1]),
+    st.one_of(
+        st.integers(-1100, 1100).map(lambda k: 2.0**k),
+        st.integers(-300, 300).map(lambda k: 10.0**k),
+    ),
+)
+def test_prank_at_any_feature_scale_is_exact_or_refused(rows, grades, scale):
+    X = np.array(rows, np.float64) * scale
+    y = np.array(grades)
+    w, b, g, left = _exact_prank(X, y, 3, 2)
+    try:
+        model = PRank(n_epochs=2).fit(X, y)
+        got = model.predict_grade(X)
+    except ValueError as err:
+        assert "left float64's range" in str(err)
+        assert left, "refused although the exact run stayed in range"
+        return
+    if scale == 2.0 ** round(np.log2(scale)):  # power-of-two scale: float arithmetic is exact
+        assert not left
+        assert model.coef_.tolist() == [float(v) for v in w]
+        assert model.thresholds_.tolist() == [float(v) for v in b]
+        assert got.tolist() == g
+    assert np.all(np.isfinite(model.predict(X)))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_prank_refuses_non_finite_features_naming_the_entry(bad):
+    X = np.ones((4, 2))
+    X[2, 1] = bad
+    with pytest.raises(ValueError, match=r"X\[2, 1\] = (nan|inf|-inf) is not finite"):
+        PRank().fit(X, np.array([0, 1, 2, 1]))
+
+
+def test_prank_features_scaled_by_1e200_are_refused_not_wrong():
+    """Issue 49's case: ±inf scores and wrong grades, without a word."""
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 0.5]]) * 1e200
+    with pytest.raises(ValueError, match=r"score x \. w of X\[2\] at step 2 left float64's"):
+        PRank(n_epochs=3).fit(X, np.array([0, 1, 2, 1]))
+    model = PRank(n_epochs=3).fit(X / 1e50, np.array([0, 1, 2, 1]))  # coef_ ~ 1e150
+    with pytest.raises(ValueError, match=r"score X\[0\] \. coef_ = -inf left float64's range"):
+        model.predict(X)

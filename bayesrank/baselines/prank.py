@@ -270,6 +270,21 @@ def _predict_jit(model, X):
     return scores, predict_grades(model, X), lost
 
 
+def _normal_features(X: np.ndarray, dtype) -> np.ndarray:
+    """``X`` in ``dtype`` (``cast_checked``), refusing subnormal entries naming the first: the
+    compiled program flushes subnormal results to 0, so PRank's weights and scores built from
+    them would be silently other than its rule's."""
+    Z = cast_checked(X, dtype)
+    if (bad := (Z != 0) & (np.abs(Z) < np.finfo(dtype).tiny)).any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(
+            f"X[{', '.join(map(str, idx))}] = {X[idx]:.3g} is subnormal in "
+            f"{np.dtype(dtype).name} (below {np.finfo(dtype).tiny:.3g}): PRank's scores of such "
+            "features leave the float range; standardise X (e.g. to unit variance)"
+        )
+    return Z
+
+
 def _integer_grades(y: np.ndarray) -> np.ndarray:
     """``y: (n,)`` float64 (checked finite) as int64 grades ``>= 0``; ``ValueError`` naming the
     first row that is not one."""
@@ -346,7 +361,7 @@ class PRank(Ranker):
         y_pad = np.zeros(size, np.int32)
         y_pad[:n] = grades
         model, first = _fit_jit(
-            pad_rows(cast_checked(X, dtype), dtype, size),
+            pad_rows(_normal_features(X, dtype), dtype, size),
             y_pad,
             order,
             np.arange(size) < n,
@@ -368,7 +383,7 @@ class PRank(Ranker):
         X = self._check_X(X)
         dtype = float_dtype()
         model = PRankModel(jnp.asarray(self.coef_, dtype), jnp.asarray(self.thresholds_, dtype))
-        scores, grades, lost = _predict_jit(model, pad_rows(cast_checked(X, dtype), dtype))
+        scores, grades, lost = _predict_jit(model, pad_rows(_normal_features(X, dtype), dtype))
         if (bad := np.flatnonzero(np.asarray(lost)[: len(X)])).size:
             i = int(bad[0])
             raise ValueError(

@@ -133,9 +133,8 @@ def _score_lost(w, x, s):
 
 
 def _fit_core(X, y, n_grades, n_epochs, order, averaged, mask):
-    """``fit`` without the check of its result: ``(model, step)``, ``step`` the first live step
-    whose score left the float range (``_score_lost``) or whose update overflowed, ``-1`` if
-    none (int32, traced under ``jit``)."""
+    """``fit`` unchecked: ``(model, step)``, ``step`` (int32) the first live step whose score left
+    the float range (``_score_lost``) or whose update overflowed, ``-1`` if none."""
     X = check_columns(as_float(X))
     dtype = X.dtype
     n, d = X.shape
@@ -214,17 +213,14 @@ def fit(
             estimator ``PRank`` checks it).
     """
     model, first = _fit_core(X, y, n_grades, n_epochs, order, averaged, mask)
-    if not isinstance(first, jax.core.Tracer) and int(first) >= 0:
-        t = int(first)
-        steps = _steps(order, np.shape(X)[0], n_epochs)
-        raise _range_error(t, int(steps[t]), X)
+    if not isinstance(first, jax.core.Tracer) and (t := int(first)) >= 0:
+        raise _range_error(t, int(_steps(order, np.shape(X)[0], n_epochs)[t]), X)
     return model
 
 
 def _range_error(step: int, row: int, X) -> ValueError:
     """The ``ValueError`` of a fit whose score left the float range at ``step`` (row ``row``)."""
-    X = np.asarray(X)
-    dtype = np.dtype(X.dtype)
+    X, dtype = np.asarray(X), np.dtype(np.asarray(X).dtype)
     nonzero = np.abs(X[X != 0])
     span = f"{nonzero.min():.3g}..{nonzero.max():.3g}" if nonzero.size else "0"
     return ValueError(
@@ -276,9 +272,9 @@ def _normal_features(X: np.ndarray, dtype) -> np.ndarray:
     them would be silently other than its rule's."""
     Z = cast_checked(X, dtype)
     if (bad := (Z != 0) & (np.abs(Z) < np.finfo(dtype).tiny)).any():
-        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        i, j = (int(k) for k in np.argwhere(bad)[0])
         raise ValueError(
-            f"X[{', '.join(map(str, idx))}] = {X[idx]:.3g} is subnormal in "
+            f"X[{i}, {j}] = {X[i, j]:.3g} is subnormal in "
             f"{np.dtype(dtype).name} (below {np.finfo(dtype).tiny:.3g}): PRank's scores of such "
             "features leave the float range; standardise X (e.g. to unit variance)"
         )
@@ -369,7 +365,7 @@ class PRank(Ranker):
             n_epochs=n_epochs,
             averaged=bool(self.averaged),
         )
-        if (t := int(first)) >= 0:
+        if (t := int(first)) >= 0:  # the row visited at step t (padded rows are no steps)
             raise _range_error(t, int(order.reshape(-1)[t]), X)
         w, b = (model.w_avg, model.b_avg) if self.averaged else (model.w, model.b)
         self.coef_ = np.asarray(w)

@@ -15,12 +15,14 @@ PACKAGE = Path(__file__).resolve().parents[1] / "bayesrank"
 #: objective is a sum over queries inside compiled steps, so learning maps its single-query
 #: objectives with parallel's query map; parallel needs nothing from learning.
 LAYERS = {
+    "_moved": 0,
     "data": 0,
     "diagnostics": 0,
     "metrics": 0,
     "ordering": 0,
     "order_learning": 0,
     "runtime": 0,
+    "threads": 0,
     "kernels": 1,
     "linalg": 2,
     "lanczos": 2,
@@ -38,6 +40,7 @@ LAYERS = {
     "plot": 6,
     "io": 6,
     "experiments": 6,
+    "study": 6,
     "cli": 7,
     "__main__": 7,
 }

@@ -16,6 +16,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from .._moved import moved
 from ..inference import ep, laplace
 from ..inference.ep.sites import zero_sites
 from ..predict import predict_pairs
@@ -171,3 +172,7 @@ def explore_core(
     )
     curve = None if test is None else curve
     return Exploration(chosen.reshape(-1), pairs, mean, cov, sites, n_iter, curve)
+
+
+# explore (a collection's exploration) moved to active.collection.
+__getattr__ = moved(__name__, {"explore": "bayesrank.active.collection"})

@@ -120,6 +120,64 @@ def _check_grades(y, n: int, n_grades: int, mask):
     return y
 
 
+def _score_lost(w, x, s):
+    """Whether the score ``s = w . x`` left the float range: not finite (overflow), or below
+    what rounding would hide (``|s| < d tiny / eps``) while a product ``w_k x_k`` of nonzero
+    factors underflowed (to 0 or a subnormal): the rank rule compares ``s`` with integer
+    thresholds, so a lost score is a wrong decision, not a rounding."""
+    info = jnp.finfo(s.dtype)
+    p = w * x
+    lost = ((p == 0) & (w != 0) & (x != 0)) | ((p != 0) & (jnp.abs(p) < info.tiny))
+    small = jnp.abs(s) < w.shape[0] * info.tiny / info.eps
+    return ~jnp.isfinite(s) | (jnp.any(lost) & small)
+
+
+def _fit_core(X, y, n_grades, n_epochs, order, averaged, mask):
+    """``fit`` unchecked: ``(model, step)``, ``step`` (int32) the first live step whose score left
+    the float range (``_score_lost``) or whose update overflowed, ``-1`` if none."""
+    X = check_columns(as_float(X))
+    dtype = X.dtype
+    n, d = X.shape
+    n_grades = options.check_int(n_grades, "n_grades", low=1)
+    n_epochs = options.check_int(n_epochs, "n_epochs", low=1)
+    averaged = options.check_bool(averaged, "averaged")
+    if mask is not None:
+        mask = jnp.asarray(mask)
+        if mask.shape != (n,):
+            raise ValueError(f"mask has shape {tuple(mask.shape)}, expected ({n},)")
+    y = _check_grades(y, n, n_grades, mask)
+    live = jnp.ones(n, bool) if mask is None else mask.astype(bool)
+    steps = _steps(order, n, n_epochs)
+    r = jnp.arange(n_grades - 1)
+
+    def step(carry, t_i):
+        w, b, w_sum, b_sum, first = carry
+        t, i = t_i
+        x, g, valid = X[i], y[i], live[i]
+        s = jnp.dot(w, x)
+        first = jnp.where((first < 0) & valid & _score_lost(w, x, s), t, first)
+        y_r = jnp.where(g <= r, -1, 1).astype(dtype)  # (K-1,)
+        tau = jnp.where((s - b) * y_r <= 0, y_r, 0)
+        tau = jnp.where(valid & (_rank(s, b) != g), tau, 0)  # update only on a mistake
+        w = w + jnp.sum(tau) * x
+        b = b - tau
+        if averaged:
+            w_sum = w_sum + jnp.where(valid, w, 0)
+            b_sum = b_sum + jnp.where(valid, b, 0)
+        finite = jnp.all(jnp.isfinite(w)) & jnp.all(jnp.isfinite(w_sum))
+        first = jnp.where((first < 0) & ~finite, t, first)
+        return (w, b, w_sum, b_sum, first), None
+
+    w0, b0 = jnp.zeros(d, dtype), jnp.zeros(n_grades - 1, dtype)
+    carry = (w0, b0, w0, b0, jnp.int32(-1))
+    ts = jnp.arange(steps.shape[0], dtype=jnp.int32)
+    (w, b, w_sum, b_sum, first), _ = jax.lax.scan(step, carry, (ts, steps))
+    if not averaged:
+        return PRankModel(w, b), first
+    count = jnp.maximum(jnp.sum(live[steps]), 1).astype(dtype)
+    return PRankModel(w, b, w_sum / count, b_sum / count), first
+
+
 def fit(
     X,
     y,
@@ -147,42 +205,30 @@ def fit(
     Returns:
         ``PRankModel``: ``w: (d,)``, ``b: (K-1,)`` in ``X``'s dtype, and ``w_avg: (d,)``,
         ``b_avg: (K-1,)`` with ``averaged`` (zeros when no step was taken), else None.
+
+    Raises:
+        ValueError: (concrete inputs) when a score ``x . w`` left the float range (it
+            overflowed, or underflowed where the rank rule needs its sign), naming the step,
+            the row and the span of ``|X|``. Under ``jit`` this is not checked (the
+            estimator ``PRank`` checks it).
     """
-    X = check_columns(as_float(X))
-    dtype = X.dtype
-    n, d = X.shape
-    n_grades = options.check_int(n_grades, "n_grades", low=1)
-    n_epochs = options.check_int(n_epochs, "n_epochs", low=1)
-    averaged = options.check_bool(averaged, "averaged")
-    if mask is not None:
-        mask = jnp.asarray(mask)
-        if mask.shape != (n,):
-            raise ValueError(f"mask has shape {tuple(mask.shape)}, expected ({n},)")
-    y = _check_grades(y, n, n_grades, mask)
-    live = jnp.ones(n, bool) if mask is None else mask.astype(bool)
-    steps = _steps(order, n, n_epochs)
-    r = jnp.arange(n_grades - 1)
+    model, first = _fit_core(X, y, n_grades, n_epochs, order, averaged, mask)
+    if not isinstance(first, jax.core.Tracer) and (t := int(first)) >= 0:
+        raise _range_error(t, int(_steps(order, np.shape(X)[0], n_epochs)[t]), X)
+    return model
 
-    def step(carry, i):
-        w, b, w_sum, b_sum = carry
-        x, g, valid = X[i], y[i], live[i]
-        s = jnp.dot(w, x)
-        y_r = jnp.where(g <= r, -1, 1).astype(dtype)  # (K-1,)
-        tau = jnp.where((s - b) * y_r <= 0, y_r, 0)
-        tau = jnp.where(valid & (_rank(s, b) != g), tau, 0)  # update only on a mistake
-        w = w + jnp.sum(tau) * x
-        b = b - tau
-        if averaged:
-            w_sum = w_sum + jnp.where(valid, w, 0)
-            b_sum = b_sum + jnp.where(valid, b, 0)
-        return (w, b, w_sum, b_sum), None
 
-    w0, b0 = jnp.zeros(d, dtype), jnp.zeros(n_grades - 1, dtype)
-    (w, b, w_sum, b_sum), _ = jax.lax.scan(step, (w0, b0, w0, b0), steps)
-    if not averaged:
-        return PRankModel(w, b)
-    count = jnp.maximum(jnp.sum(live[steps]), 1).astype(dtype)
-    return PRankModel(w, b, w_sum / count, b_sum / count)
+def _range_error(step: int, row: int, X) -> ValueError:
+    """The ``ValueError`` of a fit whose score left the float range at ``step`` (row ``row``)."""
+    X, dtype = np.asarray(X), np.dtype(np.asarray(X).dtype)
+    nonzero = np.abs(X[X != 0])
+    span = f"{nonzero.min():.3g}..{nonzero.max():.3g}" if nonzero.size else "0"
+    return ValueError(
+        f"PRank's score x . w of X[{row}] at step {step} left {dtype.name}'s range (|X| spans "
+        f"{span}): PRank compares scores, which grow as |X|^2, with integer thresholds, so it "
+        "is not scale-free and needs features whose squares are normal numbers; standardise X "
+        "(e.g. to unit variance)"
+    )
 
 
 def _weights(model: PRankModel, averaged: bool):
@@ -210,12 +256,29 @@ def predict_grades(model: PRankModel, X, averaged: bool = False):
 # length) and the averaging flag; X, y, the order and the mask are traced.
 @partial(jax.jit, static_argnames=("n_grades", "n_epochs", "averaged"))
 def _fit_jit(X, y, order, mask, n_grades, n_epochs, averaged):
-    return fit(X, y, n_grades, n_epochs=n_epochs, order=order, averaged=averaged, mask=mask)
+    return _fit_core(X, y, n_grades, n_epochs, order, averaged, mask)
 
 
 @jax.jit
 def _predict_jit(model, X):
-    return predict_scores(model, X), predict_grades(model, X)
+    scores = predict_scores(model, X)
+    lost = jax.vmap(_score_lost, in_axes=(None, 0, 0))(model.w, X, scores)
+    return scores, predict_grades(model, X), lost
+
+
+def _normal_features(X: np.ndarray, dtype) -> np.ndarray:
+    """``X`` in ``dtype`` (``cast_checked``), refusing subnormal entries naming the first: the
+    compiled program flushes subnormal results to 0, so PRank's weights and scores built from
+    them would be silently other than its rule's."""
+    Z = cast_checked(X, dtype)
+    if (bad := (Z != 0) & (np.abs(Z) < np.finfo(dtype).tiny)).any():
+        i, j = (int(k) for k in np.argwhere(bad)[0])
+        raise ValueError(
+            f"X[{i}, {j}] = {X[i, j]:.3g} is subnormal in "
+            f"{np.dtype(dtype).name} (below {np.finfo(dtype).tiny:.3g}): PRank's scores of such "
+            "features leave the float range; standardise X (e.g. to unit variance)"
+        )
+    return Z
 
 
 def _integer_grades(y: np.ndarray) -> np.ndarray:
@@ -246,6 +309,10 @@ class PRank(Ranker):
 
     ``predict`` gives scores ``X @ coef_`` (ranking within a query), ``predict_grade`` the grades;
     ``score`` is the pairwise accuracy (``pairwise_accuracy``) of ``predict``.
+
+    PRank is not scale-free (scores grow as ``|X|^2``, thresholds move by 1): ``fit`` and
+    ``predict`` raise ``ValueError`` naming the row when a score leaves the float range
+    (overflows, or underflows where its sign decides a grade) instead of returning wrong grades.
     """
 
     def __init__(
@@ -289,8 +356,8 @@ class PRank(Ranker):
                 order[e, :n] = rng.permutation(n)
         y_pad = np.zeros(size, np.int32)
         y_pad[:n] = grades
-        model = _fit_jit(
-            pad_rows(cast_checked(X, dtype), dtype, size),
+        model, first = _fit_jit(
+            pad_rows(_normal_features(X, dtype), dtype, size),
             y_pad,
             order,
             np.arange(size) < n,
@@ -298,6 +365,8 @@ class PRank(Ranker):
             n_epochs=n_epochs,
             averaged=bool(self.averaged),
         )
+        if (t := int(first)) >= 0:  # the row visited at step t (padded rows are no steps)
+            raise _range_error(t, int(order.reshape(-1)[t]), X)
         w, b = (model.w_avg, model.b_avg) if self.averaged else (model.w, model.b)
         self.coef_ = np.asarray(w)
         self.thresholds_ = np.asarray(b)
@@ -310,7 +379,15 @@ class PRank(Ranker):
         X = self._check_X(X)
         dtype = float_dtype()
         model = PRankModel(jnp.asarray(self.coef_, dtype), jnp.asarray(self.thresholds_, dtype))
-        scores, grades = _predict_jit(model, pad_rows(cast_checked(X, dtype), dtype))
+        scores, grades, lost = _predict_jit(model, pad_rows(_normal_features(X, dtype), dtype))
+        if (bad := np.flatnonzero(np.asarray(lost)[: len(X)])).size:
+            i = int(bad[0])
+            raise ValueError(
+                f"PRank's score X[{i}] . coef_ = {float(scores[i]):.3g} left "
+                f"{np.dtype(dtype).name}'s range (max |X[{i}]| = {np.max(np.abs(X[i])):.3g}, "
+                f"max |coef_| = {np.max(np.abs(self.coef_)):.3g}): its grade would be wrong; "
+                "standardise X as for fit"
+            )
         return np.asarray(scores)[: len(X)], np.asarray(grades)[: len(X)].astype(np.int64)
 
     def predict(self, X) -> np.ndarray:

@@ -41,6 +41,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from .._moved import moved
 from ..data.checks import options
 from . import newton
 from ._arrays import as_float, check_columns, pair_weights
@@ -335,3 +336,7 @@ def _scale_exponent(top, xp=jnp):
     info = xp.finfo(top.dtype)
     _, e = xp.frexp(top)
     return xp.clip(e, info.minexp + 1, info.maxexp - 2)
+
+
+# The estimator moved to svm_estimator (which imports this module: served lazily, no cycle).
+__getattr__ = moved(__name__, {"RankSVM": "bayesrank.baselines.svm_estimator"})

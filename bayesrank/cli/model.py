@@ -41,11 +41,32 @@ from pathlib import Path
 
 from ._common import data_path, setup_jax
 
-__all__ = ["add_parsers"]
+__all__ = ["add_parsers", "csv_text", "exact"]
 
 COLLECTION = "bayesrank-collection"
 COLLECTION_VERSION = 1
 INDEX = "collection.json"
+
+
+def exact(x) -> str:
+    """A number as the shortest text that reads back to the same float64 (``repr`` of a Python
+    float: ``0.1``, ``-1.4389...e-05``), whatever its NumPy type (NumPy 2's ``repr`` of a
+    ``np.float64`` is ``np.float64(0.1)``, which no reader takes)."""
+    return repr(float(x))
+
+
+def _field(value) -> str:
+    """One CSV field: floats by ``exact``; quoted (RFC 4180) where it holds a comma, a quote or
+    a line break (a qid or document id), so that it stays one field."""
+    text = exact(value) if isinstance(value, float) else str(value)
+    if any(c in text for c in ',"\r\n'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def csv_text(head: list[str], rows: list[list]) -> str:
+    """A CSV file: the header, then one line per row (fields by ``_field``), ``\\n`` ended."""
+    return "".join(",".join(_field(v) for v in row) + "\n" for row in [head, *rows])
 
 
 def _labels(qid, grades, pairs, judged, labels: str):
@@ -246,7 +267,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         if letor:
             filled[np.asarray(q["rows"])] = mean
         else:
-            scores += [f"{q['qid']},{i},{m!r}" for i, m in enumerate(mean)]
+            scores += [[q["qid"], i, m] for i, m in enumerate(mean.tolist())]
         order = np.argsort(-mean, kind="stable")
         i, j = np.triu_indices(len(order), 1)
         pairs = np.stack([order[i], order[j]], axis=1)
@@ -259,11 +280,9 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         )
         lo, hi = norm.cdf(dm - eps - z * np.sqrt(dv)), norm.cdf(dm - eps + z * np.sqrt(dv))
         ids = q["doc_ids"] or [""] * len(mean)
-        for r, (a, b) in enumerate(pairs):
-            pair_rows.append(
-                f"{q['qid']},{a},{b},{ids[a]},{ids[b]},{prob[r]:.6g},{dm[r]:.6g},"
-                f"{dv[r]:.6g},{lo[r]:.6g},{hi[r]:.6g},{tie[r]:.6g}"
-            )
+        columns = zip(*(a.tolist() for a in (prob, dm, dv, lo, hi, tie)), strict=True)
+        for (a, b), numbers in zip(pairs.tolist(), columns, strict=True):
+            pair_rows.append([q["qid"], a, b, ids[a], ids[b], *numbers])
     if args.scores is not None:
         if letor:
             if np.isnan(filled).any():
@@ -273,17 +292,17 @@ def _cmd_predict(args: argparse.Namespace) -> int:
                     "(fitted with --query): predict writes a LETOR prediction file only for a "
                     "model of every query"
                 )
-            text = "".join(f"{s!r}\n" for s in filled.tolist())
+            text = "".join(exact(s) + "\n" for s in filled.tolist())
         else:
-            text = "qid,entity,score\n" + "\n".join(scores) + "\n"
+            text = csv_text(["qid", "entity", "score"], scores)
         Path(args.scores).write_text(text)
     if args.pairs is not None:
-        head = "qid,i,j,doc_i,doc_j,prob,delta_mean,delta_var,prob_05,prob_95"
+        head = "qid,i,j,doc_i,doc_j,prob,delta_mean,delta_var,prob_05,prob_95".split(",")
         if ties:
-            head += ",prob_tie"
+            head.append("prob_tie")
         else:  # the probit pair model: no tie column
-            pair_rows = [row.rsplit(",", 1)[0] for row in pair_rows]
-        Path(args.pairs).write_text(head + "\n" + "\n".join(pair_rows) + "\n")
+            pair_rows = [row[:-1] for row in pair_rows]
+        Path(args.pairs).write_text(csv_text(head, pair_rows))
     print(
         f"{len(document['queries'])} queries: "
         + (f"scores in {args.scores}" if args.scores else "no --scores")

@@ -13,6 +13,8 @@ import numbers
 
 import numpy as np
 
+from ..data.checks._format import _as_array, _at, _first_bool, _show, _value_at
+
 __all__ = ["check_C", "check_X", "check_lengths", "check_orders", "check_positive_int"]
 
 
@@ -47,15 +49,19 @@ def check_X(X, name: str = "X", n_features: int | None = None, owner: str | None
 def check_orders(orders, name: str = "rankings", n_labels: int | None = None):
     """``orders: (n, c)`` as int64 NumPy, every row a permutation of ``0..c-1``, ``c >= 2``.
 
-    Integral floats (``2.0``) are accepted, booleans are not.
+    Integral floats (``2.0``) are accepted, booleans are not (a ``True`` among ints is not the
+    label 1).
 
     Raises:
-        ValueError: for a shape that is not ``(n, c)`` with ``c >= 2`` (or ``c != n_labels``), a
-            non-integral entry, or naming the first row that is not a permutation of ``0..c-1``.
+        ValueError: for ragged rows (naming the first row whose length differs), a shape that is
+            not ``(n, c)`` with ``c >= 2`` (or ``c != n_labels``), a bool, naming the first
+            entry that is not an integer label in ``0..c-1``, or the first row that is not a
+            permutation of ``0..c-1``.
     """
-    arr = np.asarray(orders)
-    if arr.dtype.kind not in "iuf":
-        raise ValueError(f"{name} must hold integer labels, got dtype {arr.dtype}")
+    if isinstance(orders, list | tuple) and (where := _first_bool(orders)) is not None:
+        value = _show(_value_at(orders, where))
+        raise ValueError(f"{name}{_at(where)} = {value} is a bool, not an integer label")
+    arr = _as_array(orders, name, "iuf", "an array of integer labels")
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] < 2:
         raise ValueError(
             f"{name} must be 2-D (n, c) with n >= 1 rows of c >= 2 labels, got shape {arr.shape}"
@@ -68,6 +74,14 @@ def check_orders(orders, name: str = "rankings", n_labels: int | None = None):
         if bad.any():
             i, j = (int(k) for k in np.argwhere(bad)[0])
             raise ValueError(f"{name}[{i}, {j}] = {arr[i, j]} is not an integer label")
+    bad = (arr < 0) | (arr >= c)  # before the int64 cast, which would wrap a huge float
+    if bad.any():
+        i, j = (int(k) for k in np.argwhere(bad)[0])
+        value = arr[i, j].item()
+        raise ValueError(
+            f"{name}[{i}, {j}] = {int(value) if isinstance(value, float) else value} is not a "
+            f"label: labels are 0..{c - 1} (c = {c} per row)"
+        )
     arr = arr.astype(np.int64)
     ok = (np.sort(arr, axis=1) == np.arange(c)).all(axis=1)
     if not ok.all():

@@ -41,10 +41,17 @@ __all__ = [
 
 
 def _checked(orders, name):
-    """``orders`` as a JAX int array, checked (``check_orders``) unless it is being traced."""
+    """``orders`` as a JAX int array, checked (``check_orders``) unless it is being traced; one
+    row ``(c,)`` is checked as ``(1, c)`` and keeps its shape."""
     if isinstance(orders, jax.core.Tracer):
         return orders
-    return jnp.asarray(check_orders(np.asarray(orders), name))
+    if isinstance(orders, list | tuple):
+        one_row = len(orders) > 0 and not isinstance(orders[0], list | tuple | np.ndarray)
+    else:
+        one_row = np.ndim(orders) == 1
+    if one_row:
+        return jnp.asarray(check_orders([orders], name)[0])
+    return jnp.asarray(check_orders(orders, name))
 
 
 def _pair(orders_true, orders_pred):
@@ -65,14 +72,23 @@ def orders_to_positions(orders):
 
     Returns:
       ``(n, c)`` (or ``(c,)``) int array, the inverse permutation of each row.
+
+    Raises:
+      ValueError: (concrete input) as ``check_orders``, naming the first row that is ragged or
+        not a permutation.
     """
-    return jnp.argsort(jnp.asarray(orders), axis=-1)
+    return jnp.argsort(_checked(orders, "orders"), axis=-1)
 
 
 def positions_to_orders(positions):
     """The orders from label positions (``positions[i, label]``, 0 = top): the inverse
-    permutation again, ``(n, c) -> (n, c)``."""
-    return jnp.argsort(jnp.asarray(positions), axis=-1)
+    permutation again, ``(n, c) -> (n, c)`` (or ``(c,) -> (c,)``).
+
+    Raises:
+      ValueError: (concrete input) as ``check_orders``, naming the first row that is ragged or
+        not a permutation.
+    """
+    return jnp.argsort(_checked(positions, "positions"), axis=-1)
 
 
 def label_kendall_distance(orders_true, orders_pred):

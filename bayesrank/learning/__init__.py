@@ -26,6 +26,7 @@ fit into MAP-II; it is what keeps a lengthscale from collapsing on a query with 
 pairs.
 """
 
+from .._moved import moved
 from ..inference.ep.settings import EPSettings
 from .config import FROZEN_BY_DEFAULT, default_trainable
 from .design import GlobalStart
@@ -54,3 +55,16 @@ __all__ = [
     "fit_hyperparameters",
     "initialize",
 ]
+
+
+# The batching helpers moved when learning became a package (to parallel and data.batch).
+__getattr__ = moved(
+    __name__,
+    {
+        "PreparedBatch": "bayesrank.parallel.batching",
+        "covariances": "bayesrank.parallel.batching",
+        "prepare_batch": "bayesrank.parallel.batching",
+        "size_buckets": "bayesrank.data.batch",
+        "touched_entities": "bayesrank.data.batch",
+    },
+)

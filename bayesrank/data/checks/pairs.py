@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._format import _as_array, _at, _first, _is_bool, _show
+from ._format import _as_array, _at, _first, _first_bool, _show, _value_at
 from .options import check_int
 
 
@@ -43,22 +43,6 @@ def _integer_array(pairs, name: str) -> np.ndarray:
             f"{name}{_at(where)} = {_value_at(pairs, where)!r} is a bool, not an index"
         )
     return _as_array(pairs, name, "iuf", "integer-valued")
-
-
-def _first_bool(items, where=()):
-    """The index path of the first bool in nested lists or tuples (None: none)."""
-    for i, item in enumerate(items):
-        if _is_bool(item):
-            return (*where, i)
-        if isinstance(item, list | tuple) and (found := _first_bool(item, (*where, i))):
-            return found
-    return None
-
-
-def _value_at(items, where):
-    for i in where:
-        items = items[i]
-    return items
 
 
 def _pair_rows(pairs, name: str) -> np.ndarray:

@@ -36,6 +36,7 @@ site precision (impossible in exact arithmetic for this log-concave likelihood) 
 (``n_clipped``), which keeps ``S`` positive semi-definite and the posterior valid.
 """
 
+from ..._moved import moved
 from .evidence import log_evidence
 from .factor import posterior_from_sites, posterior_moments, predict_new
 from .fit import EPPosterior, fit, fit_core
@@ -66,3 +67,27 @@ __all__ = [
     "run",
     "step",
 ]
+
+
+# The single module inference/ep.py exported these; they live in the package's modules now.
+__getattr__ = moved(
+    __name__,
+    {
+        "EP_ADVICE": "bayesrank.inference.ep.fit",
+        "MAX_ITER_LIMIT": "bayesrank.inference.ep.settings",
+        "MIN_DAMPING": "bayesrank.inference.ep.state",
+        "MIXED_SWITCH": "bayesrank.inference.ep.precision",
+        "check_settings": "bayesrank.inference.ep.settings",
+        "check_sites": "bayesrank.inference.ep.host",
+        "informative_pairs": "bayesrank.inference.ep.sites",
+        "loop_settings": "bayesrank.inference.ep.host",
+        "pad_pairs": "bayesrank.inference.ep.host",
+        "prior_root": "bayesrank.linalg",
+        "psd_root": "bayesrank.linalg",
+        "pseudo_data_precision": "bayesrank.inference.ep.evidence",
+        "site_natural_parameters": "bayesrank.inference.ep.sites",
+        "site_precision": "bayesrank.inference.ep.sites",
+        "unpad_posterior": "bayesrank.inference.ep.host",
+        "validate_problem": "bayesrank.inference.ep.host",
+    },
+)

@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._format import _as_array, _at, _first, _first_bool, _show, _value_at
+from ._format import _as_array, _at, _first, _first_bool, _is_bool, _show, _value_at
 from .options import check_int
 
 

@@ -19,16 +19,50 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from ..data.checks import check_choice, check_index_pairs
+from ..data.checks import check_bool, check_choice, check_index_pairs
 from ..data.keys import check_key
 from ..inference import ep
 from .criteria import CRITERIA
 from .loop import next_pair
 
-__all__ = ["ANSWERS", "Session", "ask", "write_lines"]
+__all__ = ["ANSWERS", "Session", "ask", "check_oracle", "oracle_answer", "write_lines"]
 
 #: What an answer may be.
 ANSWERS = ("first", "second", "skip")
+
+
+def oracle_answer(reply, where: str) -> str:
+    """The answer (one of ``ANSWERS``) that an oracle's ``reply`` about a pair stands for:
+    ``True`` (also ``np.True_`` or a 0-d bool array, NumPy's or JAX's, as ``f(a) > f(b)``
+    gives): ``"first"``; ``False``: ``"second"``; ``None``: ``"skip"``; or one of ``ANSWERS``
+    itself. Anything else raises ``ValueError`` naming ``where``, the reply and its type: an
+    integer too (``1`` could be the truth value or the prompt's key for the first design, and
+    ``0`` the truth value or the winner's position: taking them as truth values could invert
+    an answer), a float (NaN is truthy) and a string that is not an answer."""
+    if reply is None:
+        return "skip"
+    if isinstance(reply, str):
+        if reply in ANSWERS:
+            return str(reply)
+    else:
+        try:
+            return "first" if check_bool(reply, "reply") else "second"
+        except ValueError:
+            pass
+    shown = repr(reply)
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    raise ValueError(
+        f"{where}: the oracle replied {shown} of type {type(reply).__name__}; a reply must be "
+        f"True (the first design is preferred), False (the second is), None (skip) or one of "
+        f"{ANSWERS}"
+    )
+
+
+def check_oracle(oracle):
+    """``oracle`` if it is callable, else ``ValueError`` naming its type."""
+    if not callable(oracle):
+        raise ValueError(f"oracle must be a callable oracle(a, b), got {type(oracle).__name__}")
+    return oracle
 
 
 def write_lines(path: Path, lines: list[str]) -> None:
@@ -157,13 +191,17 @@ class Session:
 
 
 def ask(K, candidates, oracle: Callable[[int, int], bool | None], k: int, **options) -> Session:
-    """Ask ``oracle(i, j)`` (True: ``i`` preferred, False: ``j``, None: skip) about ``k`` pairs,
-    one at a time, proposed by a ``Session`` (``options``: its keywords)."""
+    """Ask ``oracle(i, j)`` (True: ``i`` preferred, False: ``j``, None: skip; the replies of
+    ``oracle_answer``) about ``k`` pairs, one at a time, proposed by a ``Session``
+    (``options``: its keywords)."""
+    check_oracle(oracle)
     session = Session(K, candidates, **options)
     answered = len(session.pairs)
+    question = 0
     while answered < k and (s := session.propose()) is not None:
         i, j = (int(x) for x in session.candidates[s])
-        reply = oracle(i, j)
-        session.answer(s, "skip" if reply is None else ("first" if reply else "second"))
-        answered += reply is not None
+        reply = oracle_answer(oracle(i, j), f"ask, question {question} (pair ({i}, {j}))")
+        session.answer(s, reply)
+        answered += reply != "skip"
+        question += 1
     return session

@@ -22,6 +22,10 @@ DEFAULT_ANSWERS = "optimize_answers.jsonl"
 #: (a test keeps the two lists equal).
 ACQUISITION_CHOICES = ("eubo", "qeubo", "variance", "bald", "kg")
 
+#: The largest ``--seed``: ``jax.random.PRNGKey`` takes an int64, the answers' NumPy generator
+#: a non-negative integer.
+MAX_SEED = 2**63 - 1
+
 
 def _session_options(args: argparse.Namespace) -> dict:
     import jax
@@ -40,15 +44,18 @@ def _session_options(args: argparse.Namespace) -> dict:
 
 
 def _read_pool(path: str, dim: int):
-    """The designs of a CSV file, one a line (``dim`` numbers in ``[0, 1]``); ``ValueError``
-    naming the file and the line at fault."""
+    """The designs of a CSV file, one a line (``dim`` numbers in ``[0, 1]``, each design
+    once); ``ValueError`` naming the file and the line at fault."""
     import numpy as np
 
     try:
-        text = open(path).read().splitlines()
+        text = open(path, encoding="utf-8").read().splitlines()
     except OSError as err:
         raise ValueError(f"--pool {path!r}: cannot read it ({err.strerror})") from None
-    rows = []
+    except UnicodeDecodeError as err:
+        raise ValueError(f"--pool {path!r}: not a UTF-8 text file ({err.reason} at byte "
+                         f"{err.start})") from None  # fmt: skip
+    rows, lines = [], {}  # lines: design -> the line it was first on
     for lineno, line in enumerate(text, 1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
@@ -60,6 +67,9 @@ def _read_pool(path: str, dim: int):
             raise ValueError(
                 f"{path}, line {lineno}: expected {dim} numbers in [0, 1], got {line[:80]!r}"
             )
+        if (first := lines.setdefault(tuple(row), lineno)) != lineno:
+            raise ValueError(f"{path}, line {lineno}: the design {line.strip()[:80]!r} repeats "
+                             f"line {first} (a pool's designs must be distinct)")  # fmt: skip
         rows.append(row)
     if len(rows) < 2:
         raise ValueError(f"--pool {path!r}: at least 2 designs are needed, got {len(rows)}")
@@ -83,6 +93,10 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
         raise ValueError(f"--time-budget must be a finite number >= 0, got {args.time_budget}")
     if not (math.isfinite(args.noise) and args.noise > 0):
         raise ValueError(f"--noise must be a finite number > 0, got {args.noise}")
+    if not 0 <= args.seed <= MAX_SEED:
+        raise ValueError(f"--seed must be an integer in [0, {MAX_SEED}], got {args.seed}")
+    if args.pool is None and args.pool_mode == "pool":
+        raise ValueError("--pool-mode pool proposes designs of a pool: give --pool FILE")
     setup_jax()
     from ..active.designs.session import DesignSession
 
@@ -96,8 +110,17 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
 
 def _describe(command: str, a, b) -> str:
     """``command`` run with the designs ``a`` and ``b`` appended as JSON arrays: its stdout."""
-    argv = [*shlex.split(command), json.dumps(a.tolist()), json.dumps(b.tolist())]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    try:
+        words = shlex.split(command)
+    except ValueError as err:
+        raise ValueError(f"--describe {command!r}: cannot split it into words ({err})") from None
+    if not words:
+        raise ValueError("--describe is empty: give a command")
+    argv = [*words, json.dumps(a.tolist()), json.dumps(b.tolist())]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    except OSError as err:
+        raise ValueError(f"--describe {command!r}: cannot run it ({err.strerror})") from None
     if done.returncode != 0:
         print(done.stderr, end="", file=sys.stderr)
         raise ValueError(f"--describe {command!r} exited with status {done.returncode}")

@@ -23,7 +23,8 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import ndtr
 
-from ...inference.nuts.sampler import NUTSSettings, sample_fixed
+from ...data.checks import check_choice, check_int
+from ...inference.nuts.sampler import MAX_DRAWS, NUTSSettings, sample_fixed
 from ...runtime import after
 from . import acquisition as acq
 from . import search
@@ -52,6 +53,7 @@ __all__ = [
     "Settings",
     "Trace",
     "answer",
+    "check_settings",
     "initial_theta",
     "propose",
     "propose_within",
@@ -92,6 +94,24 @@ class Trace(NamedTuple):
     pairs: jax.Array
     theta: jax.Array
     value: jax.Array
+
+
+def check_settings(settings) -> Settings:
+    """``settings`` if it is a ``Settings`` whose every field is valid, else ``ValueError``
+    naming the field (``settings.n_starts must be an integer in [1, 64], got 100``)."""
+    if not isinstance(settings, Settings):
+        raise ValueError(f"settings must be a designs.Settings, got {type(settings).__name__}")
+    check_choice(settings.engine, "settings.engine", tuple(ENGINES))
+    check_choice(settings.acquisition, "settings.acquisition", acq.ACQUISITIONS)
+    check_int(settings.learn_every, "settings.learn_every", 0)
+    check_int(settings.learn_steps, "settings.learn_steps", 0)
+    check_int(settings.n_raw, "settings.n_raw", 1)
+    check_int(settings.n_starts, "settings.n_starts", 1, settings.n_raw)
+    check_int(settings.steps, "settings.steps", 0)
+    check_int(settings.n_mc, "settings.n_mc", 1)
+    check_int(settings.nuts_warmup, "settings.nuts_warmup", 0, MAX_DRAWS)
+    check_int(settings.nuts_samples, "settings.nuts_samples", 1, MAX_DRAWS)
+    return settings
 
 
 def initial_theta(dim: int, dtype=None):
@@ -296,10 +316,21 @@ def run_core(utility, X_init, uniforms, key, noise, theta, *, k: int, settings: 
     """One run (module docstring). ``utility: (..., d) -> (...)`` a JAX function;
     ``X_init: (n_init, 2, d)``; ``uniforms: (n_init + k,)``; ``key`` for the optimiser's
     raw candidates and the Monte Carlo base samples; ``noise > 0``; ``theta: (1 + d,)`` the
-    start. Pure; ``utility``, ``k`` and ``settings`` static."""
-    if settings.engine not in ENGINES:
-        raise ValueError(f"engine must be one of {tuple(ENGINES)}, got {settings.engine!r}")
-    n_init, _, d = X_init.shape
+    start. Pure; ``utility``, ``k`` and ``settings`` static (checked as the program is traced:
+    ``ValueError`` naming them, and a shape of ``X_init``, ``uniforms`` or ``theta`` that does
+    not fit)."""
+    k = check_int(k, "k", 0)
+    check_settings(settings)
+    shape = jnp.shape(X_init)
+    if len(shape) != 3 or shape[1] != 2 or shape[0] < 1 or shape[2] < 1:
+        raise ValueError(f"X_init must have shape (n_init, 2, d), n_init >= 1, d >= 1; got "
+                         f"{shape}")  # fmt: skip
+    n_init, _, d = shape
+    if jnp.shape(uniforms) != (n_init + k,):
+        raise ValueError(f"uniforms must have shape (n_init + k,) = ({n_init + k},), got "
+                         f"{jnp.shape(uniforms)}")  # fmt: skip
+    if jnp.shape(theta) != (1 + d,):
+        raise ValueError(f"theta must have shape (1 + d,) = ({1 + d},), got {jnp.shape(theta)}")
     dtype = X_init.dtype
     m = n_init + k
     X = jnp.zeros((2 * m, d), dtype).at[: 2 * n_init].set(X_init.reshape(-1, d))

@@ -22,6 +22,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from ...data.checks import check_int
+
 __all__ = ["Ascent", "Proposal", "ascend", "begin", "best_in_pool", "better", "finish",
            "maximize", "mixed"]  # fmt: skip
 
@@ -47,7 +49,13 @@ class Ascent(NamedTuple):
 
 def begin(acquisition, key, q: int, dim: int, *, n_raw: int, n_starts: int,
           learning_rate: float = 0.02, dtype=None) -> Ascent:  # fmt: skip
-    """Score ``n_raw`` uniform candidates and start from the ``n_starts`` best."""
+    """Score ``n_raw`` uniform candidates and start from the ``n_starts`` best. ``q``, ``dim``,
+    ``n_raw`` and ``n_starts`` are positive integers, ``n_starts <= n_raw`` (``ValueError``
+    naming the one at fault)."""
+    check_int(q, "q", 1)
+    check_int(dim, "dim", 1)
+    check_int(n_raw, "n_raw", 1)
+    check_int(n_starts, "n_starts", 1, n_raw)
     dtype = dtype or jnp.result_type(float)
     raw = jax.random.uniform(key, (n_raw, q, dim), dtype)
     values = _finite(jax.vmap(acquisition)(raw))
@@ -58,7 +66,9 @@ def begin(acquisition, key, q: int, dim: int, *, n_raw: int, n_starts: int,
 
 def ascend(acquisition, ascent: Ascent, steps: int, learning_rate: float = 0.02) -> Ascent:
     """``steps`` more steps of projected Adam from every start (``vmap``); running ``a`` then
-    ``b`` steps gives exactly the points of ``a + b`` steps at once."""
+    ``b`` steps gives exactly the points of ``a + b`` steps at once. ``steps``: a
+    non-negative integer."""
+    check_int(steps, "steps", 0)
     opt = optax.adam(learning_rate)
     gradient = jax.grad(lambda X: -acquisition(X))
 
@@ -92,14 +102,19 @@ def _finite(values):
 def maximize(acquisition, key, q: int, dim: int, *, n_raw: int = 256, n_starts: int = 16,
              steps: int = 100, learning_rate: float = 0.02, dtype=None) -> Proposal:  # fmt: skip
     """The best ``X: (q, dim)`` in the unit cube found for ``acquisition: (q, dim) -> ()``
-    (module docstring): ``begin``, ``ascend`` ``steps``, ``finish``. Pure; sizes static."""
+    (module docstring): ``begin``, ``ascend`` ``steps``, ``finish``. Pure; sizes static and
+    checked (``begin``, ``ascend``)."""
+    check_int(steps, "steps", 0)  # before the starts are scored
     ascent = begin(acquisition, key, q, dim, n_raw=n_raw, n_starts=n_starts,
                    learning_rate=learning_rate, dtype=dtype)  # fmt: skip
     return finish(acquisition, ascend(acquisition, ascent, steps, learning_rate))
 
 
 def best_in_pool(acquisition, pool, candidates) -> Proposal:
-    """The best of ``candidates: (c, q)`` rows of ``pool: (p, d)`` under ``acquisition``."""
+    """The best of ``candidates: (c, q)`` rows of ``pool: (p, d)`` under ``acquisition``
+    (``c >= 1``)."""
+    if len(jnp.shape(candidates)) != 2 or jnp.shape(candidates)[0] < 1:
+        raise ValueError(f"candidates must have shape (c, q), c >= 1, got {jnp.shape(candidates)}")
     values = _finite(jax.vmap(lambda rows: acquisition(pool[rows]))(candidates))
     best = jnp.argmax(values)
     return Proposal(pool[candidates[best]], values[best], candidates[best])

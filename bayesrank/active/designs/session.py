@@ -31,18 +31,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...data.batch import bucket_size
-from ...data.checks import check_choice, check_float, check_int
+from ...data.checks import check_choice, check_distinct, check_float, check_int
 from ...data.keys import check_key
 from ...inference.ep.sites import Sites
-from ..session import write_lines
+from ..session import ANSWERS, check_oracle, oracle_answer, write_lines
 from . import loop
-from .acquisition import ACQUISITIONS
-from .loop import Settings
+from .loop import Settings, check_settings
 
 __all__ = ["ANSWERS", "DesignSession", "optimize"]
-
-#: What an answer may be.
-ANSWERS = ("first", "second", "skip")
 
 #: ``optimize`` asks at most this many questions per answer wanted (an oracle that skips every
 #: pair must not loop forever).
@@ -57,20 +53,6 @@ class _State(NamedTuple):
     sites: tuple[np.ndarray, np.ndarray]
     mean: np.ndarray
     proposal: np.ndarray
-
-
-def _check_settings(settings) -> Settings:
-    if not isinstance(settings, Settings):
-        raise ValueError(f"settings must be a designs.Settings, got {type(settings).__name__}")
-    check_choice(settings.engine, "settings.engine", tuple(loop.ENGINES))
-    check_choice(settings.acquisition, "settings.acquisition", ACQUISITIONS)
-    check_int(settings.learn_every, "settings.learn_every", 0)
-    check_int(settings.learn_steps, "settings.learn_steps", 0)
-    check_int(settings.n_raw, "settings.n_raw", 1)
-    check_int(settings.n_starts, "settings.n_starts", 1, settings.n_raw)
-    check_int(settings.steps, "settings.steps", 0)
-    check_int(settings.n_mc, "settings.n_mc", 1)
-    return settings
 
 
 def _check_path(answers) -> Path | None:
@@ -107,6 +89,30 @@ def _check_design(x, name: str, dim: int) -> np.ndarray:
     return arr
 
 
+def _check_pool(pool, dim: int, dtype) -> np.ndarray:
+    """``pool`` as ``(p, dim)`` float64 designs: numbers (not bools), ``p >= 2``, each in the
+    unit cube, all distinct in the working ``dtype`` (a pair of equal designs asks nothing),
+    or ``ValueError`` naming the row at fault (``pool[2] = (0.5, 0.5) repeats pool[0]``)."""
+    try:
+        arr = np.asarray(pool)
+    except (TypeError, ValueError):  # ragged rows
+        raise ValueError(f"pool must be a (p, {dim}) array of designs, got rows of "
+                         f"different lengths") from None  # fmt: skip
+    if arr.ndim != 2 or arr.shape[1] != dim:
+        raise ValueError(f"pool must be a (p, {dim}) array of designs (dim = {dim}), got shape "
+                         f"{arr.shape}")  # fmt: skip
+    if len(arr) < 2:
+        raise ValueError(f"pool must hold at least 2 designs, got {len(arr)}")
+    rows = pool if isinstance(pool, list | tuple) else arr  # a list's own items: bools show
+    designs = np.stack([_check_design(x, f"pool[{i}]", dim) for i, x in enumerate(rows)])
+    try:
+        check_distinct([tuple(x) for x in designs.astype(dtype).tolist()], "pool")
+    except ValueError as err:
+        raise ValueError(f"{err}: a pool's designs must be distinct (in the working precision, "
+                         f"{np.dtype(dtype).name})") from None  # fmt: skip
+    return designs
+
+
 class DesignSession:
     """Preferential optimisation over ``[0, 1]^dim`` (module docstring). ``settings``: the
     loop's (``designs.Settings``, default ``Settings()``); ``key``: a PRNG key (default
@@ -132,7 +138,7 @@ class DesignSession:
         time_budget_s: float | None = None,
     ):
         self.dim = check_int(dim, "dim", 1)
-        settings = _check_settings(Settings() if settings is None else settings)
+        settings = check_settings(Settings() if settings is None else settings)
         learn_every = settings.learn_every if learn_every is None else learn_every
         self.settings = settings._replace(learn_every=check_int(learn_every, "learn_every", 0))
         self.n_init = check_int(n_init, "n_init", 0)
@@ -144,13 +150,13 @@ class DesignSession:
             self.time_budget_s = check_float(time_budget_s, "time_budget_s", 0.0)
         self.steps_taken: list[int] = []  # the ascent's steps of each budgeted proposal
         self.pool, self.candidates, self.mode = None, None, "cube"
+        pool_mode = check_choice(pool_mode, "pool_mode", ("pool", "mixed"))
+        if pool is None and pool_mode == "pool":
+            raise ValueError("pool_mode 'pool' proposes designs of a pool: give pool")
         if pool is not None:
-            self.mode = check_choice(pool_mode, "pool_mode", ("pool", "mixed"))
+            self.mode = pool_mode
             loop.check_mode(self.mode, self.settings)
-            self.pool = np.stack([_check_design(x, f"pool[{i}]", self.dim)
-                                  for i, x in enumerate(np.asarray(pool, float))])  # fmt: skip
-            if len(self.pool) < 2:
-                raise ValueError(f"pool must hold at least 2 designs, got {len(self.pool)}")
+            self.pool = _check_pool(pool, self.dim, self.dtype)
             self.candidates = np.array(np.triu_indices(len(self.pool), 1), np.int32).T
         self.log: list[tuple[np.ndarray, np.ndarray, str]] = []  # (a, b, answer), in order
         theta = np.asarray(loop.initial_theta(self.dim, self.dtype))
@@ -262,6 +268,9 @@ class DesignSession:
     def _add(self, a: np.ndarray, b: np.ndarray, reply: str) -> None:
         if np.array_equal(a, b):
             raise ValueError(f"a and b are the same design {a.tolist()}: nothing to compare")
+        if np.array_equal(a.astype(self.dtype), b.astype(self.dtype)):
+            raise ValueError(f"a = {a.tolist()} and b = {b.tolist()} are the same design in "
+                             f"the working precision ({self.dtype.name})")  # fmt: skip
         self.log.append((a, b, reply))
         last = self._states[-1]
         try:
@@ -288,7 +297,12 @@ class DesignSession:
                                     for a, b, r in self.log])  # fmt: skip
 
     def _replay(self) -> None:
-        for lineno, line in enumerate(self.path.read_text().splitlines(), 1):
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as err:
+            raise ValueError(f"{self.path}: not a UTF-8 text file ({err.reason} at byte "
+                             f"{err.start})") from None  # fmt: skip
+        for lineno, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             where = f"{self.path}, line {lineno}"
@@ -314,17 +328,21 @@ class DesignSession:
 def optimize(oracle: Callable[[np.ndarray, np.ndarray], bool | None], dim: int, k: int,
              **options) -> DesignSession:  # fmt: skip
     """Ask ``oracle(a, b)`` (``a``, ``b``: ``(dim,)`` designs; True: ``a`` preferred, False:
-    ``b``, None: skip) until ``k`` pairs are answered (those of a resumed answer file count),
-    one at a time, proposed by a ``DesignSession`` (``options``: its keywords); at most
-    ``MAX_QUESTIONS_PER_ANSWER * k`` questions in all."""
+    ``b``, None: skip, or one of ``ANSWERS``: ``active.session.oracle_answer``, which refuses
+    any other reply, an integer or NaN too, naming the iteration) until ``k`` pairs are
+    answered (those of a resumed answer file count), one at a time, proposed by a
+    ``DesignSession`` (``options``: its keywords); at most ``MAX_QUESTIONS_PER_ANSWER * k``
+    questions in all. A refused reply is not recorded: the answers before it are kept (and
+    in the answers file)."""
+    check_oracle(oracle)
     k = check_int(k, "k", 0)
     session = DesignSession(dim, **options)
     answered = len(session.pairs)
-    for _ in range(MAX_QUESTIONS_PER_ANSWER * k):
+    for t in range(MAX_QUESTIONS_PER_ANSWER * k):
         if answered >= k:
             break
         a, b = session.propose()
-        reply = oracle(a.copy(), b.copy())
-        session.answer(a, b, "skip" if reply is None else ("first" if reply else "second"))
-        answered += reply is not None
+        reply = oracle_answer(oracle(a.copy(), b.copy()), f"optimize, iteration {t}")
+        session.answer(a, b, reply)
+        answered += reply != "skip"
     return session

@@ -86,15 +86,16 @@ def em_variances(
     Checked before any compilation (``ValueError``): ``pairs`` as ``inference.sparse.mode``
     checks them (in ``[0, n)``, no self pair, whole numbers); ``key`` a PRNG key; ``learn``
     bools (``0`` / ``1`` are not); ``max_iter >= 0``, ``tol`` a finite number ``>= 0``,
-    ``n_samples >= 1``, ``cg_tol`` in ``(0, 1)``, ``objective`` ``"em"`` or ``"evidence"``."""
+    ``n_samples >= 1``, ``cg_tol`` in ``[sqrt(tiny), 1)`` of the prior's dtype, ``objective``
+    ``"em"`` or ``"evidence"``."""
     check_choice(objective, "objective", ("em", "evidence"))
     check_latent_prior(prior)
     pairs = jnp.asarray(check_training_pairs(prior, pairs))
     check_key(key)
     check_int(max_iter, "max_iter", low=0, high=MAX_ITER_LIMIT)
-    check_float(tol, "tol", low=0.0)
+    tol = check_float(tol, "tol", low=0.0)
     check_int(n_samples, "n_samples", low=1)
-    check_cg_tol(cg_tol)
+    cg_tol = check_cg_tol(cg_tol, prior.features.dtype)
     n_terms = 1 + len(prior.blocks)
     learn = np.ones(n_terms, bool) if learn is None else np.asarray(learn)
     if learn.shape != (n_terms,):

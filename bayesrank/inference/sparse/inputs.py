@@ -121,16 +121,28 @@ def check_z0(z0, prior: LatentPrior, pairs: np.ndarray) -> np.ndarray | None:
     return arr
 
 
-def check_mode_options(max_iter, tol, cg_tol) -> None:
-    """``max_iter`` an integer ``>= 0`` (0: the start itself, unconverged), ``tol`` a finite
-    number ``>= 0``, ``cg_tol`` in ``(0, 1)`` (``check_cg_tol``)."""
-    check_int(max_iter, "max_iter", low=0, high=MAX_ITER_LIMIT)
-    check_float(tol, "tol", low=0.0)
-    check_cg_tol(cg_tol)
+def check_mode_options(max_iter, tol, cg_tol, dtype) -> tuple[int, float, float]:
+    """``(max_iter, tol, cg_tol)`` as Python numbers: ``max_iter`` an integer ``>= 0`` (0: the
+    start itself, unconverged), ``tol`` a finite number ``>= 0`` (a float: an ``int`` past
+    int32 would overflow JAX's argument parsing in float32), ``cg_tol`` as ``check_cg_tol``
+    (``dtype``: the prior's)."""
+    return (
+        check_int(max_iter, "max_iter", low=0, high=MAX_ITER_LIMIT),
+        check_float(tol, "tol", low=0.0),
+        check_cg_tol(cg_tol, dtype),
+    )
 
 
-def check_cg_tol(cg_tol) -> float:
-    """CG's tolerance relative to the right-hand side's norm, in ``(0, 1)``: at 0 CG runs into
-    round-off, at 1 or more it stops at its start (a mode of zeros, reported converged)."""
-    return check_float(cg_tol, "cg_tol", low=0.0, high=1.0, low_open=True, high_open=True)
-
+def check_cg_tol(cg_tol, dtype) -> float:
+    """CG's tolerance relative to the right-hand side's norm, below 1 (at 1 or more CG stops at
+    its start: a mode of zeros, reported converged) and at least ``sqrt(tiny)`` of ``dtype``
+    (1.5e-154 in float64, 1.1e-19 in float32): below, ``r . r`` underflows before the stopping
+    test holds and CG's next step divides 0 by 0 (``cg_tol = 1e-77`` did so in float32)."""
+    cg_tol = check_float(cg_tol, "cg_tol", low=0.0, high=1.0, low_open=True, high_open=True)
+    floor = float(np.sqrt(np.finfo(dtype).tiny))
+    if cg_tol < floor:
+        raise ValueError(
+            f"cg_tol = {cg_tol:.3g} is below {floor:.3g}, where CG's residual underflows in "
+            f"{np.dtype(dtype).name}"
+        )
+    return cg_tol

@@ -111,12 +111,13 @@ def mode(
     n)``, a self pair, a value that is not a whole number (whole floats are taken, as
     ``PreferenceProblem.create`` takes them), a ``z0`` of another shape, not finite, or so far
     out that Newton's first step is lost (``inputs.check_z0``), ``max_iter < 0``, ``tol`` not
-    a finite number ``>= 0``, ``cg_tol`` not in ``(0, 1)``; and a mode that is not finite (an
-    overflow) raises rather than returns. Under a caller's ``jit`` the core runs unchecked."""
+    a finite number ``>= 0``, ``cg_tol`` not in ``[sqrt(tiny), 1)`` (``inputs.check_cg_tol``);
+    and a mode that is not finite (an overflow) raises rather than returns. Under a caller's
+    ``jit`` the core runs unchecked."""
     if is_traced(prior, pairs, tol, cg_tol, z0):
         return mode_core(prior, pairs, max_iter, tol, cg_tol, z0)
     check_latent_prior(prior)
-    check_mode_options(max_iter, tol, cg_tol)
+    max_iter, tol, cg_tol = check_mode_options(max_iter, tol, cg_tol, prior.features.dtype)
     pairs = check_training_pairs(prior, pairs)
     z0 = check_z0(z0, prior, pairs)
     fit = mode_core(prior, pairs, max_iter, tol, cg_tol, z0)
@@ -182,11 +183,11 @@ def pair_predictions(prior: LatentPrior, pairs, fit: SparseLaplace, test, cg_tol
     posterior ``fit`` of ``prior`` and the training ``pairs: (m, 2)``: one CG solve ``H x = J^T
     a*`` per pair (module docstring). Concrete inputs are checked (``ValueError``): the training
     pairs as ``mode`` checks them, the test pairs in ``[0, n)`` (a self pair is ``P = 1/2``),
-    ``fit`` of this prior and as many pairs, ``cg_tol`` in ``(0, 1)``."""
+    ``fit`` of this prior and as many pairs, ``cg_tol`` in ``[sqrt(tiny), 1)``."""
     if is_traced(prior, pairs, fit, test, cg_tol):
         return pair_predictions_core(prior, pairs, fit, test, cg_tol)
     pairs, test = _checked(prior, pairs, fit), check_test_pairs(prior, test)
-    check_cg_tol(cg_tol)
+    cg_tol = check_cg_tol(cg_tol, prior.features.dtype)
     return pair_predictions_core(prior, pairs, fit, test, cg_tol)
 
 
@@ -261,7 +262,7 @@ def sampled_pair_predictions(
     if is_traced(prior, pairs, fit, test, key, cg_tol):
         return sampled_pair_predictions_core(prior, pairs, fit, test, key, n_samples, cg_tol)
     pairs, test = _checked(prior, pairs, fit), check_test_pairs(prior, test)
-    check_cg_tol(cg_tol)
+    cg_tol = check_cg_tol(cg_tol, prior.features.dtype)
     check_key(key)
     check_int(n_samples, "n_samples", low=2)
     return sampled_pair_predictions_core(prior, pairs, fit, test, key, n_samples, cg_tol)
@@ -374,7 +375,7 @@ def expected_quadratics(
 def _checked_draws(prior, pairs, fit, key, n_samples, cg_tol) -> np.ndarray:
     """``_checked``, and ``key`` a PRNG key, ``n_samples >= 1`` (``ValueError``)."""
     pairs = _checked(prior, pairs, fit)
-    check_cg_tol(cg_tol)
+    check_cg_tol(cg_tol, prior.features.dtype)  # in (0, 1): no int to overflow JAX's parsing
     check_key(key)
     check_int(n_samples, "n_samples", low=1)
     return pairs

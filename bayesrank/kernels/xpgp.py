@@ -168,8 +168,7 @@ class XPGP:
         ``relations``: one ``W: (n, n)`` per relation kernel (validated). Returns the ``graphs``
         argument of ``components`` and ``covariance``.
         """
-        if len(relations) != len(self.relations):
-            raise ValueError(f"{len(self.relations)} relation kernels but {len(relations)} graphs")
+        check_graph_count(self, relations)
         return tuple(k.prepare(W) for k, W in zip(self.relations, relations, strict=True))
 
     def components(
@@ -180,8 +179,7 @@ class XPGP:
         Order: attribute (if any), then relations in order, then the entity effect (if any).
         Rows and columns of padded entities (``mask = False``) are zero.
         """
-        if len(graphs) != len(self.relations):
-            raise ValueError(f"{len(self.relations)} relation kernels but {len(graphs)} graphs")
+        check_graph_count(self, graphs)
         n_weights = 1 + len(self.relations)
         weights = jnp.ones(n_weights) if self.weights is None else jnp.asarray(self.weights)
         if weights.shape != (1 + len(self.relations),):
@@ -256,6 +254,13 @@ def component_posterior(
     means = A @ mean
     covs = components - A @ components + A @ cov @ jnp.swapaxes(A, -1, -2)
     return ComponentPosterior(means, 0.5 * (covs + jnp.swapaxes(covs, -1, -2)))
+
+
+def check_graph_count(prior: XPGP, graphs: Sequence[Any]) -> None:
+    """``ValueError`` unless there is one graph (adjacency, or its prepared data) per relation
+    kernel of ``prior``: ``1 relation kernels but 0 graphs``."""
+    if len(graphs) != len(prior.relations):
+        raise ValueError(f"{len(prior.relations)} relation kernels but {len(graphs)} graphs")
 
 
 def check_prior(prior, n_features: int | None = None, where: str = "prior") -> XPGP:

@@ -30,11 +30,15 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
+from ..data.checks import check_choice, check_float, check_int
+from ..data.keys import check_key
+from ..inference.ep.settings import MAX_ITER_LIMIT
+from ..inference.sparse.inputs import check_cg_tol, check_latent_prior, check_training_pairs
 from ..inference.sparse.laplace import (
     SparseLaplace,
-    evidence_gradient,
-    expected_quadratics,
-    mode,
+    evidence_gradient_core,
+    expected_quadratics_core,
+    mode_core,
 )
 from ..inference.sparse.prior import LatentPrior, scale_prior
 
@@ -77,14 +81,27 @@ def em_variances(
     fixed point: the step ``log v_b += log(1 + 2 g_b / dim_b)`` with ``g`` the evidence's
     gradient in ``log v`` (``inference.sparse.evidence_gradient``), which is EM's step
     ``log(q_b / dim_b)`` plus the mode's move through ``log det H`` (R&W Eq. 5.23); a step is
-    at most ``log 10`` either way."""
-    if objective not in ("em", "evidence"):
-        raise ValueError(f"objective must be 'em' or 'evidence', got {objective!r}")
-    pairs = jnp.asarray(pairs)
+    at most ``log 10`` either way.
+
+    Checked before any compilation (``ValueError``): ``pairs`` as ``inference.sparse.mode``
+    checks them (in ``[0, n)``, no self pair, whole numbers); ``key`` a PRNG key; ``learn``
+    bools (``0`` / ``1`` are not); ``max_iter >= 0``, ``tol`` a finite number ``>= 0``,
+    ``n_samples >= 1``, ``cg_tol`` in ``[sqrt(tiny), 1)`` of the prior's dtype, ``objective``
+    ``"em"`` or ``"evidence"``."""
+    check_choice(objective, "objective", ("em", "evidence"))
+    check_latent_prior(prior)
+    pairs = jnp.asarray(check_training_pairs(prior, pairs))
+    check_key(key)
+    check_int(max_iter, "max_iter", low=0, high=MAX_ITER_LIMIT)
+    tol = check_float(tol, "tol", low=0.0)
+    check_int(n_samples, "n_samples", low=1)
+    cg_tol = check_cg_tol(cg_tol, prior.features.dtype)
     n_terms = 1 + len(prior.blocks)
-    learn = np.ones(n_terms, bool) if learn is None else np.asarray(learn, bool)
+    learn = np.ones(n_terms, bool) if learn is None else np.asarray(learn)
     if learn.shape != (n_terms,):
         raise ValueError(f"learn must have shape ({n_terms},) = 1 + blocks, got {learn.shape}")
+    if learn.dtype != np.bool_:
+        raise ValueError(f"learn must be True or False per term, got dtype {learn.dtype}")
     if prior.rank == 0:
         learn = learn & (np.arange(n_terms) > 0)
     sizes = np.maximum(np.asarray(prior.block_sizes(), float), 1.0)
@@ -97,15 +114,15 @@ def em_variances(
         z = state["z"]
         if z is not None:  # xi = sqrt(v_0) Phi w: keep xi where v_0 moved
             z = z.at[: prior.rank].multiply(np.sqrt(state["v"][0] / v[0]))
-        fit = mode(current, pairs, z0=z)
+        fit = mode_core(current, pairs, 50, 1e-10, 1e-10, z)  # mode's defaults
         state["steps"] += 1
         if np.all(np.isfinite(np.asarray(fit.z))):  # a refused proposal leaves the warm start
             state.update(z=fit.z, v=v)
         if objective == "evidence":
-            g, _ = evidence_gradient(current, pairs, fit, key, n_samples, cg_tol)
+            g, _ = evidence_gradient_core(current, pairs, fit, key, n_samples, cg_tol)
             ratio = np.clip(1.0 + 2.0 * np.asarray(g) / sizes, 0.1, 10.0)
             return np.where(learn, x + np.log(ratio), x)
-        q = np.asarray(expected_quadratics(current, pairs, fit, key, n_samples, cg_tol))
+        q = np.asarray(expected_quadratics_core(current, pairs, fit, key, n_samples, cg_tol))
         with np.errstate(invalid="ignore", divide="ignore"):  # q <= 0: NaN, handled below
             return np.where(learn, x + np.log(q / sizes), x)
 
@@ -135,4 +152,5 @@ def em_variances(
         if state["z"] is None
         else state["z"].at[: prior.rank].multiply(np.sqrt(state["v"][0] / v[0]))
     )
-    return SparseEMResult(final, v, mode(final, pairs, z0=z), np.array(trace), converged)
+    fit = mode_core(final, pairs, 50, 1e-10, 1e-10, z)
+    return SparseEMResult(final, v, fit, np.array(trace), converged)

@@ -24,6 +24,10 @@ over the pairs). With the conjugate gradient method, preconditioned by ``diag(H)
   the same probes for both, and the estimate's standard error.
 
 CG's tolerance is relative to the right-hand side's norm; every solve reports its iterations.
+
+Each public function checks concrete inputs on the host (``inputs``: a pair index outside
+``[0, n)`` would be clamped on read and dropped on write, a silent wrong answer) and calls its
+compiled ``*_core`` (no checks), which is also what runs under a caller's ``jit``.
 """
 
 from __future__ import annotations
@@ -33,10 +37,14 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import log_ndtr
 
+from ...data.checks import check_int
+from ...data.keys import check_key
 from ...lanczos import slq_logdet_with_probes
 from ...likelihoods import inverse_mills, pair_probability
+from ...runtime import is_traced
 from .hessian import (
     differences,
     hessian_matvec,
@@ -45,17 +53,32 @@ from .hessian import (
     solve,
     to_entities,
 )
+from .inputs import (
+    check_cg_tol,
+    check_fit,
+    check_latent_prior,
+    check_mode_options,
+    check_test_pairs,
+    check_training_pairs,
+    check_z0,
+)
 from .prior import LatentPrior
 
 __all__ = [
     "Evidence",
     "SparseLaplace",
     "evidence_gradient",
+    "evidence_gradient_core",
     "expected_quadratics",
+    "expected_quadratics_core",
     "log_evidence",
+    "log_evidence_core",
     "mode",
+    "mode_core",
     "pair_predictions",
+    "pair_predictions_core",
     "sampled_pair_predictions",
+    "sampled_pair_predictions_core",
 ]
 
 
@@ -77,13 +100,40 @@ def _psi(prior, z, pairs):
     return jnp.sum(log_ndtr(d)) - 0.5 * z @ prior.precision_matvec(z)
 
 
-@partial(jax.jit, static_argnames=("max_iter",))
 def mode(
     prior: LatentPrior, pairs, max_iter: int = 50, tol=1e-10, cg_tol=1e-10, z0=None
 ) -> SparseLaplace:
     """The Laplace mode of ``prior`` and the probit pairs ``pairs: (m, 2)`` (winner first), by
     Newton's iteration in precision form (module docstring), from ``z0: (r + K n,)`` (default
-    0). Stops when no entity's ``xi`` moves by more than ``tol * max(1, max|xi|)``."""
+    0). Stops when no entity's ``xi`` moves by more than ``tol * max(1, max|xi|)``.
+
+    Concrete inputs are checked first (``inputs``): ``ValueError`` for a pair outside ``[0,
+    n)``, a self pair, a value that is not a whole number (whole floats are taken, as
+    ``PreferenceProblem.create`` takes them), a ``z0`` of another shape, not finite, or so far
+    out that Newton's first step is lost (``inputs.check_z0``), ``max_iter < 0``, ``tol`` not
+    a finite number ``>= 0``, ``cg_tol`` not in ``[sqrt(tiny), 1)`` (``inputs.check_cg_tol``);
+    and a mode that is not finite (an overflow) raises rather than returns. Under a caller's
+    ``jit`` the core runs unchecked."""
+    if is_traced(prior, pairs, tol, cg_tol, z0):
+        return mode_core(prior, pairs, max_iter, tol, cg_tol, z0)
+    check_latent_prior(prior)
+    max_iter, tol, cg_tol = check_mode_options(max_iter, tol, cg_tol, prior.features.dtype)
+    pairs = check_training_pairs(prior, pairs)
+    z0 = check_z0(z0, prior, pairs)
+    fit = mode_core(prior, pairs, max_iter, tol, cg_tol, z0)
+    if not np.all(np.isfinite(np.asarray(fit.z))):
+        start = "z0 = 0" if z0 is None else f"z0 (largest |z0| = {np.max(np.abs(z0)):.3g})"
+        raise ValueError(
+            f"mode: Newton's iteration from {start} did not stay finite (the prior's quadratic "
+            "z^T P z or a pair's difference overflowed): start nearer the mode (z0=None) or "
+            "rescale the prior"
+        )
+    return fit
+
+
+@partial(jax.jit, static_argnames=("max_iter",))
+def mode_core(prior: LatentPrior, pairs, max_iter: int, tol, cg_tol, z0) -> SparseLaplace:
+    """``mode``'s compiled core: no checks, for inputs already checked or traced."""
     pairs = jnp.asarray(pairs)
     dtype = prior.features.dtype
     n = prior.n
@@ -128,10 +178,30 @@ def mode(
     return SparseLaplace(z, prior.entities(z), w, k, last <= tol, most)
 
 
-@jax.jit
 def pair_predictions(prior: LatentPrior, pairs, fit: SparseLaplace, test, cg_tol=1e-12):
     """``(prob, delta_mean, delta_var)`` of the test pairs ``test: (p, 2)`` under the Laplace
-    posterior ``fit``: one CG solve ``H x = J^T a*`` per pair (module docstring)."""
+    posterior ``fit`` of ``prior`` and the training ``pairs: (m, 2)``: one CG solve ``H x = J^T
+    a*`` per pair (module docstring). Concrete inputs are checked (``ValueError``): the training
+    pairs as ``mode`` checks them, the test pairs in ``[0, n)`` (a self pair is ``P = 1/2``),
+    ``fit`` of this prior and as many pairs, ``cg_tol`` in ``[sqrt(tiny), 1)``."""
+    if is_traced(prior, pairs, fit, test, cg_tol):
+        return pair_predictions_core(prior, pairs, fit, test, cg_tol)
+    pairs, test = _checked(prior, pairs, fit), check_test_pairs(prior, test)
+    cg_tol = check_cg_tol(cg_tol, prior.features.dtype)
+    return pair_predictions_core(prior, pairs, fit, test, cg_tol)
+
+
+def _checked(prior, pairs, fit) -> np.ndarray:
+    """The training pairs, checked with the prior and the fit (``ValueError``)."""
+    check_latent_prior(prior)
+    pairs = check_training_pairs(prior, pairs)
+    check_fit(fit, prior, pairs)
+    return pairs
+
+
+@jax.jit
+def pair_predictions_core(prior: LatentPrior, pairs, fit: SparseLaplace, test, cg_tol):
+    """``pair_predictions``' compiled core: no checks, for inputs already checked or traced."""
     pairs, test = jnp.asarray(pairs), jnp.asarray(test)
     dtype = fit.mean.dtype
     M = preconditioner(prior, pairs, fit.w)
@@ -181,14 +251,29 @@ def posterior_draws(prior: LatentPrior, pairs, fit: SparseLaplace, key, n_sample
     return jax.vmap(prior.entities)(latent_draws(prior, pairs, fit, key, n_samples, cg_tol))
 
 
-@partial(jax.jit, static_argnames=("n_samples",))
 def sampled_pair_predictions(
     prior: LatentPrior, pairs, fit: SparseLaplace, test, key, n_samples: int = 200, cg_tol=1e-10
 ):
     """``(prob, delta_mean, delta_var, var_se)`` of ``test: (p, 2)`` with each pair's variance
     estimated from ``n_samples`` draws of the posterior (module docstring); ``var_se: (p,)`` the
     estimate's standard error (the draws' sd of ``(x_i - x_j)^2`` over ``sqrt(n_samples)``).
-    ``prob`` uses the estimated variance."""
+    ``prob`` uses the estimated variance. Checked as ``pair_predictions``, and ``key`` a PRNG
+    key, ``n_samples >= 2`` (one draw has no standard error)."""
+    if is_traced(prior, pairs, fit, test, key, cg_tol):
+        return sampled_pair_predictions_core(prior, pairs, fit, test, key, n_samples, cg_tol)
+    pairs, test = _checked(prior, pairs, fit), check_test_pairs(prior, test)
+    cg_tol = check_cg_tol(cg_tol, prior.features.dtype)
+    check_key(key)
+    check_int(n_samples, "n_samples", low=2)
+    return sampled_pair_predictions_core(prior, pairs, fit, test, key, n_samples, cg_tol)
+
+
+@partial(jax.jit, static_argnames=("n_samples",))
+def sampled_pair_predictions_core(
+    prior: LatentPrior, pairs, fit: SparseLaplace, test, key, n_samples: int, cg_tol
+):
+    """``sampled_pair_predictions``' compiled core: no checks, for inputs already checked or
+    traced."""
     pairs, test = jnp.asarray(pairs), jnp.asarray(test)
     draws = posterior_draws(prior, pairs, fit, key, n_samples, cg_tol)
     squares = jax.vmap(lambda x: differences(x, test) ** 2)(draws)  # (S, p)
@@ -210,7 +295,6 @@ class Evidence(NamedTuple):
     logdet_p: jax.Array
 
 
-@partial(jax.jit, static_argnames=("n_probes", "n_steps"))
 def log_evidence(
     prior: LatentPrior, pairs, fit: SparseLaplace, key, n_probes: int = 64, n_steps: int = 40
 ) -> Evidence:
@@ -228,7 +312,24 @@ def log_evidence(
     The probes' error is that of ``tr log`` of a matrix with large off-diagonal entries in its
     logarithm (the graphs'): on ``n = 500`` entities with two graphs (``tests``) one probe's
     standard deviation is about 19 nats, so 64 probes give about 1.2 nats. Evidences at nearby
-    hyperparameters estimated with the same ``key`` share most of it (common probes)."""
+    hyperparameters estimated with the same ``key`` share most of it (common probes).
+
+    Concrete inputs are checked (``ValueError``): the pairs as ``mode`` checks them, ``fit`` of
+    this prior and as many pairs, ``key`` a PRNG key, ``n_probes >= 2`` (``se`` needs two),
+    ``n_steps >= 1``."""
+    if not is_traced(prior, pairs, fit, key):
+        pairs = _checked(prior, pairs, fit)
+        check_key(key)
+        check_int(n_probes, "n_probes", low=2)
+        check_int(n_steps, "n_steps", low=1)
+    return log_evidence_core(prior, pairs, fit, key, n_probes, n_steps)
+
+
+@partial(jax.jit, static_argnames=("n_probes", "n_steps"))
+def log_evidence_core(
+    prior: LatentPrior, pairs, fit: SparseLaplace, key, n_probes: int, n_steps: int
+) -> Evidence:
+    """``log_evidence``'s compiled core: no checks, for inputs already checked or traced."""
     pairs = jnp.asarray(pairs)
     dtype = fit.mean.dtype
     d = differences(fit.mean, pairs)
@@ -260,18 +361,36 @@ def _block_expectations(prior: LatentPrior, fit: SparseLaplace, post, prior_draw
     return prior.block_quadratics(fit.z) + prior.block_sizes() + shrink
 
 
-@partial(jax.jit, static_argnames=("n_samples",))
 def expected_quadratics(
     prior: LatentPrior, pairs, fit: SparseLaplace, key, n_samples: int = 16, cg_tol=1e-6
 ):
     """EM's ``E_q[z_b^T P_b z_b]: (1 + K,)`` from ``n_samples`` posterior draws with prior draws
-    of the same normals as a control variate (``latent_draws(with_prior=True)``)."""
+    of the same normals as a control variate (``latent_draws(with_prior=True)``). Checked as
+    ``pair_predictions``, and ``key`` a PRNG key, ``n_samples >= 1``."""
+    if not is_traced(prior, pairs, fit, key, cg_tol):
+        pairs = _checked_draws(prior, pairs, fit, key, n_samples, cg_tol)
+    return expected_quadratics_core(prior, pairs, fit, key, n_samples, cg_tol)
+
+
+def _checked_draws(prior, pairs, fit, key, n_samples, cg_tol) -> np.ndarray:
+    """``_checked``, and ``key`` a PRNG key, ``n_samples >= 1`` (``ValueError``)."""
+    pairs = _checked(prior, pairs, fit)
+    check_cg_tol(cg_tol, prior.features.dtype)  # in (0, 1): no int to overflow JAX's parsing
+    check_key(key)
+    check_int(n_samples, "n_samples", low=1)
+    return pairs
+
+
+@partial(jax.jit, static_argnames=("n_samples",))
+def expected_quadratics_core(
+    prior: LatentPrior, pairs, fit: SparseLaplace, key, n_samples: int, cg_tol
+):
+    """``expected_quadratics``' compiled core: no checks, for inputs already checked or traced."""
     pairs = jnp.asarray(pairs)
     post, prior_draws = latent_draws(prior, pairs, fit, key, n_samples, cg_tol, with_prior=True)
     return _block_expectations(prior, fit, post, prior_draws)
 
 
-@partial(jax.jit, static_argnames=("n_samples",))
 def evidence_gradient(
     prior: LatentPrior, pairs, fit: SparseLaplace, key, n_samples: int = 16, cg_tol=1e-6
 ):
@@ -286,7 +405,18 @@ def evidence_gradient(
     dH)``), the second the mode's move through ``log det H``'s curvatures (R&W Eq. 5.23 in
     precision form): ``sigma_s^2`` each training pair's posterior variance, ``w'_s = dw/dd``.
     The expectations come from ``n_samples`` posterior draws with prior draws of the same normals
-    as a control variate (``latent_draws(with_prior=True)``), ``sigma^2`` from the same draws."""
+    as a control variate (``latent_draws(with_prior=True)``), ``sigma^2`` from the same draws.
+    Checked as ``expected_quadratics``."""
+    if not is_traced(prior, pairs, fit, key, cg_tol):
+        pairs = _checked_draws(prior, pairs, fit, key, n_samples, cg_tol)
+    return evidence_gradient_core(prior, pairs, fit, key, n_samples, cg_tol)
+
+
+@partial(jax.jit, static_argnames=("n_samples",))
+def evidence_gradient_core(
+    prior: LatentPrior, pairs, fit: SparseLaplace, key, n_samples: int, cg_tol
+):
+    """``evidence_gradient``'s compiled core: no checks, for inputs already checked or traced."""
     pairs = jnp.asarray(pairs)
     n = prior.n
     post, prior_draws = latent_draws(prior, pairs, fit, key, n_samples, cg_tol, with_prior=True)

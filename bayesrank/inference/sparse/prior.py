@@ -22,7 +22,10 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from ...data.checks import check_fits_dtype, check_matrix
+from ...runtime import is_traced
 from .precision import LaplacianPrecision
 
 __all__ = ["LatentPrior", "latent_prior", "scale_prior"]
@@ -99,14 +102,35 @@ class LatentPrior:
         )
 
 
+def _check_variances(features: np.ndarray, dtype) -> None:
+    """``ValueError`` naming the first entity whose attribute variance ``sum_k features[i, k]^2``
+    overflows ``dtype`` (beyond it Newton's curvature is ``inf`` and the mode came back 0,
+    reported converged)."""
+    with np.errstate(over="ignore"):
+        variances = np.sum(features**2, axis=1)
+    if (bad := np.flatnonzero(~(variances <= np.finfo(dtype).max))).size:
+        i = bad[0]
+        raise ValueError(
+            f"features row {i}: the attribute variance sum_k features[{i}, k]^2 = "
+            f"{variances[i]:.3g} overflows {np.dtype(dtype).name}: rescale the features"
+        )
+
+
 def latent_prior(features=None, blocks=()) -> LatentPrior:
-    """A ``LatentPrior`` with its pieces checked: ``features: (n, r)`` or ``None`` (no attribute
-    term), ``blocks``: ``LaplacianPrecision`` s over the same ``n`` entities."""
+    """A ``LatentPrior`` with its pieces checked: ``features: (n, r)`` finite reals (that the
+    working dtype holds) or ``None`` (no attribute term), ``blocks``: ``LaplacianPrecision`` s
+    over the same ``n`` entities."""
     blocks = tuple(blocks)
     if features is None:
         if not blocks:
             raise ValueError("a prior needs features or at least one precision block")
         features = jnp.zeros((blocks[0].n, 0), blocks[0].diag.dtype)
+    if not is_traced(features):  # (n, r), real, finite, and finite in the working dtype
+        checked = check_matrix(features, "features")
+        features = jnp.asarray(features)
+        if jnp.issubdtype(features.dtype, jnp.floating):
+            check_fits_dtype(checked, "features", features.dtype)
+            _check_variances(checked, features.dtype)
     features = jnp.asarray(features)
     if features.ndim != 2:
         raise ValueError(f"features must be (n, r), got shape {features.shape}")

@@ -23,9 +23,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...data.checks import check_index_pairs
+from ...data.checks import check_float, check_index_pairs
 from ...kernels.graph import RegularizedLaplacian
 from ...kernels.lowrank import pivoted_cholesky
+from ...kernels.xpgp import check_graph_count
 from ...predict import OutcomePrediction, PairPrediction
 from .laplace import (
     SparseLaplace,
@@ -45,6 +46,7 @@ def from_xpgp(prior, X, relations, n: int, rank: int) -> tuple[LatentPrior, floa
     ``X: (n, d)`` (or None) and adjacencies ``relations`` (one per relation kernel, dense or
     ``scipy.sparse``); ``residual`` is the attribute term's dropped variance ``trace(K - K~)``
     (its spectral error's bound; module docstring)."""
+    check_graph_count(prior, relations)  # the dense face's check and message
     c = 1.0 / (2.0 * float(prior.sigma) ** 2)
     weights = np.ones(1 + len(prior.relations)) if prior.weights is None else prior.weights
     weights = np.asarray(weights, float)
@@ -121,7 +123,7 @@ class SparsePosterior(NamedTuple):
     def predict_outcomes(self, pairs, margin) -> OutcomePrediction:
         """``predict_pairs`` as the three outcomes of the probit pair model: no tie (the sparse
         engine fits strict pairs only; a nonzero ``margin`` is refused)."""
-        if float(margin) != 0.0:
+        if check_float(margin, "margin", low=0.0) != 0.0:
             raise ValueError("approximation='sparse' has no tie model (margin must be 0)")
         p = self.predict_pairs(pairs)
         return OutcomePrediction(p.prob, jnp.zeros_like(p.prob), 1 - p.prob, p.delta_mean,

@@ -1,0 +1,422 @@
+"""The precision-form engine's public face under careless input (issue 49): a ``ValueError`` that
+names the argument and the value or index at fault, or a result equal to the dense Laplace
+engine's on the same prior's covariance, built here by hand with NumPy (the test's own reference).
+
+Faces: ``inference.sparse.mode``, ``pair_predictions``, ``sampled_pair_predictions``,
+``log_evidence``, ``expected_quadratics``, ``evidence_gradient``, ``learning.sparse_em.
+em_variances`` and ``XPGPModel(approximation="sparse")``. Pair lists are judged by the test's
+own rule (whole numbers in ``[0, n)``, no self pair for training; self pairs allowed for
+prediction). Cheap by construction: one small prior (``n = 6``), pair lists of fixed length (one
+compiled program each), refusals before any compilation.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+
+import jax
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from bayesrank.inference import laplace
+from bayesrank.inference import sparse as S
+from bayesrank.learning.sparse_em import em_variances
+
+pytestmark = pytest.mark.float32  # dtype-aware: also run with x64 off in CI
+
+FUZZ = settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
+)
+X64 = jax.config.jax_enable_x64
+DTYPE = np.float64 if X64 else np.float32
+#: the sparse engine (CG, Newton to 1e-10) against the dense one (Cholesky, Newton to 1e-12)
+ATOL = 1e-7 if X64 else 2e-3
+N = 6
+TRAIN = np.array([[0, 1], [2, 1], [3, 4], [5, 2], [4, 0]])
+VALID_TEST = [[0, 5], [3, 3], [1, 4]]
+
+# Values a user may type for an entity index: the edges of every type.
+ENTRY = st.one_of(
+    st.integers(-2, N + 1),
+    st.integers(0, N - 1).map(float),
+    st.floats(allow_nan=True, allow_infinity=True, width=64),
+    st.sampled_from([True, False, -0.0, 0.5, 2**31, 2**63, 2**70, -(2**63), None, "1"]),
+)
+ROW = st.one_of(st.tuples(ENTRY, ENTRY).map(list), st.lists(ENTRY, min_size=1, max_size=3))
+
+
+@functools.cache
+def problem():
+    """``(prior, K)``: attributes at rank 2, a regularized Laplacian on a graph and an entity
+    effect as a ``LatentPrior``, and its covariance ``K = Phi Phi^T + Q^-1 + diag(v)`` by hand."""
+    rng = np.random.default_rng(0)
+    Phi = 0.7 * rng.normal(size=(N, 2))
+    W = np.zeros((N, N))
+    for i, j in [(0, 1), (1, 2), (3, 4), (4, 5), (2, 5)]:
+        W[i, j] = W[j, i] = 1.0
+    v = np.array([0.3, 0.5, 0.2, 0.4, 0.3, 0.6])
+    blocks = [S.laplacian_precision(W, beta=1.0, iota=1.5, weight=2.0), S.diagonal_precision(v)]
+    L = np.diag(W.sum(1)) - W
+    K = Phi @ Phi.T + np.linalg.inv((L + np.eye(N) / 1.5**2) / 2.0) + np.diag(v)
+    return S.latent_prior(Phi, blocks), K
+
+
+@functools.cache
+def dense(pairs: tuple):
+    """The dense Laplace engine on ``K`` and the (valid) training pairs."""
+    return laplace.fit(problem()[1], np.array(pairs, dtype=np.int64).reshape(-1, 2), tol=1e-12)
+
+
+@functools.cache
+def trained():
+    """``(prior, fit)`` of ``TRAIN`` (compiles the engine)."""
+    prior = problem()[0]
+    return prior, S.mode(prior, TRAIN)
+
+
+def unfitted():
+    """``(prior, fit)`` with a ``SparseLaplace`` of ``TRAIN``'s shapes, all zeros: for the
+    refusals, which come before anything is compiled."""
+    prior = problem()[0]
+    zeros = np.zeros(prior.size), np.zeros(N), np.zeros(len(TRAIN))
+    return prior, S.SparseLaplace(*zeros, np.int32(0), np.False_, np.int32(0))
+
+
+def _entry_ok(v, self_pairs_too: bool = False) -> bool:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return False
+    return (isinstance(v, int) or math.isfinite(v)) and v == int(v) and 0 <= v < N
+
+
+def _row_ok(row, self_pairs: bool) -> bool:
+    """The test's own rule for one row: two whole numbers in ``[0, N)`` (distinct for training)."""
+    if not (isinstance(row, list) and len(row) == 2 and all(_entry_ok(v) for v in row)):
+        return False
+    return self_pairs or int(row[0]) != int(row[1])
+
+
+def _valid(pairs, self_pairs: bool) -> bool:
+    return all(_row_ok(row, self_pairs) for row in pairs)
+
+
+def _names_a_bad_row(message: str, pairs, name: str, self_pairs: bool) -> None:
+    """The message names ``name``; where it names a row (``row 3``, ``name[3, 1]``), that row is
+    bad by the test's own rule."""
+    assert name in message, message
+    found = re.search(rf"row (\d+)|{name}\[(\d+)", message)
+    if found:
+        row = int(found.group(1) or found.group(2))
+        assert not _row_ok(pairs[row], self_pairs), (message, pairs)
+
+
+# ------------------------------------------------------------------ issue 49, case 2: the cases
+
+
+@pytest.mark.parametrize(("bad", "value"), [([0, N], N), ([-1, 2], -1), ([N + 3, 1], N + 3)])
+def test_mode_refuses_an_entity_that_does_not_exist(bad, value):
+    """Before: ``xi[n]`` was read as ``xi[n - 1]`` and the pair dropped from the curvature, a
+    wrong posterior without an error."""
+    prior, _ = problem()
+    pairs = [[0, 1], bad, [3, 4]]
+    with pytest.raises(ValueError, match=rf"pairs row 1: index {value} is out of range for n=6"):
+        S.mode(prior, pairs)
+
+
+def test_mode_refuses_a_self_pair():
+    """Before: ``(i, i)`` has ``d = 0``: ``log 2`` off the evidence, taken silently."""
+    with pytest.raises(ValueError, match=r"pairs row 2 is a self-pair \(3, 3\)"):
+        S.mode(problem()[0], [[0, 1], [2, 1], [3, 3]])
+
+
+@pytest.mark.slow  # compiles the engine and the dense reference
+def test_mode_takes_whole_float_pairs_as_the_dense_face_does():
+    """Before: ``TypeError`` from JAX's indexing. ``PreferenceProblem.create`` takes whole
+    floats; so does ``mode``, with the dense engine's result; a fraction is refused by row."""
+    prior, _ = problem()
+    got = S.mode(prior, TRAIN.astype(float))
+    np.testing.assert_allclose(got.mean, dense(tuple(TRAIN.ravel())).mean, atol=ATOL)
+    with pytest.raises(ValueError, match=r"pairs row 1: value 2.5 is not an integer"):
+        S.mode(prior, [[0, 1], [2.5, 1]])
+
+
+def test_mode_refuses_a_z0_of_another_shape_or_not_finite():
+    """Before: ``TypeError`` (broadcasting) for the shape; a NaN in ``z0`` gave a NaN mode."""
+    prior, _ = problem()
+    with pytest.raises(ValueError, match=rf"z0 has shape \(3,\), expected \({prior.size},\)"):
+        S.mode(prior, TRAIN, z0=np.zeros(3))
+    z0 = np.zeros(prior.size)
+    z0[4] = np.nan
+    with pytest.raises(ValueError, match=r"z0\[4\] = nan is not finite"):
+        S.mode(prior, TRAIN, z0=z0)
+
+
+def test_a_warm_start_too_far_out_is_refused():
+    """Before: ``z0 = 1e300`` gave a NaN mode; ``z0 = 1e7`` (pair differences of 5e6, where
+    the probit's curvature is lost to round-off) stopped where it started, reported converged;
+    ``1e150`` in ``J``'s null space likewise."""
+    prior, _ = problem()
+    eps = np.finfo(prior.features.dtype).eps
+    with pytest.raises(ValueError, match=r"z0\[\d+\] = 1e\+150 is beyond"):
+        S.mode(prior, TRAIN, z0=np.full(prior.size, 1e150))
+    big = 0.5 * eps**-0.5  # within |z0|'s bound, its pair differences far beyond eps^-1/4
+    with pytest.raises(ValueError, match=r"z0 puts pair \d+ \(\d, \d\) at a difference"):
+        S.mode(prior, TRAIN, z0=np.full(prior.size, big))
+
+
+def test_attributes_whose_variance_overflows_are_refused():
+    """Attributes of 1e160 (1e20 in float32): their prior variance overflows the dtype. Before:
+    a mode of zeros in one Newton step, reported converged."""
+    prior, _ = problem()
+    scale = 1e160 if X64 else 1e20
+    with pytest.raises(ValueError, match=r"features row \d: the attribute variance .* overflows"):
+        S.latent_prior(prior.features * scale, prior.blocks)
+    with pytest.raises(ValueError, match=r"features\[0, 0\] = inf is not finite"):
+        S.latent_prior(np.full((N, 1), np.inf))
+
+
+@pytest.mark.parametrize(("bad", "value"), [([0, N], N), ([-1, 2], -1)])
+def test_pair_predictions_refuse_an_entity_that_does_not_exist(bad, value):
+    """Before: a prediction for an entity that does not exist (clamped to the last one)."""
+    prior, fit = unfitted()
+    with pytest.raises(ValueError, match=rf"test\[1, \d\] = {value} is not an entity"):
+        S.pair_predictions(prior, TRAIN, fit, [[0, 1], bad])
+    with pytest.raises(ValueError, match=r"pairs row 1: index"):
+        S.pair_predictions(prior, [[0, 1], bad, *TRAIN[2:]], fit, VALID_TEST)
+    key = jax.random.key(0)
+    with pytest.raises(ValueError, match=r"test\[1, \d\]"):
+        S.sampled_pair_predictions(prior, TRAIN, fit, [[0, 1], bad], key, n_samples=4)
+    with pytest.raises(ValueError, match=r"pairs row 1: index"):
+        S.log_evidence(prior, [[0, 1], bad, *TRAIN[2:]], fit, key)
+    for f in (S.evidence_gradient, S.laplace.expected_quadratics):
+        with pytest.raises(ValueError, match=r"pairs row 1: index"):
+            f(prior, [[0, 1], bad, *TRAIN[2:]], fit, key)
+
+
+@pytest.mark.parametrize("bad", [[0, N], [-1, 2], [3, 3]])
+def test_em_variances_refuses_a_pair_the_engine_cannot_take(bad):
+    """Before: EM ran on clamped indices and returned variances learned from other pairs."""
+    with pytest.raises(ValueError, match=r"pairs row 1"):
+        em_variances(problem()[0], [[0, 1], bad], jax.random.key(0), max_iter=3)
+
+
+def test_a_fit_of_another_prior_or_other_pairs_is_refused():
+    """Before: JAX's broadcasting error, naming no argument."""
+    prior, fit = unfitted()
+    with pytest.raises(ValueError, match=r"fit.w has shape \(5,\), expected \(2,\)"):
+        S.pair_predictions(prior, TRAIN[:2], fit, VALID_TEST)
+    with pytest.raises(ValueError, match="fit must be a SparseLaplace"):
+        S.pair_predictions(prior, TRAIN, tuple(fit), VALID_TEST)
+    with pytest.raises(ValueError, match="prior must be a LatentPrior"):
+        S.mode(problem()[1], TRAIN)
+
+
+@pytest.mark.parametrize(
+    ("call", "option"),
+    [
+        (lambda p, f, k: S.sampled_pair_predictions(p, TRAIN, f, VALID_TEST, k, n_samples=1),
+         "n_samples"),
+        (lambda p, f, k: S.sampled_pair_predictions(p, TRAIN, f, VALID_TEST, None), "key"),
+        (lambda p, f, k: S.log_evidence(p, TRAIN, f, k, n_probes=1), "n_probes"),
+        (lambda p, f, k: S.log_evidence(p, TRAIN, f, k, n_steps=0), "n_steps"),
+        (lambda p, f, k: S.evidence_gradient(p, TRAIN, f, k, n_samples=0), "n_samples"),
+        (lambda p, f, k: S.evidence_gradient(p, TRAIN, f, k, cg_tol=-1.0), "cg_tol"),
+        (lambda p, f, k: S.pair_predictions(p, TRAIN, f, VALID_TEST, cg_tol=1.0), "cg_tol"),
+        (lambda p, f, k: em_variances(p, TRAIN, k, n_samples=0), "n_samples"),
+        (lambda p, f, k: em_variances(p, TRAIN, k, tol=math.nan), "tol"),
+        (lambda p, f, k: em_variances(p, TRAIN, k, max_iter=-1), "max_iter"),
+        (lambda p, f, k: em_variances(p, TRAIN, k, learn=[1, 0, 1]), "learn"),
+        (lambda p, f, k: em_variances(p, TRAIN, 0), "key"),
+        (lambda p, f, k: em_variances(p, TRAIN, k, objective=None), "objective"),
+    ],
+)  # fmt: skip
+def test_an_option_outside_its_domain_is_named(call, option):
+    """Before: ``n_samples = 1`` gave a standard error of 0, ``n_probes = 1`` a NaN one,
+    ``cg_tol = 1`` a mode of zeros, ``learn = [1, 0, 1]`` was cast, ``tol = nan`` never
+    converged, a missing key was a ``TypeError``."""
+    prior, fit = unfitted()
+    with pytest.raises(ValueError, match=option):
+        call(prior, fit, jax.random.key(0))
+
+
+def test_the_sparse_posterior_names_a_margin_it_cannot_take():
+    """Before: ``float(None)``'s ``TypeError``."""
+    prior, fit = unfitted()
+    posterior = S.SparsePosterior(prior, TRAIN, fit, jax.random.key_data(jax.random.key(0)))
+    with pytest.raises(ValueError, match=r"margin must be a finite number >= 0\.0, got None"):
+        posterior.predict_outcomes(VALID_TEST, None)
+    with pytest.raises(ValueError, match="no tie model"):
+        posterior.predict_outcomes(VALID_TEST, 0.5)
+
+
+# ------------------------------------------------------------ issue 49, case 7c: the model face
+
+
+@pytest.mark.parametrize("graphs", [0, 2])
+def test_the_sparse_face_names_a_missing_or_extra_relation(graphs):
+    """Before: "zip() argument 2 is shorter than argument 1". The dense face's message."""
+    from bayesrank import PreferenceProblem, XPGPModel
+    from bayesrank.kernels import RBF, XPGP, RegularizedLaplacian
+
+    problem_ = PreferenceProblem.create(TRAIN, X=np.eye(N), relations=[np.ones((N, N))] * graphs)
+    prior = XPGP(RBF(), (RegularizedLaplacian(),))
+    for approximation in ("dense", "sparse"):
+        model = XPGPModel(prior, inference="laplace", approximation=approximation)
+        with pytest.raises(ValueError, match=rf"^1 relation kernels but {graphs} graphs$"):
+            model.fit(problem_)
+
+
+def test_the_sparse_face_refuses_weighted_pairs():
+    """The sparse engine fits strict pairs: a weight is refused, not dropped (as before)."""
+    from bayesrank import PreferenceProblem, XPGPModel
+    from bayesrank.kernels import RBF, XPGP
+
+    weighted = PreferenceProblem.create(TRAIN, X=np.eye(N), weights=np.full(len(TRAIN), 2.0))
+    model = XPGPModel(XPGP(RBF(), ()), inference="laplace", approximation="sparse")
+    with pytest.raises(ValueError, match="strict pairs only"):
+        model.fit(weighted)
+
+
+# ------------------------------------------------------------------------- properties
+
+
+@pytest.mark.slow  # compiles the engine (one program per shape) and the reference
+@FUZZ
+@given(pairs=st.lists(ROW, min_size=4, max_size=4))
+@example(pairs=[[0, 1], [2, 3], [4, 5], [5, N]])  # issue 49: JAX clamped it
+@example(pairs=[[0, 1], [2, 3], [4, 5], [-1, 0]])  # issue 49: JAX wrapped it
+@example(pairs=[[0, 1], [2, 2], [4, 5], [5, 0]])  # issue 49: a self pair, log 2 off
+@example(pairs=[[0.0, 1.0], [2.0, 3.0], [4.0, 5.0], [5.0, 0.0]])  # issue 49: TypeError
+@example(pairs=[[0, True], [2, 3], [4, 5], [5, 0]])  # NumPy would read True as 1
+def test_training_pairs_are_taken_exactly_or_refused_by_row(pairs):
+    """``mode`` and ``em_variances`` (no EM step: its fit is the mode at the prior's variances)
+    on four pairs of any entries: refused naming the pairs (and a row that is bad), or the dense
+    engine's mode on the same pairs read by the test."""
+    prior, _ = problem()
+    valid = _valid(pairs, self_pairs=False)
+    for run in (
+        lambda: S.mode(prior, pairs),
+        lambda: em_variances(prior, pairs, jax.random.key(0), max_iter=0).fit,
+    ):
+        try:
+            fit = run()
+        except ValueError as error:
+            assert not valid, (pairs, str(error))
+            _names_a_bad_row(str(error), pairs, "pairs", self_pairs=False)
+            continue
+        assert valid, pairs
+        want = dense(tuple(int(v) for row in pairs for v in row))
+        np.testing.assert_allclose(fit.mean, want.mean, atol=ATOL)
+        assert bool(fit.converged)
+
+
+@pytest.mark.slow  # compiles the engine (one program per shape) and the reference
+@FUZZ
+@given(test=st.lists(ROW, min_size=3, max_size=3))
+@example(test=[[0, 1], [2, N], [4, 5]])  # issue 49: a prediction for no entity
+@example(test=[[0, 1], [2, -1], [4, 5]])
+@example(test=[[0.0, 1.0], [3.0, 3.0], [4.0, 5.0]])  # whole floats, a self pair: P = 1/2
+def test_test_pairs_are_predicted_exactly_or_refused_by_element(test):
+    """``pair_predictions`` of three pairs of any entries: refused naming ``test`` (and a row
+    that is bad), or the dense engine's prediction (a self pair is ``P = 1/2``)."""
+    prior, fit = trained()
+    valid = _valid(test, self_pairs=True)
+    try:
+        prob, mean, var = S.pair_predictions(prior, TRAIN, fit, test)
+    except ValueError as error:
+        assert not valid, (test, str(error))
+        _names_a_bad_row(str(error), test, "test", self_pairs=True)
+        return
+    assert valid, test
+    want = dense(tuple(TRAIN.ravel())).predict_pairs(np.array(test, dtype=float).astype(int))
+    np.testing.assert_allclose(mean, want.delta_mean, atol=ATOL)
+    np.testing.assert_allclose(var, want.delta_var, atol=ATOL)
+    np.testing.assert_allclose(prob, want.prob, atol=ATOL)
+
+
+def _real(v) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and not math.isnan(v)
+
+
+MODE_OPTIONS = {
+    "max_iter": lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**31,
+    "tol": lambda v: _real(v) and 0 <= v < math.inf,
+    # documented floor: below sqrt(tiny) CG's residual underflows (1e-77 gave NaN in float32)
+    "cg_tol": lambda v: _real(v) and math.sqrt(np.finfo(DTYPE).tiny) <= v < 1,
+}
+OPTION_VALUES = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True, width=64),
+    st.sampled_from([0, 50, -1, 2**31, 2**70, 1.5, 2.0, 1e-12, 0.5, 1, True, False, None, "1"]),
+)
+
+
+@pytest.mark.slow  # compiles the engine (one program per shape) and the reference
+@FUZZ
+@given(option=st.sampled_from(sorted(MODE_OPTIONS)), value=OPTION_VALUES)
+@example(option="max_iter", value=-1)  # was run as 0 steps
+@example(option="cg_tol", value=1e300)  # was a mode of zeros, reported converged
+@example(option="cg_tol", value=-1.0)  # was NaN
+@example(option="tol", value=math.nan)  # was never converged
+@example(option="cg_tol", value=1e-77)  # NaN in float32: 0 / 0 in CG
+def test_mode_options_are_taken_or_named(option, value):
+    """``mode``'s ``max_iter`` (0 or 50 among the valid: one program each), ``tol``,
+    ``cg_tol``: refused naming the option, or a finite mode; the dense engine's where the
+    tolerances are tight and it converged; the start itself at ``max_iter = 0``."""
+    prior, _ = problem()
+    valid = MODE_OPTIONS[option](value)
+    if valid and option == "max_iter" and value not in (0, 50):
+        return  # valid, but each value is a program of its own
+    try:
+        fit = S.mode(prior, TRAIN, **{option: value})
+    except ValueError as error:
+        assert not valid, (option, value, str(error))
+        assert option in str(error), str(error)
+        return
+    assert valid, (option, value)
+    assert np.all(np.isfinite(np.asarray(fit.mean)))
+    if option == "max_iter" and value == 0:
+        assert not bool(fit.converged) and np.all(np.asarray(fit.mean) == 0)
+    tight = (option != "tol" or value <= 1e-8) and (option != "cg_tol" or value <= 1e-6)
+    if tight and bool(fit.converged):
+        np.testing.assert_allclose(fit.mean, dense(tuple(TRAIN.ravel())).mean, atol=ATOL)
+
+
+@pytest.mark.slow  # compiles the engine (one program per shape) and the reference
+@FUZZ
+@given(
+    size=st.sampled_from(["right", "short", "long", "scalar"]),
+    values=st.lists(
+        st.one_of(st.floats(-1e3, 1e3), st.sampled_from([math.nan, math.inf, -math.inf])),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_a_warm_start_is_taken_or_named(size, values):
+    """``z0`` of any length and entries: refused naming ``z0`` (the shape, the entry, or the pair
+    it puts too far apart), or the same mode as from 0 (the Laplace objective is concave). The
+    test's own reading: ``xi = Phi w + g_1 + g_2`` by hand, the documented bounds ``|z0| <=
+    eps^-1/2`` and ``|xi_i - xi_j| <= eps^-1/4`` on the training pairs."""
+    prior, _ = problem()
+    length = {"right": prior.size, "short": prior.size - 1, "long": prior.size + 2}.get(size)
+    z0 = values[0] if length is None else np.resize(np.array(values), length)
+    valid = length == prior.size and bool(np.all(np.isfinite(z0)))
+    if valid:
+        eps = np.finfo(prior.features.dtype).eps
+        Phi = np.asarray(prior.features, np.float64)
+        xi = Phi @ z0[:2] + z0[2 : 2 + N] + z0[2 + N :]
+        d = xi[TRAIN[:, 0]] - xi[TRAIN[:, 1]]
+        valid = np.max(np.abs(z0)) <= eps**-0.5 and np.max(np.abs(d)) <= eps**-0.25
+    try:
+        fit = S.mode(prior, TRAIN, z0=z0)
+    except ValueError as error:
+        assert not valid, (z0, str(error))
+        assert "z0" in str(error), str(error)
+        if length == prior.size and not np.all(np.isfinite(z0)):
+            bad = int(np.flatnonzero(~np.isfinite(z0))[0])
+            assert f"z0[{bad}]" in str(error), str(error)
+        return
+    assert valid, z0
+    np.testing.assert_allclose(fit.mean, dense(tuple(TRAIN.ravel())).mean, atol=ATOL)

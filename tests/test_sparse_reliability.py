@@ -191,7 +191,7 @@ def test_pair_predictions_refuse_an_entity_that_does_not_exist(bad, value):
         S.sampled_pair_predictions(prior, TRAIN, fit, [[0, 1], bad], key, n_samples=4)
     with pytest.raises(ValueError, match=r"pairs row 1: index"):
         S.log_evidence(prior, [[0, 1], bad, *TRAIN[2:]], fit, key)
-    for f in (S.evidence_gradient, S.laplace.expected_quadratics):
+    for f in (S.evidence_gradient, S.evidence.expected_quadratics):
         with pytest.raises(ValueError, match=r"pairs row 1: index"):
             f(prior, [[0, 1], bad, *TRAIN[2:]], fit, key)
 

@@ -33,13 +33,9 @@ import numpy as np
 from ..data.checks import check_choice, check_float, check_int
 from ..data.keys import check_key
 from ..inference.ep.settings import MAX_ITER_LIMIT
+from ..inference.sparse.evidence import evidence_gradient_core, expected_quadratics_core
 from ..inference.sparse.inputs import check_cg_tol, check_latent_prior, check_training_pairs
-from ..inference.sparse.laplace import (
-    SparseLaplace,
-    evidence_gradient_core,
-    expected_quadratics_core,
-    mode_core,
-)
+from ..inference.sparse.laplace import SparseLaplace, mode_core
 from ..inference.sparse.prior import LatentPrior, scale_prior
 
 __all__ = ["SparseEMResult", "em_variances"]

@@ -1,15 +1,9 @@
 """XPGP without a dense ``n x n`` matrix: sparse relation precisions, low-rank attributes, and
-the Laplace approximation in precision form (``precision``, ``prior``, ``laplace``)."""
+the Laplace approximation in precision form (``precision``, ``prior``, ``laplace``,
+``evidence``)."""
 
-from .laplace import (
-    Evidence,
-    SparseLaplace,
-    evidence_gradient,
-    log_evidence,
-    mode,
-    pair_predictions,
-    sampled_pair_predictions,
-)
+from .evidence import Evidence, evidence_gradient, log_evidence
+from .laplace import SparseLaplace, mode, pair_predictions, sampled_pair_predictions
 from .precision import (
     LaplacianPrecision,
     diagonal_precision,

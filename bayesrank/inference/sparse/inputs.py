@@ -28,6 +28,7 @@ from .prior import LatentPrior
 __all__ = [
     "check_cg_tol",
     "check_fit",
+    "check_fitted",
     "check_latent_prior",
     "check_mode_options",
     "check_test_pairs",
@@ -78,6 +79,14 @@ def check_fit(fit, prior: LatentPrior, pairs: np.ndarray, name: str = "fit"):
                 "for another prior or other pairs"
             )
     return fit
+
+
+def check_fitted(prior, pairs, fit) -> np.ndarray:
+    """The training ``pairs`` of ``fit``, checked with the prior and the fit (``ValueError``)."""
+    check_latent_prior(prior)
+    pairs = check_training_pairs(prior, pairs)
+    check_fit(fit, prior, pairs)
+    return pairs
 
 
 def check_z0(z0, prior: LatentPrior, pairs: np.ndarray) -> np.ndarray | None:

@@ -28,13 +28,8 @@ from ...kernels.graph import RegularizedLaplacian
 from ...kernels.lowrank import pivoted_cholesky
 from ...kernels.xpgp import check_graph_count
 from ...predict import OutcomePrediction, PairPrediction
-from .laplace import (
-    SparseLaplace,
-    log_evidence,
-    mode,
-    pair_predictions,
-    sampled_pair_predictions,
-)
+from .evidence import log_evidence
+from .laplace import SparseLaplace, mode, pair_predictions, sampled_pair_predictions
 from .precision import diagonal_precision, laplacian_precision
 from .prior import LatentPrior, latent_prior
 

@@ -25,8 +25,13 @@ __all__ = [
 
 
 class NonFiniteStartError(ValueError):
-    """The EP evidence or its gradient is not finite at the hyperparameters a fit starts from
-    (a ``ValueError``: the start, the prior or the data is at fault)."""
+    """The (MAP) objective or its gradient is not finite at the hyperparameters a fit starts
+    from (a ``ValueError``: the start, the prior, the hyperprior or the data is at fault);
+    ``in_hyperprior``: the hyperprior's terms alone are not finite."""
+
+    def __init__(self, message: str, *, in_hyperprior: bool = False):
+        super().__init__(message)
+        self.in_hyperprior = in_hyperprior
 
 
 class LearningConvergenceWarning(ConvergenceWarning):

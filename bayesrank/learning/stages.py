@@ -8,7 +8,6 @@ drivers' (``drive``), unchanged by the stages around it.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, NamedTuple
 
 import jax
@@ -20,7 +19,7 @@ from ..data.batch import ProblemBatch
 from ..inference import ep
 from ..kernels.xpgp import XPGP
 from ..parallel import prepare_batch
-from .config import Config, Settings, Structural, combine_host, default_trainable, split_leaves
+from .config import Config, Settings, Structural, combine_host, resolve_trainable, split_leaves
 from .design import global_starts, worth_running
 from .diagnostics import NonFiniteStartError, flat_values, warn_multimodal
 from .drive import drive
@@ -92,13 +91,7 @@ def _prepare(prior, batch, groups, restrict, per_query, o: Options, center, site
     else:  # buckets by touched size: each restricted to its size
         data = tuple(prepare_batch(first, b, size) for _, b, size in groups)
         restrict = True
-    trainable = o.trainable
-    if trainable is None:
-        trainable = default_trainable(first)
-    elif isinstance(trainable, XPGP) and trainable.weights is None and first.weights is not None:
-        # flags made from a prior without weights (default_trainable(prior)): the fit adds unit
-        # weights (with_weights), learned as default_trainable would learn them
-        trainable = dataclasses.replace(trainable, weights=True)
+    trainable = resolve_trainable(first, o.trainable)
     check_margin_learning(first, trainable, o)
     if per_query and o.init:
         parts = [split_leaves(p, trainable, dtype) for p in start]
@@ -215,10 +208,16 @@ def _run(p: _Prepared, o: Options):
                 None if o.hyperprior is None else _log_prior(p, o, u0),  # None: BFGS's own
             )
         except NonFiniteStartError as error:  # name the values: e.g. a median heuristic
-            raise NonFiniteStartError(  # beyond float32's range
-                f"{error}. The start was {p.first!r} ({np.dtype(jnp.result_type(float)).name}); "
-                "features on a scale far from 1 put the median heuristic there: standardise "
-                "X, or enable float64"
+            hint = (  # beyond float32's range
+                ""
+                if error.in_hyperprior
+                else "; features on a scale far from 1 put the median heuristic there: "
+                "standardise X, or enable float64"
+            )
+            raise NonFiniteStartError(
+                f"{error}. The start was {p.first!r} ({np.dtype(jnp.result_type(float)).name})"
+                f"{hint}",
+                in_hyperprior=error.in_hyperprior,
             ) from None
         score = np.asarray(result[1].objective)[..., -1]
         ends.append((score, flat_values(result[0].free, p.per_query)))

@@ -40,6 +40,7 @@ from .design import GlobalStart
 from .diagnostics import (
     LearningConvergenceWarning,
     MultimodalEvidenceWarning,
+    NonFiniteStepWarning,
     warn_unconverged,
 )
 from .hyperpriors import check_names
@@ -62,6 +63,7 @@ __all__ = [
     "GlobalStart",
     "LearningConvergenceWarning",
     "MultimodalEvidenceWarning",
+    "NonFiniteStepWarning",
     "Optax",
     "Start",
     "fit_hyperparameters",
@@ -103,7 +105,10 @@ def fit_hyperparameters(
             M-step steps, or ``steps`` evidence steps; ``"lbfgs"``, ``"adam"`` with its traced
             ``learning_rate``, or any optax ``GradientTransformation``); or a
             ``GradientTransformation`` itself (``Optax(that)``). A fit that reaches its cap
-            unconverged warns (``LearningConvergenceWarning``), its ``converged`` False.
+            unconverged warns (``LearningConvergenceWarning``), its ``converged`` False. An
+            optax step that makes the hyperparameters or the objective non-finite is rejected
+            and the fit stops at its last finite point (``NonFiniteStepWarning``,
+            ``FitResult.nonfinite_step``), as BFGS rejects such trial points.
         ep: ``EPSettings`` (``bayesrank.inference.ep``, shared with ``ep.fit``) for the E-steps,
             the evidence steps and the final posteriors: ``max_iter`` (default 200 sweeps
             here), ``tol`` (default 1e-6 in float64, 1e-3 in float32), ``step_tol`` (default
@@ -181,7 +186,7 @@ def fit_hyperparameters(
                 _dispatch(prior, [problems[k] for k in g], options, True, bucket) for g in groups
             ]
             result = concatenate(parts, groups)
-    warn_unconverged(result.converged, options)
+    warn_unconverged(result.converged, options, result.nonfinite_step)
     return result
 
 

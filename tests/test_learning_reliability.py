@@ -21,7 +21,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from bayesrank import ARD, RBF, XPGP, Optax, PreferenceProblem
+from bayesrank import ARD, BFGS, RBF, XPGP, Optax, PreferenceProblem
 from bayesrank.learning import (
     LearningConvergenceWarning,
     NonFiniteStartError,
@@ -275,6 +275,38 @@ def test_a_non_optax_object_is_refused_by_name(name):
                 optimizer = Optax(bad, steps=2)
             fit_hyperparameters(PRIOR, _problem(), method="em", optimizer=optimizer)
         assert "optax" in str(caught.value), str(caught.value)
+
+
+CAP_VALUES = st.sampled_from(
+    [1, 3, 0, -1, 2**31 - 1, 2**31, 2.0, 2.5, True, None, "3", math.nan, math.inf, np.int64(2)]
+)
+
+
+def _count(v, high=2**31 - 1) -> bool:
+    return isinstance(v, int | np.integer) and not isinstance(v, bool) and 1 <= v <= high
+
+
+@FEW
+@given(kind=st.sampled_from(["Optax", "BFGS"]), field=st.integers(0, 3), value=CAP_VALUES)
+def test_step_caps_and_rates_are_taken_or_named(kind, field, value):
+    """The optimisers' caps (``steps``, ``m_steps``, ``max_steps``: whole counts up to the loop
+    counter's 2**31 - 1) and rates (``learning_rate``, ``tol``: finite and positive), checked
+    when the settings are made, named with the value."""
+    names = ("max_steps", "tol")
+    if kind == "Optax":
+        names = ("steps", "m_steps", "learning_rate", "tol")
+    name = names[field % len(names)]
+    if name in ("learning_rate", "tol"):
+        valid = _real(value) and math.isfinite(value) and value > 0
+    else:
+        valid = _count(value)
+    try:
+        (Optax if kind == "Optax" else BFGS)(**{name: value})
+    except ValueError as error:
+        assert not valid, (kind, name, value, str(error))
+        assert name in str(error), str(error)
+        return
+    assert valid, (kind, name, value)
 
 
 def _fit(optimizer, method="evidence", problems=None, **kwargs):

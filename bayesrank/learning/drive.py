@@ -5,6 +5,7 @@ query's in lockstep), each calling compiled steps and building the ``Trace``."""
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from . import bfgs
@@ -73,9 +74,8 @@ def drive(
         opt_state = jax.vmap(init)(free) if per_query else init(free)
     carry = Carry(free, sites, opt_state)
     iterations = _iterations(n_iter, cfg, progress)
-    dtype = free[0].dtype
-    B = len(free[0]) if per_query else 1
-    guard = Guard(combine_host(free, fixed, cfg, dtype), cfg.method, per_query, B)
+    B = len(jax.tree_util.tree_leaves(sites)[0]) if per_query else 1  # sites: (B, m) each
+    guard = Guard(combine_host(free, fixed, cfg, jnp.result_type(float)), cfg.method, per_query, B)
     for _ in iterations:
         new, trace = _step(carry, fixed, u0, data, cfg, settings)
         carry = guard.accept(carry, new, jax.device_get(trace))

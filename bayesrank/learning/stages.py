@@ -104,6 +104,11 @@ def _prepare(prior, batch, groups, restrict, per_query, o: Options, center, site
         free, fixed, treedef, flags = split_leaves(first, trainable, dtype)
         if per_query:  # every query from the same values
             free, fixed = _per_query(free, batch), _per_query(fixed, batch)
+    if not any(flags):
+        raise ValueError(
+            "trainable holds every hyperparameter fixed: there is nothing to learn (the "
+            "posterior at the prior's values is XPGPModel(prior).fit(problem))"
+        )
     if isinstance(o.optimizer, optax.GradientTransformation):  # before anything is compiled
         check_transformation(o.optimizer, free, per_query)
     final_tol = ep.default_tol(dtype) if o.ep.tol is None else o.ep.tol

@@ -7,6 +7,7 @@ The package, one concept a module:
 - ``objectives``: the EM bound ``Q`` (Eq. 15-16), the EP evidence with its gradient, the
   Fisher information, for a batch sharing ``theta`` and per query;
 - ``em``: EM-EP's E- and M-steps and the optax steps on the evidence, compiled;
+- ``guard``: the optax path's host check of every step (a non-finite one rejected);
 - ``evidence``: the compiled evidence programs bucket by bucket, summed on the host;
 - ``bfgs``: the host-driven BFGS, for many fits in lockstep (and why it is host-driven);
 - ``initialize``: the median heuristic, restarts with an explicit key, coarse subsets;
@@ -30,7 +31,12 @@ from .._moved import moved
 from ..inference.ep.settings import EPSettings
 from .config import FROZEN_BY_DEFAULT, default_trainable
 from .design import GlobalStart
-from .diagnostics import LearningConvergenceWarning, MultimodalEvidenceWarning, NonFiniteStartError
+from .diagnostics import (
+    LearningConvergenceWarning,
+    MultimodalEvidenceWarning,
+    NonFiniteStartError,
+    NonFiniteStepWarning,
+)
 from .fit import fit_hyperparameters
 from .initialize import initialize
 from .objectives import expected_log_prior
@@ -47,6 +53,7 @@ __all__ = [
     "LearningConvergenceWarning",
     "MultimodalEvidenceWarning",
     "NonFiniteStartError",
+    "NonFiniteStepWarning",
     "Optax",
     "Start",
     "Trace",

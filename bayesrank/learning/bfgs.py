@@ -73,6 +73,32 @@ class Result(NamedTuple):
     converged: np.ndarray  # (B,) stopped by the rule, before n_iter
 
 
+def _nonfinite_start(b: int, e: Evaluation, lp, dlp) -> NonFiniteStartError:
+    """The error for fit ``b``, whose objective or gradient is not finite at the start: it names
+    the terms that are not (the EP evidence, the hyperprior's log density, their gradients)
+    and shows both values."""
+    evidence = -float(e.neg_log_evidence[b])
+    terms = [
+        ("the EP evidence", np.isfinite(evidence)),
+        ("the EP evidence's gradient", np.all(np.isfinite(e.gradient[b]))),
+        ("the hyperprior's log density", np.isfinite(lp[b])),
+        ("the hyperprior's gradient", np.all(np.isfinite(dlp[b]))),
+    ]
+    faulty = [name for name, ok in terms if not ok]
+    in_hyperprior = bool(faulty) and all("hyperprior" in name for name in faulty)
+    what = " and ".join(faulty) or "the objective (log evidence + log hyperprior, each finite)"
+    advice = (
+        "check the hyperprior against the starting values (hyperprior=, hyperprior_scale=)"
+        if in_hyperprior
+        else "check the prior's values and the data"
+    )
+    return NonFiniteStartError(
+        f"at the initial hyperparameters {what} {'is' if len(faulty) < 2 else 'are'} not finite "
+        f"(query {b}: log evidence {evidence:.6g}, log hyperprior {float(lp[b]):.6g}); {advice}",
+        in_hyperprior=in_hyperprior,
+    )
+
+
 def _initial_inverse_hessian(F: np.ndarray, precision: float) -> np.ndarray:
     """``(F + precision I + ridge)^-1`` per fit, the identity where that is not positive."""
     B, p, _ = F.shape
@@ -144,13 +170,15 @@ def minimize(
     x = np.array(x0, np.float64)
     B, p = x.shape
 
-    def objective(x, sites, trial=True):
-        e = evaluate(x, sites)
+    def hyperprior(x):
         if log_prior is None:
             dev = x - center
-            lp, dlp = -0.5 * precision * np.sum(dev * dev, axis=1), -precision * dev
-        else:
-            lp, dlp = log_prior(x)
+            return -0.5 * precision * np.sum(dev * dev, axis=1), -precision * dev
+        return log_prior(x)
+
+    def objective(x, sites, trial=True):
+        e = evaluate(x, sites)
+        lp, dlp = hyperprior(x)
         f = -e.neg_log_evidence + lp
         if trial:  # a trial point where EP did not converge is rejected: its evidence is wrong
             f = np.where(e.converged, f, -np.inf)
@@ -160,12 +188,7 @@ def minimize(
     f, g, e = objective(x, sites0, trial=False)
     bad = np.flatnonzero(~(np.isfinite(f) & np.all(np.isfinite(g), axis=1)))
     if bad.size:
-        b = int(bad[0])
-        raise NonFiniteStartError(
-            f"the EP evidence or its gradient at the initial hyperparameters is not finite "
-            f"(query {b}: log evidence {-e.neg_log_evidence[b]}); check the prior's values and "
-            f"the data"
-        )
+        raise _nonfinite_start(int(bad[0]), e, *hyperprior(x))
     H = _initial_inverse_hessian(fisher(x, e), precision)
     sites, value = e.sites, e.neg_log_evidence
     sweeps, ep_ok = e.sweeps, e.converged

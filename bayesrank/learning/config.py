@@ -14,6 +14,7 @@ Laplacian's ``beta`` (``docs/guide/model.md``, identifiability).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import types
 from typing import Any, NamedTuple
@@ -23,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..kernels.params import constrain, constrain_host, unconstrain_host
-from ..kernels.xpgp import FROZEN_BY_DEFAULT, default_trainable
+from ..kernels.xpgp import FROZEN_BY_DEFAULT, XPGP, default_trainable
 
 __all__ = ["FROZEN_BY_DEFAULT", "Config", "Settings", "Structural", "default_trainable"]
 
@@ -79,6 +80,18 @@ def log_hyperprior(free, u0, cfg: Config, settings: Settings):
 def finite_or_inf(value):
     """Non-finite objective values become +inf, which a line search rejects."""
     return jnp.where(jnp.isfinite(value), value, jnp.inf)
+
+
+def resolve_trainable(prior, trainable):
+    """The fit's trainable flags for ``prior`` (the starting prior, weights added):
+    ``trainable`` as given, ``default_trainable(prior)`` where it is None."""
+    if trainable is None:
+        return default_trainable(prior)
+    if isinstance(trainable, XPGP) and trainable.weights is None and prior.weights is not None:
+        # flags made from a prior without weights (default_trainable(prior)): the fit adds unit
+        # weights (with_weights), learned as default_trainable would learn them
+        return dataclasses.replace(trainable, weights=True)
+    return trainable
 
 
 def split_leaves(prior, trainable, dtype):

@@ -2,6 +2,9 @@
 
 - ``LearningConvergenceWarning``: a fit stopped at its optimiser's cap (``BFGS.max_steps``,
   ``Optax.steps``) before its own convergence rule held (``FitResult.converged`` is False);
+- ``NonFiniteStepWarning`` (a ``LearningConvergenceWarning``): an optax transformation's step
+  made the hyperparameters or the objective non-finite; the fit stopped at its last finite
+  point (``guard``);
 - ``MultimodalEvidenceWarning``: restarts ended at distinct hyperparameters of almost equal
   evidence, so the data do not choose between them.
 """
@@ -18,6 +21,7 @@ __all__ = [
     "LearningConvergenceWarning",
     "MultimodalEvidenceWarning",
     "NonFiniteStartError",
+    "NonFiniteStepWarning",
     "flat_values",
     "warn_multimodal",
     "warn_unconverged",
@@ -25,30 +29,63 @@ __all__ = [
 
 
 class NonFiniteStartError(ValueError):
-    """The EP evidence or its gradient is not finite at the hyperparameters a fit starts from
-    (a ``ValueError``: the start, the prior or the data is at fault)."""
+    """The (MAP) objective or its gradient is not finite at the hyperparameters a fit starts
+    from (a ``ValueError``: the start, the prior, the hyperprior or the data is at fault);
+    ``in_hyperprior``: the hyperprior's terms alone are not finite."""
+
+    def __init__(self, message: str, *, in_hyperprior: bool = False):
+        super().__init__(message)
+        self.in_hyperprior = in_hyperprior
 
 
 class LearningConvergenceWarning(ConvergenceWarning):
     """A hyperparameter fit stopped at its iteration cap before its convergence rule held."""
 
 
+class NonFiniteStepWarning(LearningConvergenceWarning):
+    """An optax transformation's step made the hyperparameters or the objective non-finite: the
+    step was rejected and the fit stopped at its last finite point (``guard``)."""
+
+
 class MultimodalEvidenceWarning(UserWarning):
     """Restarts ended at distinct hyperparameters of almost equal evidence."""
 
 
-def warn_unconverged(converged, options) -> None:
+def _which(flags: np.ndarray) -> str:
+    """The fits where ``flags`` holds: "the fit", or their count and first indices."""
+    if flags.size == 1:
+        return "the fit"
+    more = "..." if flags.sum() > 10 else ""
+    return (
+        f"{int(flags.sum())} of {flags.size} per-query fits (indices "
+        f"{np.flatnonzero(flags)[:10].tolist()}{more})"
+    )
+
+
+def _name(optimizer) -> str:
+    return repr(optimizer) if isinstance(optimizer, str) else "the optax transformation given"
+
+
+def warn_unconverged(converged, options, nonfinite=None) -> None:
     """One warning naming the cap and how many fits hit it (``converged``: bool or ``(B,)``;
-    ``options``: the fit's ``Options``)."""
+    ``options``: the fit's ``Options``), and one naming the fits whose optimiser took a
+    non-finite step (``nonfinite``: like ``converged``, or None: none)."""
     flags = np.atleast_1d(np.asarray(converged, bool))
+    bad = np.zeros_like(flags) if nonfinite is None else np.atleast_1d(np.asarray(nonfinite, bool))
+    if bad.any():
+        warnings.warn(
+            f"{_which(bad)}: the optimizer ({_name(options.optimizer)}) produced a non-finite step "
+            "(hyperparameters or objective not finite); the step was rejected and the fit "
+            "stopped at its last finite point (FitResult.nonfinite_step, converged False): "
+            "lower the learning rate, or bound the steps (e.g. optax.chain("
+            "optax.clip_by_global_norm(1.0), ...))",
+            NonFiniteStepWarning,
+            stacklevel=3,
+        )
+    flags = flags | bad  # those stopped for a non-finite step, not at the cap
     if flags.all():
         return
-    which = (
-        "the fit"
-        if flags.size == 1
-        else f"{int((~flags).sum())} of {flags.size} per-query fits (indices "
-        f"{np.flatnonzero(~flags)[:10].tolist()}{'...' if (~flags).sum() > 10 else ''})"
-    )
+    which = _which(~flags)
     cap = "BFGS(max_steps" if options.optimizer == "bfgs" else "Optax(steps"
     warnings.warn(
         f"{which} stopped at {cap}={options.n_iter}) before converging (method="

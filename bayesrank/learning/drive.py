@@ -1,10 +1,11 @@
-"""The host-side drivers of a fit: EM and optax steps iterated ``n_iter`` times, and BFGS (for
-a shared ``theta`` or every query's in lockstep), each calling compiled steps and building the
-``Trace``."""
+"""The host-side drivers of a fit: EM and optax steps iterated ``n_iter`` times (each step
+checked by ``guard``: a non-finite one is rejected), and BFGS (for a shared ``theta`` or every
+query's in lockstep), each calling compiled steps and building the ``Trace``."""
 
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from . import bfgs
@@ -27,6 +28,7 @@ from .evidence import (
     precompile,
     tolerances,
 )
+from .guard import Guard
 from .results import Carry, Trace
 
 
@@ -53,9 +55,14 @@ def _report(iterations, evidence, k):
 def drive(
     free, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress, compile=True, log_prior=None
 ):
-    """``(carry, trace, converged)`` of ``n_iter`` iterations from ``free`` (host-driven);
-    ``compile``: BFGS compiles its programs first, in parallel (``evidence.precompile``);
-    ``log_prior``: BFGS's hyperprior in place of the normal one (``hyperpriors``)."""
+    """``(carry, trace, converged, nonfinite, fallback)`` of ``n_iter`` iterations from
+    ``free`` (host-driven); ``compile``: BFGS compiles its programs first, in parallel
+    (``evidence.precompile``); ``log_prior``: BFGS's hyperprior in place of the normal one
+    (``hyperpriors``).
+
+    ``nonfinite``: per fit, the optax path rejected a non-finite step and stopped (``guard``;
+    always False for BFGS); ``fallback``: the optax path's carry before its last step, where
+    the final posteriors reject that step (``guard.reject_last``), ``None`` for BFGS."""
     if cfg.optimizer == "bfgs":
         return _drive_bfgs(
             free, fixed, u0, data, sites, cfg, settings, n_iter, tol, progress, compile, log_prior
@@ -67,17 +74,24 @@ def drive(
         opt_state = jax.vmap(init)(free) if per_query else init(free)
     carry = Carry(free, sites, opt_state)
     iterations = _iterations(n_iter, cfg, progress)
-    infos = []
+    B = len(jax.tree_util.tree_leaves(sites)[0]) if per_query else 1  # sites: (B, m) each
+    guard = Guard(combine_host(free, fixed, cfg, jnp.result_type(float)), cfg.method, per_query, B)
     for _ in iterations:
-        carry, trace = _step(carry, fixed, u0, data, cfg, settings)
-        infos.append(jax.device_get(trace))
+        new, trace = _step(carry, fixed, u0, data, cfg, settings)
+        carry = guard.accept(carry, new, jax.device_get(trace))
         if progress:
-            _report(iterations, trace.log_evidence, len(infos))
+            _report(iterations, trace.log_evidence, len(guard.infos))
+        if guard.stopped.all():  # every fit stays at its last finite point
+            break
+    infos = guard.infos
     axis = 1 if per_query else 0  # (B, T, ...) per query
     trace = jax.tree_util.tree_map(lambda *a: np.stack(a, axis=axis), *infos)
-    change = np.abs(trace.objective[..., -1] - trace.objective[..., -2]) if n_iter > 1 else None
-    converged = np.zeros(np.shape(trace.objective)[:-1], bool) if change is None else change < tol
-    return carry, jax.device_put(trace), converged
+    if len(infos) > 1:
+        converged = np.abs(trace.objective[..., -1] - trace.objective[..., -2]) < tol
+    else:
+        converged = np.zeros(np.shape(trace.objective)[:-1], bool)
+    converged = converged & ~guard.stopped
+    return carry, jax.device_put(trace), converged, guard.stopped.copy(), guard.previous
 
 
 def _step(carry, fixed, u0, data, cfg: Config, settings: Settings):
@@ -196,7 +210,7 @@ def _drive_bfgs(
     trace = _bfgs_trace(result.rows, shapes, fixed, cfg, n_iter, dtype)
     carry = Carry(unflat(result.x), result.sites, None)
     converged = result.converged if per_query else bool(result.converged[0])
-    return carry, trace, converged
+    return carry, trace, converged, np.zeros_like(converged), None
 
 
 def _bfgs_trace(rows, shapes, fixed, cfg, n_iter, dtype) -> Trace:

@@ -53,6 +53,37 @@ def make_optimizer(cfg: Config, settings: Settings) -> optax.GradientTransformat
     return optax.adam(settings.learning_rate)
 
 
+def check_transformation(transformation, free, per_query: bool) -> None:
+    """``ValueError`` unless a user's optax ``transformation`` steps the fit's free values:
+    ``init(params)`` and ``update(grads, state, params)`` run (traced abstractly, nothing
+    compiled) and the updates have the params' structure and shapes. ``free``: the
+    free leaves (a leading query axis ``per_query``)."""
+    lead = 1 if per_query else 0
+    params = [jax.ShapeDtypeStruct(jnp.shape(x)[lead:], jnp.result_type(x)) for x in free]
+    fix = (
+        "give an optax GradientTransformation whose update takes (updates, state, params) "
+        "(L-BFGS, which needs the objective, is Optax('lbfgs'))"
+    )
+    try:
+        state = jax.eval_shape(transformation.init, params)
+        updates, _ = jax.eval_shape(transformation.update, params, state, params)
+    except Exception as error:  # the user's code: whatever it raises, name it
+        raise ValueError(
+            f"optimizer: the optax transformation {transformation!r} cannot step the fit's "
+            f"hyperparameters (init(params) / update(grads, state, params) raised "
+            f"{type(error).__name__}: {error}); {fix}"
+        ) from None
+    leaves, tree = jax.tree_util.tree_flatten(updates)
+    if tree != jax.tree_util.tree_structure(params) or any(
+        u.shape != p.shape for u, p in zip(leaves, params, strict=True)
+    ):
+        raise ValueError(
+            f"optimizer: the optax transformation {transformation!r} returned updates of "
+            f"shapes {jax.tree_util.tree_map(jnp.shape, updates)} for parameters of shapes "
+            f"{[p.shape for p in params]}; {fix}"
+        )
+
+
 def _uses_line_search(cfg: Config) -> bool:
     return cfg.optimizer == "lbfgs"
 

@@ -22,6 +22,8 @@ Here: the keywords checked and resolved (``options``: the groups of ``settings``
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import jax
 import numpy as np
 import optax
@@ -33,12 +35,15 @@ from ..data.problem import PreferenceProblem
 from ..inference.ep.settings import EPSettings
 from ..kernels.xpgp import XPGP
 from ..runtime import one_blas_thread, warn_if_float32
+from .config import resolve_trainable
 from .design import GlobalStart
 from .diagnostics import (
     LearningConvergenceWarning,
     MultimodalEvidenceWarning,
+    NonFiniteStepWarning,
     warn_unconverged,
 )
+from .hyperpriors import check_names
 from .initialize import (
     auto_coarse,
     initialize,
@@ -58,6 +63,7 @@ __all__ = [
     "GlobalStart",
     "LearningConvergenceWarning",
     "MultimodalEvidenceWarning",
+    "NonFiniteStepWarning",
     "Optax",
     "Start",
     "fit_hyperparameters",
@@ -99,7 +105,10 @@ def fit_hyperparameters(
             M-step steps, or ``steps`` evidence steps; ``"lbfgs"``, ``"adam"`` with its traced
             ``learning_rate``, or any optax ``GradientTransformation``); or a
             ``GradientTransformation`` itself (``Optax(that)``). A fit that reaches its cap
-            unconverged warns (``LearningConvergenceWarning``), its ``converged`` False.
+            unconverged warns (``LearningConvergenceWarning``), its ``converged`` False. An
+            optax step that makes the hyperparameters or the objective non-finite is rejected
+            and the fit stops at its last finite point (``NonFiniteStepWarning``,
+            ``FitResult.nonfinite_step``), as BFGS rejects such trial points.
         ep: ``EPSettings`` (``bayesrank.inference.ep``, shared with ``ep.fit``) for the E-steps,
             the evidence steps and the final posteriors: ``max_iter`` (default 200 sweeps
             here), ``tol`` (default 1e-6 in float64, 1e-3 in float32), ``step_tol`` (default
@@ -119,8 +128,10 @@ def fit_hyperparameters(
             on its initial value (MAP-II); ``None`` for plain maximum likelihood.
         hyperprior: priors on named hyperparameters in place of the normal one
             (``bayesrank.learning.hyperpriors``): a dict from ``"Class.field"`` (e.g.
-            ``"ARD.lengthscales"``) to a ``Gamma`` or ``SmoothedBox``, or ``"botorch"`` for
-            BoTorch ``PairwiseGP``'s defaults; the rest keep ``hyperprior_scale``'s. BFGS only.
+            ``"ARD.lengthscales"``) to a ``Gamma`` or ``SmoothedBox``, each key naming a
+            trainable positive hyperparameter of the prior (a ``ValueError`` lists those it
+            takes), or ``"botorch"`` for BoTorch ``PairwiseGP``'s defaults on those of them the
+            prior has; the rest keep ``hyperprior_scale``'s. BFGS only.
         per_query: one ``theta`` per query instead of one shared ``theta``, every step mapped
             over the queries in one compiled call; a trace that stopped early repeats its last
             entry. A single problem is fitted this way.
@@ -162,6 +173,10 @@ def fit_hyperparameters(
     if key is not None:
         check_key(key)
     problems = _check_problems(prior, problems)
+    if isinstance(hyperprior, Mapping) and options.hyperprior:  # by name: where it applies
+        start = with_weights(prior)
+        flags = jax.tree_util.tree_leaves(resolve_trainable(start, options.trainable))
+        check_names(options.hyperprior, start, flags)
     with one_blas_thread():  # bayesrank.runtime: XLA's and BLAS's thread pools contend
         groups = per_query_groups(problems, per_query, bucket)
         if groups is None:
@@ -171,7 +186,7 @@ def fit_hyperparameters(
                 _dispatch(prior, [problems[k] for k in g], options, True, bucket) for g in groups
             ]
             result = concatenate(parts, groups)
-    warn_unconverged(result.converged, options)
+    warn_unconverged(result.converged, options, result.nonfinite_step)
     return result
 
 

@@ -28,43 +28,92 @@ host-driven BFGS and the global start's design.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
-from typing import NamedTuple
 
 import jax
 import numpy as np
 
+from ..data.checks import check_bool, check_float
 from ..kernels.params import Positive, map_params
 
 __all__ = [
+    "BOUND",
+    "NAMED",
     "Gamma",
     "SmoothedBox",
     "botorch_priors",
     "check_hyperprior",
+    "check_names",
     "feature_ranges",
     "log_prior_fn",
 ]
 
 
-class Gamma(NamedTuple):
-    """Gamma(concentration, rate) on the value (divided by the feature's range if ``relative``)."""
+#: Every hyperprior parameter lies within ``(-BOUND, BOUND)`` (a scale within ``(1 / BOUND,
+#: BOUND)``): products of two parameters, and of a parameter and a value, stay finite in the
+#: host's float64 (``1e150 ** 2 = 1e300``), as the densities and their gradients need.
+BOUND = 1e150
+
+
+def _field(dist, name: str, low: float = -BOUND) -> float:
+    """``dist.name`` checked, a finite real in ``(low, BOUND)``, as a Python ``float``; the
+    ``ValueError`` names the distribution, the field and the value."""
+    try:
+        return check_float(getattr(dist, name), name, low, BOUND, low_open=True, high_open=True)
+    except ValueError as error:
+        raise ValueError(f"{dist!r} is not a valid {type(dist).__name__}: {error}") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class Gamma:
+    """Gamma(concentration, rate) on the value (divided by the feature's range if ``relative``).
+
+    ``concentration`` and ``rate`` are finite numbers in ``(1e-150, 1e150)`` (``BOUND``),
+    ``relative`` a bool; a ``ValueError`` names the field and the value."""
 
     concentration: float
     rate: float
     relative: bool = False
 
+    def __post_init__(self):
+        for name in ("concentration", "rate"):
+            object.__setattr__(self, name, _field(self, name, 1 / BOUND))
+        try:
+            check_bool(self.relative, "relative")
+        except ValueError as error:
+            raise ValueError(f"{self!r} is not a valid Gamma: {error}") from None
 
-class SmoothedBox(NamedTuple):
-    """Flat on ``[a, b]``, normal tails of sd ``sigma`` (GPyTorch's ``SmoothedBoxPrior``)."""
+
+@dataclasses.dataclass(frozen=True)
+class SmoothedBox:
+    """Flat on ``[a, b]``, normal tails of sd ``sigma`` (GPyTorch's ``SmoothedBoxPrior``).
+
+    ``a < b`` finite, ``b > 0`` (the values it applies to are positive), all within ``(-1e150,
+    1e150)``; ``sigma`` in ``(1e-150, 1e150)`` (``BOUND``); a ``ValueError`` names the field
+    and the value."""
 
     a: float
     b: float
     sigma: float = 0.01
 
+    def __post_init__(self):
+        a, b = _field(self, "a"), _field(self, "b", 0.0)  # b > 0: the values are positive
+        if not a < b:
+            raise ValueError(
+                f"{self!r} is not a valid SmoothedBox: a must be below b, got a={a!r} >= b={b!r}"
+            )
+        object.__setattr__(self, "a", a)
+        object.__setattr__(self, "b", b)
+        object.__setattr__(self, "sigma", _field(self, "sigma", 1 / BOUND))
+
 
 def botorch_priors() -> dict:
-    """BoTorch ``PairwiseGP``'s default priors in bayesrank's parameters (module docstring)."""
+    """BoTorch ``PairwiseGP``'s default priors in bayesrank's parameters (module docstring).
+
+    By name (``hyperprior="botorch"``) they apply to the hyperparameters the prior has (an
+    ``RBF`` prior takes only the weights'); given as a dict, every key must name one."""
     return {
         "ARD.lengthscales": Gamma(2.4, 2.7, relative=True),
         "RBF.rho": None,  # BoTorch's kernel is ARD; an isotropic RBF keeps the default prior
@@ -72,34 +121,68 @@ def botorch_priors() -> dict:
     }
 
 
+#: ``hyperprior=`` by name: each a function giving the dict of priors it stands for.
+NAMED = {"botorch": botorch_priors}
+
+
 def check_hyperprior(hyperprior) -> dict | None:
     """``hyperprior`` as a dict of ``"Class.field"`` to ``Gamma`` / ``SmoothedBox``
-    (``None`` values dropped), ``"botorch"`` for ``botorch_priors``; ``ValueError`` naming a
-    bad entry."""
+    (``None`` values dropped), a name (``"botorch"`` for ``botorch_priors``) for its dict;
+    ``ValueError`` naming a bad entry. The keys are checked against a prior by
+    ``check_names``."""
     if hyperprior is None:
         return None
+    spelled = f"a name ({', '.join(map(repr, NAMED))}), a dict or None"
     if isinstance(hyperprior, str):
-        if hyperprior != "botorch":
-            raise ValueError(f"hyperprior must be 'botorch', a dict or None, got {hyperprior!r}")
-        hyperprior = botorch_priors()
+        if hyperprior not in NAMED:
+            raise ValueError(f"hyperprior must be {spelled}, got {hyperprior!r}")
+        hyperprior = NAMED[hyperprior]()
     if not isinstance(hyperprior, Mapping):
-        raise ValueError(f"hyperprior must be 'botorch', a dict or None, got {hyperprior!r}")
+        raise ValueError(f"hyperprior must be {spelled}, got {hyperprior!r}")
     out = {}
     for name, dist in hyperprior.items():
         if not isinstance(name, str) or name.count(".") != 1:
             raise ValueError(f"hyperprior keys name 'Class.field', got {name!r}")
         if dist is None:
             continue
-        if isinstance(dist, Gamma):
-            ok = dist.concentration > 0 and dist.rate > 0
-        elif isinstance(dist, SmoothedBox):
-            ok = dist.a < dist.b and dist.sigma > 0
-        else:
-            ok = False
-        if not ok:
-            raise ValueError(f"hyperprior[{name!r}] must be a valid Gamma or SmoothedBox: {dist!r}")
+        if not isinstance(dist, Gamma | SmoothedBox):
+            raise ValueError(
+                f"hyperprior[{name!r}] must be a valid Gamma or SmoothedBox (or None), got "
+                f"{dist!r}"
+            )
         out[name] = dist
     return out
+
+
+def check_names(named: dict, prior, flags) -> None:
+    """``ValueError`` unless every key of ``named`` (``check_hyperprior``'s dict) names a
+    trainable positive hyperparameter of ``prior`` (``flags``: trainable, per leaf of
+    ``unconstrain(prior)``), listing the keys this prior takes. Nothing is compiled."""
+    labels = jax.tree_util.tree_leaves(
+        map_params(prior, lambda o, n, c, v: _Leaf(f"{type(o).__name__}.{n}", c))
+    )
+    if len(labels) != len(flags):
+        raise ValueError("trainable must have the structure of the prior")
+    valid = [
+        leaf.name
+        for leaf, free in zip(labels, flags, strict=True)
+        if free and isinstance(leaf.constraint, Positive)
+    ]
+    for name in named:
+        if name in valid:
+            continue
+        known = [leaf for leaf in labels if leaf.name == name]
+        why = (
+            "names no hyperparameter of this prior"
+            if not known
+            else "is held fixed (trainable)"
+            if not any(flags[labels.index(leaf)] for leaf in known)
+            else "is not a positive hyperparameter (only those take one)"
+        )
+        raise ValueError(
+            f"hyperprior[{name!r}] {why}; the keys this prior takes: "
+            f"{', '.join(map(repr, sorted(set(valid)))) or 'none'}"
+        )
 
 
 class _Leaf:

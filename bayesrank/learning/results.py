@@ -45,7 +45,11 @@ class FitResult(NamedTuple):
     (which run ``steps`` iterations) changed the objective by less than ``tol`` nats in the
     last one. ``design``: the global start's ``Design`` (``None`` without one);
     ``design_gap``: the fit's (MAP) objective minus the design's best, per query for per-query
-    fits (``>= 0`` where the fit reached the design's best).
+    fits (``>= 0`` where the fit reached the design's best). ``nonfinite_step``: an optax
+    transformation's step made the hyperparameters or the objective non-finite; the step was
+    rejected and the fit stopped at its last finite point (``converged`` False; the trace
+    repeats that point; ``bayesrank.learning.guard``); always False for BFGS, which rejects
+    such points in its line search.
     """
 
     prior: XPGP
@@ -54,6 +58,7 @@ class FitResult(NamedTuple):
     converged: Any = None
     design: Design | None = None
     design_gap: Any = None
+    nonfinite_step: Any = None
 
 
 class Carry(NamedTuple):
@@ -116,12 +121,14 @@ def concatenate(parts: list[FitResult], groups: list[list[int]]) -> FitResult:
             converged=cat(*[p.converged for p in parts]),
             design=None if parts[0].design is None else tree(cat, *[p.design for p in parts]),
             design_gap=None if parts[0].design_gap is None else cat(*[p.design_gap for p in parts]),
+            nonfinite_step=cat(*[p.nonfinite_step for p in parts]),
         )
     )
 
 
 def choose_per_query(better, new, old):
-    """Per query, the restart ``new`` where ``better``, else ``old`` (host arrays). Their traces
+    """Per query, the restart ``new`` where ``better``, else ``old`` (host arrays; each
+    ``(carry, trace, *flags)``, a flag ``None`` in both or per query). Their traces
     ``(B, T, ...)`` may differ in ``T`` (each run stops with its slowest query): the shorter is
     padded with its last (final) entry first."""
 
@@ -130,7 +137,7 @@ def choose_per_query(better, new, old):
         mask = better.reshape(better.shape + (1,) * (a.ndim - 1))
         return np.where(mask, a, b)
 
-    (carry_new, trace_new, flags_new), (carry_old, trace_old, flags_old) = new, old
+    (carry_new, trace_new, *flags_new), (carry_old, trace_old, *flags_old) = new, old
     T = max(np.shape(trace_new.objective)[1], np.shape(trace_old.objective)[1])
 
     def pad(a):
@@ -139,7 +146,7 @@ def choose_per_query(better, new, old):
 
     trace_new, trace_old = (jax.tree_util.tree_map(pad, t) for t in (trace_new, trace_old))
     return jax.tree_util.tree_map(
-        pick, (carry_new, trace_new, flags_new), (carry_old, trace_old, flags_old)
+        pick, (carry_new, trace_new, *flags_new), (carry_old, trace_old, *flags_old)
     )
 
 
@@ -163,6 +170,7 @@ def unbatched(result: FitResult, batch) -> FitResult:
         posteriors=jax.device_put(post),
         trace=drop(result.trace),
         converged=bool(result.converged[0]),
+        nonfinite_step=bool(result.nonfinite_step[0]),
         design=None if result.design is None else drop(result.design),
         design_gap=None if result.design_gap is None else float(result.design_gap[0]),
     )

@@ -86,6 +86,13 @@ class Optax:
                 "transformation must be 'lbfgs', 'adam' or an optax GradientTransformation, "
                 f"got {t!r}"
             )
+        if isinstance(t, optax.GradientTransformation) and not (
+            callable(t.init) and callable(t.update)
+        ):
+            raise ValueError(
+                f"transformation must be an optax GradientTransformation of two functions "
+                f"(init, update), got init={t.init!r}, update={t.update!r}"
+            )
         check_int(self.steps, "steps", low=1, high=MAX_ITER_LIMIT)
         check_int(self.m_steps, "m_steps", low=1, high=MAX_ITER_LIMIT)
         check_float(self.learning_rate, "learning_rate", 0.0, low_open=True)

@@ -8,7 +8,6 @@ drivers' (``drive``), unchanged by the stages around it.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, NamedTuple
 
 import jax
@@ -20,11 +19,13 @@ from ..data.batch import ProblemBatch
 from ..inference import ep
 from ..kernels.xpgp import XPGP
 from ..parallel import prepare_batch
-from .config import Config, Settings, Structural, combine_host, default_trainable, split_leaves
+from .config import Config, Settings, Structural, combine_host, resolve_trainable, split_leaves
 from .design import global_starts, worth_running
 from .diagnostics import NonFiniteStartError, flat_values, warn_multimodal
 from .drive import drive
+from .em import check_transformation
 from .evidence import final_posteriors, moments
+from .guard import finite_rows, pick, reject_last
 from .hyperpriors import feature_ranges, log_prior_fn
 from .initialize import restart_points, starting_priors
 from .layout import bucket_sites, gather_sites, merge
@@ -92,13 +93,7 @@ def _prepare(prior, batch, groups, restrict, per_query, o: Options, center, site
     else:  # buckets by touched size: each restricted to its size
         data = tuple(prepare_batch(first, b, size) for _, b, size in groups)
         restrict = True
-    trainable = o.trainable
-    if trainable is None:
-        trainable = default_trainable(first)
-    elif isinstance(trainable, XPGP) and trainable.weights is None and first.weights is not None:
-        # flags made from a prior without weights (default_trainable(prior)): the fit adds unit
-        # weights (with_weights), learned as default_trainable would learn them
-        trainable = dataclasses.replace(trainable, weights=True)
+    trainable = resolve_trainable(first, o.trainable)
     check_margin_learning(first, trainable, o)
     if per_query and o.init:
         parts = [split_leaves(p, trainable, dtype) for p in start]
@@ -109,6 +104,13 @@ def _prepare(prior, batch, groups, restrict, per_query, o: Options, center, site
         free, fixed, treedef, flags = split_leaves(first, trainable, dtype)
         if per_query:  # every query from the same values
             free, fixed = _per_query(free, batch), _per_query(fixed, batch)
+    if not any(flags):
+        raise ValueError(
+            "trainable holds every hyperparameter fixed: there is nothing to learn (the "
+            "posterior at the prior's values is XPGPModel(prior).fit(problem))"
+        )
+    if isinstance(o.optimizer, optax.GradientTransformation):  # before anything is compiled
+        check_transformation(o.optimizer, free, per_query)
     final_tol = ep.default_tol(dtype) if o.ep.tol is None else o.ep.tol
     step_tol = final_tol if o.ep.step_tol is None else max(o.ep.step_tol, final_tol)
     optimizer = o.optimizer
@@ -165,8 +167,9 @@ def _log_prior(p: _Prepared, o: Options, u0):
 def _run(p: _Prepared, o: Options):
     """The optimiser (``drive``) from every start: the first (or the design's best distinct
     points), then ``o.restarts`` random ones; the best end kept, per query for per-query fits.
-    Returns ``(score, (carry, trace, converged), design)``: the best end's objective, its
-    result, and the design's ``Design`` (``None`` without one)."""
+    Returns ``(score, (carry, trace, converged, nonfinite, fallback), design)``: the best
+    end's objective, its result (``drive``'s), and the design's ``Design`` (``None`` without
+    one)."""
     u_start = p.free if p.centre is None else p.centre
     points, design = [p.free], None
     if o.design is not None:
@@ -215,10 +218,16 @@ def _run(p: _Prepared, o: Options):
                 None if o.hyperprior is None else _log_prior(p, o, u0),  # None: BFGS's own
             )
         except NonFiniteStartError as error:  # name the values: e.g. a median heuristic
-            raise NonFiniteStartError(  # beyond float32's range
-                f"{error}. The start was {p.first!r} ({np.dtype(jnp.result_type(float)).name}); "
-                "features on a scale far from 1 put the median heuristic there: standardise "
-                "X, or enable float64"
+            hint = (  # beyond float32's range
+                ""
+                if error.in_hyperprior
+                else "; features on a scale far from 1 put the median heuristic there: "
+                "standardise X, or enable float64"
+            )
+            raise NonFiniteStartError(
+                f"{error}. The start was {p.first!r} ({np.dtype(jnp.result_type(float)).name})"
+                f"{hint}",
+                in_hyperprior=error.in_hyperprior,
             ) from None
         score = np.asarray(result[1].objective)[..., -1]
         ends.append((score, flat_values(result[0].free, p.per_query)))
@@ -237,7 +246,7 @@ def _finish(p: _Prepared, score, result, design, final: bool):
     """``final``: the ``FitResult``, with the final posteriors at the fitted prior (every
     entity's moments from the sites where EP ran on the touched ones) and the design's gap;
     else the fitted prior and the steps' sites ``(B, m)`` in the batch's order."""
-    carry, trace, converged = result
+    carry, trace, converged, nonfinite, fallback = result
     dtype = jnp.result_type(float)
     if not final:
         prior = combine_host(carry.free, p.fixed, p.cfg, dtype)
@@ -249,6 +258,20 @@ def _finish(p: _Prepared, score, result, design, final: bool):
     posteriors = final_posteriors(
         carry.free, p.fixed, p.data, carry.sites, p.cfg, p.settings, p.per_query
     )
+    if fallback is not None:  # the optax path: its last step is checked here (``guard``)
+        evidence = sum(  # per query, or the sum over the buckets' queries
+            np.asarray(post.log_evidence) if p.per_query else np.sum(post.log_evidence)
+            for post in posteriors
+        )
+        bad = ~(np.isfinite(evidence) & finite_rows(carry.free, p.per_query))
+        if bad.any():
+            carry = pick(bad, fallback, carry)
+            params = combine_host(fallback.free, p.fixed, p.cfg, dtype)
+            trace = reject_last(trace, bad, params, p.cfg.method == "em", p.per_query)
+            converged, nonfinite = converged & ~bad, nonfinite | bad
+            posteriors = final_posteriors(
+                carry.free, p.fixed, p.data, carry.sites, p.cfg, p.settings, p.per_query
+            )
     if p.groups is None:
         posterior = posteriors[0]
     else:
@@ -258,5 +281,9 @@ def _finish(p: _Prepared, score, result, design, final: bool):
         mean, cov = moments(carry.free, p.fixed, whole, posterior.sites, p.cfg, p.per_query)
         posterior = posterior._replace(mean=mean, cov=cov)
     fitted = jax.device_put(combine_host(carry.free, p.fixed, p.cfg, dtype))
-    result = FitResult(fitted, jax.device_put(posterior), trace, converged, design, gap)
+    if not p.per_query:
+        converged, nonfinite = bool(converged), bool(nonfinite)
+    result = FitResult(
+        fitted, jax.device_put(posterior), jax.device_put(trace), converged, design, gap, nonfinite
+    )
     return jax.block_until_ready(result)

@@ -6,7 +6,18 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._format import _as_array, _at, _first, _first_bool, _is_bool, _show, _value_at
+from ._format import (
+    _as_array,
+    _at,
+    _first,
+    _first_bool,
+    _has,
+    _is_bool,
+    _length,
+    _ragged,
+    _show,
+    _value_at,
+)
 from .options import check_int
 
 
@@ -36,12 +47,18 @@ def _whole(arr: np.ndarray) -> np.ndarray:
         return ~np.isfinite(arr) | (arr != np.round(arr))
 
 
-def _integer_array(pairs, name: str) -> np.ndarray:
+def _integer_array(pairs, name: str, width: int | None = 2) -> np.ndarray:
+    """``pairs`` as a NumPy array of a real kind; a bool in a list refused, and in ragged rows
+    of ``width`` entries the first row of another length named (not the first that differs
+    from row 0, which may be the valid one)."""
     if isinstance(pairs, list | tuple) and (where := _first_bool(pairs)) is not None:
         # NumPy casts a bool among ints to 0 or 1: [[0, True]] would be the pair (0, 1)
         raise ValueError(
             f"{name}{_at(where)} = {_value_at(pairs, where)!r} is a bool, not an index"
         )
+    if isinstance(pairs, list | tuple) and width is not None and _ragged(pairs) is not None:
+        k = next(k for k, row in enumerate(pairs) if _length(row) != width)
+        raise ValueError(f"{name}[{k}] {_has(_length(pairs[k]))}: a row has {width} entries")
     return _as_array(pairs, name, "iuf", "integer-valued")
 
 
@@ -120,7 +137,7 @@ def check_pairs(pairs, n: int, name: str = "pairs") -> PairSummary:
 
 def _entity_indices(pairs, n: int, name: str, lead: int, what: str) -> np.ndarray:
     """``(*lead_shape, m, 2)`` whole, in ``[0, n)``, as int64; messages name the element."""
-    arr = _integer_array(pairs, name)
+    arr = _integer_array(pairs, name, 2 if lead == 0 else None)
     if lead == 0 and arr.ndim == 1 and arr.size == 0:
         arr = arr.reshape(0, 2)
     if arr.ndim != 2 + lead or arr.shape[-1] != 2:

@@ -361,8 +361,10 @@ def test_the_command_line_names_a_bad_pool_seed_or_describe(tmp_path, capsys, mo
     assert main([*argv, "--pool", str(pool)]) == 2
     assert f"--pool {str(pool)!r}: not a UTF-8 text file" in capsys.readouterr().err
     for seed in ["-1", str(2**70)]:
-        assert main([*argv, "--seed", seed]) == 2
-        assert f"--seed must be an integer in [0, {2**63 - 1}], got {seed}" in (
+        with pytest.raises(SystemExit) as stop:
+            main([*argv, "--seed", seed])
+        assert stop.value.code == 2
+        assert f"--seed: must be an integer in [0, {2**63 - 1}], got {seed}" in (
             capsys.readouterr().err)  # fmt: skip
     assert main([*argv, "--pool-mode", "pool"]) == 2
     assert "--pool-mode pool proposes designs of a pool: give --pool" in capsys.readouterr().err

@@ -135,6 +135,13 @@ def test_the_pool_session_refuses_an_unreadable_reply_too():
         ask(K, candidates, lambda i, j: 0, 1)
 
 
+@pytest.mark.parametrize("k", ["2", 1.5, True, -1, None])
+def test_the_pool_session_names_a_count_of_questions_that_is_not_one(k):
+    """``ask(k="2")`` raised Python's TypeError from the comparison with a count."""
+    with pytest.raises(ValueError, match=r"\bk must be"):
+        ask(np.eye(3), np.array([[0, 1], [1, 2]]), lambda i, j: True, k)
+
+
 # --- design pools ---------------------------------------------------------------------------------
 
 #: Coordinates a pool may hold: a few in the cube (so rows repeat), its edges, and outside.

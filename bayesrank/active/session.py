@@ -19,7 +19,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from ..data.checks import check_bool, check_choice, check_index_pairs
+from ..data.checks import check_bool, check_choice, check_index_pairs, check_int
 from ..data.keys import check_key
 from ..inference import ep
 from .criteria import CRITERIA
@@ -193,8 +193,9 @@ class Session:
 def ask(K, candidates, oracle: Callable[[int, int], bool | None], k: int, **options) -> Session:
     """Ask ``oracle(i, j)`` (True: ``i`` preferred, False: ``j``, None: skip; the replies of
     ``oracle_answer``) about ``k`` pairs, one at a time, proposed by a ``Session``
-    (``options``: its keywords)."""
+    (``options``: its keywords); ``k`` an integer >= 0."""
     check_oracle(oracle)
+    check_int(k, "k", low=0)
     session = Session(K, candidates, **options)
     answered = len(session.pairs)
     question = 0

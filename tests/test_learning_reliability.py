@@ -11,6 +11,7 @@ shapes: each learning fit compiles.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
@@ -21,7 +22,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from bayesrank import ARD, BFGS, RBF, XPGP, Optax, PreferenceProblem
+import bayesrank.learning
+from bayesrank import ARD, BFGS, RBF, XPGP, Optax, PreferenceProblem, XPGPModel
 from bayesrank.learning import (
     LearningConvergenceWarning,
     NonFiniteStartError,
@@ -213,6 +215,49 @@ def test_a_misspelt_key_lists_the_keys_of_this_prior():
         _checked(hyperprior={"ARD.kappa": Gamma(2.4, 2.7)})
     with pytest.raises(_Accepted):
         _checked(prior=XPGP(RBF()), hyperprior="botorch")
+
+
+#: Learning options of ``XPGPModel.fit`` (fit_hyperparameters' keywords), with careless values.
+LEARNING_OPTIONS = ("hyperprior", "optimizer", "start", "ep", "trainable", "progress")
+OPTION_VALUES = st.sampled_from(["bogus", "garbage", None, 0, True, {"ARD.lengthscales": 1}])
+
+
+@FEW
+@given(
+    options=st.dictionaries(st.sampled_from(LEARNING_OPTIONS), OPTION_VALUES, min_size=1),
+    learn=st.sampled_from([False, np.False_, True, np.True_, "evidence", "em"]),
+    approximation=st.sampled_from(["dense", "sparse"]),
+)
+@example(options={"hyperprior": "bogus", "optimizer": "garbage"}, learn=False,
+         approximation="dense")  # issue 49: a posterior, both options silently ignored
+@example(options={"optimizer": "garbage"}, learn=False, approximation="sparse")
+def test_learning_options_without_learning_are_refused(options, learn, approximation):
+    """Issue 49: every learning option was silently ignored without learn_hyperparameters (on
+    the sparse path too). Refused naming each option and the flag to pass; with the flag they
+    reach fit_hyperparameters (dense) or the sparse path's refusal of learning. Nothing
+    compiles: every case is refused or stopped before a fit."""
+
+    @functools.wraps(fit_hyperparameters)  # XPGPModel.fit reads its signature
+    def accepted(*args, **kw):
+        raise _Accepted
+
+    model = XPGPModel(XPGP(ARD(1.0, np.ones(2)), weights=np.ones(1)), approximation=approximation)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bayesrank.learning, "fit_hyperparameters", accepted)
+        try:
+            model.fit(_problem(), learn_hyperparameters=learn, **options)
+        except _Accepted:
+            assert learn and approximation == "dense", (options, learn, approximation)
+            return
+        except ValueError as error:
+            message = str(error)
+            if not learn:
+                assert "learn_hyperparameters=True" in message, message
+                assert all(repr(name) in message for name in options), message
+            else:
+                assert approximation == "sparse" and "learn_hyperparameters" in message, message
+            return
+    raise AssertionError(f"neither refused nor learned: {options!r}, {learn!r}")
 
 
 def test_a_gamma_of_concentration_below_one_is_refused_for_a_map_fit():

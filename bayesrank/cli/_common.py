@@ -8,15 +8,13 @@ import sys
 import warnings
 
 from ..data._io import first_non_finite
+from ..data.checks import MAX_SEED  # the largest --seed
 
 __all__ = ["MAX_K_LIMIT", "MAX_SEED", "data_path", "json_text", "seed", "setup_jax"]
 
 #: The largest ``--max-k`` ever accepted (beyond the longest query it only allocates memory).
 MAX_K_LIMIT = 10**6
 
-#: The largest ``--seed``: ``jax.random.PRNGKey`` takes an int64, NumPy's generators a
-#: non-negative integer.
-MAX_SEED = 2**63 - 1
 
 
 def seed(text: str) -> int:

@@ -291,14 +291,26 @@ COUNT_FIELDS = {"learn_every": 0, "learn_steps": 0, "n_raw": 1, "n_starts": 1, "
                 "n_mc": 1, "nuts_warmup": 0, "nuts_samples": 1}  # fmt: skip
 
 
+#: The stated upper bounds of the sizes (Settings' docstring): arrays a proposal allocates.
+COUNT_MAX = {"n_raw": 2**14, "n_mc": 2**14, "nuts_samples": 2**14, "steps": 10**6,
+             "learn_steps": 10**6, "nuts_warmup": 10**8}  # fmt: skip
+#: Sizes at and past those bounds, up to what no memory holds (issue 49: 2**40 candidates).
+HUGE = st.sampled_from([2**14, 2**14 + 1, 10**6, 10**6 + 1, 10**8 + 1, 2**40, 2**64])
+
+
 @FUZZ
-@given(field=st.sampled_from(sorted(COUNT_FIELDS)), value=COUNTS)
+@given(field=st.sampled_from(sorted(COUNT_FIELDS)), value=st.one_of(COUNTS, HUGE))
+@example(field="n_raw", value=2**40)  # issue 49: RESOURCE_EXHAUSTED at the first answer
+@example(field="n_mc", value=2**40)
 def test_every_count_in_settings_is_checked(field, value):
-    """Input classes: COUNTS' nine, in each of the eight count fields of ``Settings`` (the NUTS
-    ones among them); ``n_starts`` above ``n_raw``."""
+    """Input classes: COUNTS' nine and huge sizes (at a bound, one past it, far past it), in
+    each of the eight count fields of ``Settings`` (the NUTS ones among them); ``n_starts``
+    above ``n_raw``."""
     options = {field: value}
     ok = _count_ok(value, COUNT_FIELDS[field])
     if field == "n_starts" and ok and value > SETTINGS.n_raw:
+        ok = False
+    if ok and value > COUNT_MAX.get(field, math.inf):
         ok = False
     s = SETTINGS._replace(**options)
     if not ok:
@@ -308,6 +320,23 @@ def test_every_count_in_settings_is_checked(field, value):
             loop.check_settings(s)
         return
     assert DesignSession(1, settings=s).settings == s
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [({"n_raw": 2**14, "n_starts": 1, "n_mc": 2**11}, "n_mc"),
+     ({"n_raw": 2**13, "n_mc": 2**12, "acquisition": "qeubo"}, "n_mc"),
+     ({"n_raw": 2**12, "nuts_samples": 2**13, "engine": "nuts"}, "nuts_samples")],
+)  # fmt: skip
+def test_candidates_times_samples_is_bounded(options, named):
+    """Issue 49: n_raw = 2**40 (or n_mc = 2**40 for qeubo) was RESOURCE_EXHAUSTED at the first
+    answer. Each within its bound, their product (candidates scored against samples, 2**25
+    here, over the stated 2**24) is refused naming both, before anything runs; at 2**24 taken."""
+    s = SETTINGS._replace(**options)
+    with pytest.raises(ValueError, match=rf"settings\.n_raw \* settings\.{named} = "):
+        DesignSession(1, settings=s)
+    at_bound = s._replace(**{named: options[named] // 2})
+    assert DesignSession(1, settings=at_bound).settings == at_bound
 
 
 SEARCH_SIZES = {"q": 1, "dim": 1, "n_raw": 1, "n_starts": 1, "steps": 0}

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from bayesrank.active.designs import loop, search
 from bayesrank.active.designs.loop import Settings
 from bayesrank.active.designs.session import DesignSession, optimize
-from bayesrank.active.session import ANSWERS, ask, oracle_answer
+from bayesrank.active.session import ANSWERS, Session, ask, oracle_answer
 from bayesrank.cli import main
 
 pytestmark = pytest.mark.float32  # dtype-aware: also run with x64 off in CI
@@ -378,6 +378,50 @@ def test_the_compiled_loop_refuses_k_and_shapes_while_tracing(k):
 
 
 # --- files and the command line -------------------------------------------------------------------
+
+
+#: Answer-file lines neither session can read, by class (each line a JSON text or not).
+NESTED = "[" * 100_000 + "]" * 100_000  # issue 49: json.loads' RecursionError
+BAD_DESIGN_LINES = {
+    "nested a": '{"a": ' + NESTED + ', "b": [0.2], "answer": "first"}',
+    "nested line": NESTED,
+    "not JSON": '{"a": [0.1], "b": [0.2], "answer": first}',
+    "not an object": "[0.1, 0.2]",
+    "missing key": '{"a": [0.1], "answer": "first"}',
+    "bad answer": '{"a": [0.1], "b": [0.2], "answer": "1"}',
+    "design out of cube": '{"a": [1.5], "b": [0.2], "answer": "first"}',
+}
+BAD_POOL_LINES = {
+    "nested i": '{"i": ' + NESTED + ', "j": 1, "answer": "first"}',
+    "nested line": NESTED,
+    "fractional i": '{"i": 1.5, "j": 2, "answer": "first"}',  # int() made it 1
+    "infinite i": '{"i": Infinity, "j": 2, "answer": "first"}',  # int(): OverflowError
+    "bool i": '{"i": true, "j": 2, "answer": "first"}',  # int(): 1, the pair (1, 2)
+    "string i": '{"i": "1", "j": 2, "answer": "first"}',  # int(): 1
+    "missing key": '{"i": 1, "answer": "first"}',
+    "not a candidate": '{"i": 0, "j": 2, "answer": "first"}',
+    "bad answer": '{"i": 1, "j": 2, "answer": "yes"}',
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_DESIGN_LINES))
+def test_a_design_answer_file_names_its_line(tmp_path, kind):
+    """The second line of each class is refused naming the file and line 2 (the first, valid,
+    is read; it is a random pair: nothing fitted)."""
+    path = tmp_path / "answers.jsonl"
+    good = '{"a": [0.1], "b": [0.2], "answer": "skip"}'
+    path.write_text(f"{good}\n{BAD_DESIGN_LINES[kind]}\n")
+    with pytest.raises(ValueError, match=rf"^{path}, line 2: "):
+        DesignSession(1, settings=SETTINGS, answers=path, n_init=5)
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_POOL_LINES))
+def test_a_pool_answer_file_names_its_line(tmp_path, kind):
+    """The pool session's replay, line 2 of each class (refused before anything is fitted)."""
+    path = tmp_path / "answers.jsonl"
+    path.write_text(f'{{"i": 0, "j": 1, "answer": "first"}}\n{BAD_POOL_LINES[kind]}\n')
+    with pytest.raises(ValueError, match=rf"^{path}, line 2: "):
+        Session(np.eye(3), np.array([[0, 1], [1, 2]]), answers=path)
 
 
 def test_an_answer_file_that_is_not_text_names_itself(tmp_path):

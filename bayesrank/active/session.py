@@ -171,11 +171,11 @@ class Session:
         for lineno, line in enumerate(self.path.read_text().splitlines(), 1):
             if not line.strip():
                 continue
-            try:
+            try:  # RecursionError: nested too deep for json; check_int: 1.5, true, "3", inf
                 row = json.loads(line)
-                key = (int(row["i"]), int(row["j"]))
+                key = (check_int(row["i"], "i"), check_int(row["j"], "j"))
                 answer = row["answer"]
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):
                 raise ValueError(
                     f"{self.path}, line {lineno}: expected {{'i': int, 'j': int, 'answer': "
                     f"one of {ANSWERS}}}, got {line[:80]!r}"

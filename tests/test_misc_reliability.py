@@ -380,3 +380,17 @@ def test_prank_features_scaled_by_1e200_are_refused_not_wrong():
     model = PRank(n_epochs=3).fit(X / 1e50, np.array([0, 1, 2, 1]))  # coef_ ~ 1e150
     with pytest.raises(ValueError, match=r"score X\[0\] \. coef_ = -inf left float64's range"):
         model.predict(X)
+
+
+# ---------------------------------------------------------------------------------------------
+# Saving (issue 49): save(problem, path) raised TypeError; the contract's is a ValueError.
+@pytest.mark.parametrize("kind", ["problem", "dict", "None", "str"])
+def test_save_names_what_it_takes_when_given_something_else(tmp_path, kind):
+    from bayesrank import PreferenceProblem, save
+
+    X = np.random.default_rng(0).normal(size=(6, 2))
+    wrong = {"problem": PreferenceProblem.create([[0, 1]], X=X), "dict": {"mean": X[:, 0]},
+             "None": None, "str": "posterior"}[kind]  # fmt: skip
+    with pytest.raises(ValueError, match=r"save expects a bayesrank\.model\.Posterior"):
+        save(wrong, tmp_path / "x.npz")
+    assert list(tmp_path.iterdir()) == []

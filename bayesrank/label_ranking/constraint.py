@@ -41,7 +41,7 @@ import numpy as np
 
 from ..data.checks import MAX_SEED, check_int
 from ._checks import check_C, check_positive_int
-from ._estimator import LabelRanker, pad_rows, padded_size
+from ._estimator import LabelRanker, pad_rows, padded_size, warn_unconverged
 from .logistic import CONVERGED, default_tol, fit_logistic
 from .rpc import label_pairs, pairwise_targets
 
@@ -150,7 +150,8 @@ class ConstraintClassification(LabelRanker):
     Learned attributes:
       n_features_in_: d. n_labels_: c. coef_: ``(c, d)`` the ``w_a``. intercept_: ``(c,)``
       biases (zeros without intercept). n_iter_: Newton iterations or passes. converged_: bool,
-      Newton met its tolerance (logistic), or the last pass violated no constraint (perceptron).
+      Newton met its tolerance (logistic; where it did not, a ``ConvergenceWarning`` names the
+      feature scale and ``C``), or the last pass violated no constraint (perceptron).
     """
 
     def __init__(
@@ -227,6 +228,8 @@ class ConstraintClassification(LabelRanker):
         self.intercept_ = W[:, d] if self.fit_intercept else np.zeros(c, W.dtype)
         self.n_iter_ = int(n_iter)
         self.converged_ = bool(converged)
+        if self.loss == "logistic":  # a perceptron that does not separate is no fault
+            warn_unconverged("ConstraintClassification", converged, X, C, "Newton solves")
         return self
 
     def decision_function(self, X):

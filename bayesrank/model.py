@@ -284,8 +284,10 @@ class XPGPModel:
         the prior as given); with ``inference="laplace"`` the learning uses the Laplace
         evidence too (with ``"nuts"``, EP's). ``learning_options`` go to
         ``bayesrank.learning.fit_hyperparameters`` (e.g. ``optimizer=BFGS(max_steps=50)``,
-        ``ep=EPSettings(...)``, ``start=Start(restarts=2)``). The fitted prior is the posterior's
-        ``prior`` and the learning result its ``learning``; ``self.prior`` stays as it was.
+        ``ep=EPSettings(...)``, ``start=Start(restarts=2)``); given without
+        ``learn_hyperparameters`` they are a ``ValueError`` (they would be ignored). The fitted
+        prior is the posterior's ``prior`` and the learning result its ``learning``;
+        ``self.prior`` stays as it was.
         """
         warn_if_float32("XPGPModel.fit")
         if not isinstance(problem, PreferenceProblem):
@@ -296,11 +298,6 @@ class XPGPModel:
         inference = self._check_settings(None if problem.X is None else problem.X.shape[1])
         if inference == "nuts" and key is None:
             raise ValueError("inference='nuts' needs a key: XPGPModel(...).fit(problem, key=...)")
-        if self.approximation == "sparse" or (
-            self.approximation == "auto" and problem.n > AUTO_DENSE_UP_TO
-        ):
-            return self._fit_sparse(problem, inference, key, learn_hyperparameters, sites)
-        prior, learning = self.prior, None
         if not (
             isinstance(learn_hyperparameters, bool | np.bool_)
             or (isinstance(learn_hyperparameters, str) and learn_hyperparameters in LEARNING)
@@ -310,6 +307,17 @@ class XPGPModel:
                 f"{learn_hyperparameters!r} (learning options go as keywords of fit, e.g. "
                 "fit(problem, learn_hyperparameters=True, start=Start(restarts=2), key=key))"
             )
+        if learning_options and not learn_hyperparameters:
+            raise ValueError(
+                f"learning option(s) {sorted(learning_options)} given without "
+                "learn_hyperparameters, which would ignore them: pass learn_hyperparameters=True "
+                "(or 'em', 'nuts') to learn the hyperparameters, or drop them"
+            )
+        if self.approximation == "sparse" or (
+            self.approximation == "auto" and problem.n > AUTO_DENSE_UP_TO
+        ):
+            return self._fit_sparse(problem, inference, key, learn_hyperparameters, sites)
+        prior, learning = self.prior, None
         if learn_hyperparameters == "nuts":
             return self._marginalise(problem, key, learning_options)
         if learn_hyperparameters:

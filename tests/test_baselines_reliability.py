@@ -413,3 +413,61 @@ def test_the_json_writer_names_a_non_finite_number_instead_of_writing_nan():
     with pytest.raises(ValueError, match=r"\['per_query'\]\[1\]\['MAP'\] is not a finite"):
         _json({"MAP": 0.5, "per_query": [{"MAP": 1.0}, {"MAP": float("nan")}]})
     assert strict_json(_json({"a": [1.0, 2, "x"]})) == {"a": [1.0, 2, "x"]}
+
+
+# ---------------------------------------------------------------------------------------------
+# Seeds (issue 49): SortNet(random_state=2**64).fit raised JAX's OverflowError (jax.random.key
+# holds an int64); ConstraintClassification's perceptron likewise. The test's reading: a seed is
+# a Python or NumPy integer, not a bool, in [0, 2**63 - 1].
+SEED_CLASSES = {
+    "zero": [0],
+    "ordinary": [7, np.int64(12), np.uint8(3)],
+    "largest": [2**63 - 1, np.uint64(2**63 - 1)],
+    "past int64": [2**63, np.uint64(2**64 - 1), 2**64, 2**200],
+    "negative": [-1, np.int32(-5)],
+    "float": [3.0, 1.5, math.nan],
+    "bool": [True, np.True_],
+    "other": ["3", None, [1]],
+}
+SEEDS = [v for vs in SEED_CLASSES.values() for v in vs]
+
+
+def _valid_seed(v) -> bool:
+    integer = isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
+    return integer and 0 <= int(v) <= 2**63 - 1
+
+
+def _seeded_estimators(seed):
+    from bayesrank.baselines import SortNet
+    from bayesrank.label_ranking import ConstraintClassification
+
+    return [
+        (SortNet(max_iter=1, n_steps=1, random_state=seed), lambda m: m.fit("X", [0, 1])),
+        (ConstraintClassification(loss="perceptron", random_state=seed),
+         lambda m: m.fit(np.zeros((2, 1)), None)),
+        (ConstraintClassification(random_state=seed), lambda m: m.fit(np.zeros((2, 1)), None)),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", SEEDS, ids=[repr(v) for v in SEEDS])
+def test_a_seed_is_an_integer_jax_takes_or_refused_by_name(seed):
+    """Every seeded estimator: an invalid seed is a ValueError naming random_state and the
+    value; a valid one passes to the next check (bad data given on purpose, so nothing fits
+    or compiles), whose message names the data instead."""
+    for model, fit in _seeded_estimators(seed):
+        with pytest.raises(ValueError) as caught:
+            fit(model)
+        message = str(caught.value)
+        if _valid_seed(seed):
+            assert "random_state" not in message, (model, message)
+        else:
+            assert "random_state" in message, (model, message)
+
+
+def test_sortnet_seed_past_int64_is_refused_before_fitting():
+    """Issue 49, the probe itself: OverflowError from jax.random.key."""
+    from bayesrank.baselines import SortNet
+
+    X = np.random.default_rng(0).normal(size=(6, 2))
+    with pytest.raises(ValueError, match=r"random_state must be an integer in \[0, "):
+        SortNet(max_iter=1, n_steps=1, random_state=2**64).fit(X, [0, 1, 2, 1, 0, 1])

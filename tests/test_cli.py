@@ -236,3 +236,17 @@ def test_fit_predict_with_the_sparse_approximation(tmp_path, capsys):
     capsys.readouterr()
     assert main(["fit", str(data), "--out", str(tmp_path / "x"), "--approximation", "sparse"]) == 2
     assert "needs --inference laplace and --fixed" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "command", [["fit"], ["experiment", "relational"], ["optimize", "--dim", "1"]]
+)
+@pytest.mark.parametrize("seed", ["-1", str(2**64 + 1), "1.5"])
+def test_every_seed_option_is_checked_before_anything_runs(command, seed, capsys):
+    """Issue 49: ``fit --seed 2**64+1`` ended in JAX's OverflowError traceback, ``experiment
+    --seed -1`` in NumPy's; every ``--seed`` is now argparse's one-line error, exit 2."""
+    with pytest.raises(SystemExit) as stop:
+        main([*command, "--seed", seed])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --seed: must be an integer" in err and "Traceback" not in err

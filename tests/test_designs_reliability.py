@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from bayesrank.active.designs import loop, search
 from bayesrank.active.designs.loop import Settings
 from bayesrank.active.designs.session import DesignSession, optimize
-from bayesrank.active.session import ANSWERS, ask, oracle_answer
+from bayesrank.active.session import ANSWERS, Session, ask, oracle_answer
 from bayesrank.cli import main
 
 pytestmark = pytest.mark.float32  # dtype-aware: also run with x64 off in CI
@@ -133,6 +133,13 @@ def test_the_pool_session_refuses_an_unreadable_reply_too():
     candidates = np.array([[0, 1], [1, 2]])
     with pytest.raises(ValueError, match=r"ask, question 0 .*replied 0 of type int"):
         ask(K, candidates, lambda i, j: 0, 1)
+
+
+@pytest.mark.parametrize("k", ["2", 1.5, True, -1, None])
+def test_the_pool_session_names_a_count_of_questions_that_is_not_one(k):
+    """``ask(k="2")`` raised Python's TypeError from the comparison with a count."""
+    with pytest.raises(ValueError, match=r"\bk must be"):
+        ask(np.eye(3), np.array([[0, 1], [1, 2]]), lambda i, j: True, k)
 
 
 # --- design pools ---------------------------------------------------------------------------------
@@ -284,14 +291,26 @@ COUNT_FIELDS = {"learn_every": 0, "learn_steps": 0, "n_raw": 1, "n_starts": 1, "
                 "n_mc": 1, "nuts_warmup": 0, "nuts_samples": 1}  # fmt: skip
 
 
+#: The stated upper bounds of the sizes (Settings' docstring): arrays a proposal allocates.
+COUNT_MAX = {"n_raw": 2**14, "n_mc": 2**14, "nuts_samples": 2**14, "steps": 10**6,
+             "learn_steps": 10**6, "nuts_warmup": 10**8}  # fmt: skip
+#: Sizes at and past those bounds, up to what no memory holds (issue 49: 2**40 candidates).
+HUGE = st.sampled_from([2**14, 2**14 + 1, 10**6, 10**6 + 1, 10**8 + 1, 2**40, 2**64])
+
+
 @FUZZ
-@given(field=st.sampled_from(sorted(COUNT_FIELDS)), value=COUNTS)
+@given(field=st.sampled_from(sorted(COUNT_FIELDS)), value=st.one_of(COUNTS, HUGE))
+@example(field="n_raw", value=2**40)  # issue 49: RESOURCE_EXHAUSTED at the first answer
+@example(field="n_mc", value=2**40)
 def test_every_count_in_settings_is_checked(field, value):
-    """Input classes: COUNTS' nine, in each of the eight count fields of ``Settings`` (the NUTS
-    ones among them); ``n_starts`` above ``n_raw``."""
+    """Input classes: COUNTS' nine and huge sizes (at a bound, one past it, far past it), in
+    each of the eight count fields of ``Settings`` (the NUTS ones among them); ``n_starts``
+    above ``n_raw``."""
     options = {field: value}
     ok = _count_ok(value, COUNT_FIELDS[field])
     if field == "n_starts" and ok and value > SETTINGS.n_raw:
+        ok = False
+    if ok and value > COUNT_MAX.get(field, math.inf):
         ok = False
     s = SETTINGS._replace(**options)
     if not ok:
@@ -301,6 +320,23 @@ def test_every_count_in_settings_is_checked(field, value):
             loop.check_settings(s)
         return
     assert DesignSession(1, settings=s).settings == s
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [({"n_raw": 2**14, "n_starts": 1, "n_mc": 2**11}, "n_mc"),
+     ({"n_raw": 2**13, "n_mc": 2**12, "acquisition": "qeubo"}, "n_mc"),
+     ({"n_raw": 2**12, "nuts_samples": 2**13, "engine": "nuts"}, "nuts_samples")],
+)  # fmt: skip
+def test_candidates_times_samples_is_bounded(options, named):
+    """Issue 49: n_raw = 2**40 (or n_mc = 2**40 for qeubo) was RESOURCE_EXHAUSTED at the first
+    answer. Each within its bound, their product (candidates scored against samples, 2**25
+    here, over the stated 2**24) is refused naming both, before anything runs; at 2**24 taken."""
+    s = SETTINGS._replace(**options)
+    with pytest.raises(ValueError, match=rf"settings\.n_raw \* settings\.{named} = "):
+        DesignSession(1, settings=s)
+    at_bound = s._replace(**{named: options[named] // 2})
+    assert DesignSession(1, settings=at_bound).settings == at_bound
 
 
 SEARCH_SIZES = {"q": 1, "dim": 1, "n_raw": 1, "n_starts": 1, "steps": 0}
@@ -344,6 +380,50 @@ def test_the_compiled_loop_refuses_k_and_shapes_while_tracing(k):
 # --- files and the command line -------------------------------------------------------------------
 
 
+#: Answer-file lines neither session can read, by class (each line a JSON text or not).
+NESTED = "[" * 100_000 + "]" * 100_000  # issue 49: json.loads' RecursionError
+BAD_DESIGN_LINES = {
+    "nested a": '{"a": ' + NESTED + ', "b": [0.2], "answer": "first"}',
+    "nested line": NESTED,
+    "not JSON": '{"a": [0.1], "b": [0.2], "answer": first}',
+    "not an object": "[0.1, 0.2]",
+    "missing key": '{"a": [0.1], "answer": "first"}',
+    "bad answer": '{"a": [0.1], "b": [0.2], "answer": "1"}',
+    "design out of cube": '{"a": [1.5], "b": [0.2], "answer": "first"}',
+}
+BAD_POOL_LINES = {
+    "nested i": '{"i": ' + NESTED + ', "j": 1, "answer": "first"}',
+    "nested line": NESTED,
+    "fractional i": '{"i": 1.5, "j": 2, "answer": "first"}',  # int() made it 1
+    "infinite i": '{"i": Infinity, "j": 2, "answer": "first"}',  # int(): OverflowError
+    "bool i": '{"i": true, "j": 2, "answer": "first"}',  # int(): 1, the pair (1, 2)
+    "string i": '{"i": "1", "j": 2, "answer": "first"}',  # int(): 1
+    "missing key": '{"i": 1, "answer": "first"}',
+    "not a candidate": '{"i": 0, "j": 2, "answer": "first"}',
+    "bad answer": '{"i": 1, "j": 2, "answer": "yes"}',
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_DESIGN_LINES))
+def test_a_design_answer_file_names_its_line(tmp_path, kind):
+    """The second line of each class is refused naming the file and line 2 (the first, valid,
+    is read; it is a random pair: nothing fitted)."""
+    path = tmp_path / "answers.jsonl"
+    good = '{"a": [0.1], "b": [0.2], "answer": "skip"}'
+    path.write_text(f"{good}\n{BAD_DESIGN_LINES[kind]}\n")
+    with pytest.raises(ValueError, match=rf"^{path}, line 2: "):
+        DesignSession(1, settings=SETTINGS, answers=path, n_init=5)
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_POOL_LINES))
+def test_a_pool_answer_file_names_its_line(tmp_path, kind):
+    """The pool session's replay, line 2 of each class (refused before anything is fitted)."""
+    path = tmp_path / "answers.jsonl"
+    path.write_text(f'{{"i": 0, "j": 1, "answer": "first"}}\n{BAD_POOL_LINES[kind]}\n')
+    with pytest.raises(ValueError, match=rf"^{path}, line 2: "):
+        Session(np.eye(3), np.array([[0, 1], [1, 2]]), answers=path)
+
+
 def test_an_answer_file_that_is_not_text_names_itself(tmp_path):
     path = tmp_path / "answers.jsonl"
     path.write_bytes(b'{"a": [0.1], "b": [0.2], "answer": "skip"}\n\xff\xfe\n')
@@ -361,8 +441,10 @@ def test_the_command_line_names_a_bad_pool_seed_or_describe(tmp_path, capsys, mo
     assert main([*argv, "--pool", str(pool)]) == 2
     assert f"--pool {str(pool)!r}: not a UTF-8 text file" in capsys.readouterr().err
     for seed in ["-1", str(2**70)]:
-        assert main([*argv, "--seed", seed]) == 2
-        assert f"--seed must be an integer in [0, {2**63 - 1}], got {seed}" in (
+        with pytest.raises(SystemExit) as stop:
+            main([*argv, "--seed", seed])
+        assert stop.value.code == 2
+        assert f"--seed: must be an integer in [0, {2**63 - 1}], got {seed}" in (
             capsys.readouterr().err)  # fmt: skip
     assert main([*argv, "--pool-mode", "pool"]) == 2
     assert "--pool-mode pool proposes designs of a pool: give --pool" in capsys.readouterr().err

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import re
 import zipfile
 
 import jax
@@ -325,10 +326,38 @@ class Opaque(Kernel):
         return jnp.sum(x * y)
 
 
+def test_save_names_a_path_that_is_a_directory_or_no_file(ep_attributes, tmp_path):
+    """Issue 49: a directory raised IsADirectoryError naming an internal temporary file. Path
+    classes: an existing directory (str, Path, "."), something that is neither a name nor a
+    writable object (an int, None), a missing parent directory (FileNotFoundError, per the
+    contract), a new file name (saved and read back)."""
+    for folder in (tmp_path, str(tmp_path), "."):
+        where = re.escape(f"cannot save to '{folder!s}': it is a directory")
+        with pytest.raises(ValueError, match=where):
+            save(ep_attributes, folder)
+    assert list(tmp_path.iterdir()) == []  # no temporary file left behind
+    for wrong in (3, None, ["model.npz"]):
+        with pytest.raises(ValueError, match=r"path must be a file name or a binary file object"):
+            save(ep_attributes, wrong)
+    with pytest.raises(FileNotFoundError, match="no directory"):
+        save(ep_attributes, tmp_path / "missing" / "model.npz")
+    save(ep_attributes, tmp_path / "model.npz")
+    np.testing.assert_array_equal(load(tmp_path / "model.npz").mean, ep_attributes.mean)
+
+
+def test_a_model_file_whose_meta_is_nested_too_deep_is_named(tmp_path):
+    """json.loads' RecursionError on 100,000 nested brackets is a ModelFileError (ValueError)."""
+    path = tmp_path / "deep.npz"
+    text = "[" * 100_000 + "]" * 100_000
+    np.savez(path, **{"meta.json": np.frombuffer(text.encode(), np.uint8)})
+    with pytest.raises(ModelFileError, match=r"meta\.json.*not valid JSON"):
+        load(path)
+
+
 def test_save_rejects_what_is_not_a_posterior(ep_attributes, tmp_path):
     path = tmp_path / "model.npz"
     for wrong in (ep_attributes.result, {"mean": ep_attributes.mean}, None):
-        with pytest.raises(TypeError, match=r"save expects a bayesrank\.model\.Posterior"):
+        with pytest.raises(ValueError, match=r"save expects a bayesrank\.model\.Posterior"):
             save(wrong, path)
     opaque = dataclasses.replace(ep_attributes, prior=XPGP(Opaque()))
     with pytest.raises(ValueError, match="prior/attribute: cannot be saved: Opaque"):

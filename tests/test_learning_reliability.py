@@ -11,6 +11,7 @@ shapes: each learning fit compiles.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
@@ -21,7 +22,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from bayesrank import ARD, BFGS, RBF, XPGP, Optax, PreferenceProblem
+import bayesrank.learning
+from bayesrank import ARD, BFGS, RBF, XPGP, Optax, PreferenceProblem, XPGPModel
 from bayesrank.learning import (
     LearningConvergenceWarning,
     NonFiniteStartError,
@@ -114,9 +116,12 @@ FIXED = ("ARD.kappa", "XPGP.sigma")  # frozen by default: a prior on them would 
 MISSPELT = ("ARD.lengthscale", "ard.lengthscales", "XPGP.weight", "RBF.rho", "ARD.rho")
 MALFORMED = ("lengthscales", "ARD.lengthscales.x", 1, None, ("ARD", "lengthscales"))
 KEYS = st.sampled_from(TRAINED + FIXED + MISSPELT + MALFORMED)
+#: A Gamma's concentration below 1 (density unbounded at 0: no MAP), at 1 (bounded: taken).
+UNBOUNDED, AT_ONE = Gamma(0.5, 1.0), Gamma(1.0, 1.0, relative=True)
 VALUES = st.sampled_from(
-    [Gamma(2.4, 2.7, relative=True), SmoothedBox(0.1, 7.0), None, (2.4, 2.7), 1.0, "Gamma"]
-)
+    [Gamma(2.4, 2.7, relative=True), SmoothedBox(0.1, 7.0), None, (2.4, 2.7), 1.0, "Gamma",
+     UNBOUNDED, AT_ONE, SmoothedBox(-1.0, 1e-3, 1e-100)]
+)  # fmt: skip
 SPECS = st.one_of(
     st.none(),
     st.sampled_from(["botorch", "BoTorch", "gpytorch", "", b"botorch", 3, ["botorch"]]),
@@ -162,6 +167,8 @@ def _expected(spec):
             continue
         if not isinstance(value, Gamma | SmoothedBox):
             return False, repr(key)
+        if isinstance(value, Gamma) and value.concentration < 1:  # sup of the density: inf
+            return False, repr(key)
     for key, value in spec.items():
         if value is not None and key not in TRAINED:
             return False, repr(key)
@@ -172,6 +179,8 @@ def _expected(spec):
 @given(spec=SPECS)
 @example(spec={"ARD.lengthscale": Gamma(2.4, 2.7)})  # issue 49: fitted as if no hyperprior
 @example(spec={"ARD.kappa": Gamma(2.4, 2.7)})  # a fixed hyperparameter: silently ignored
+@example(spec={"ARD.lengthscales": UNBOUNDED})  # issue 49: lengthscales fitted to ~1e-11
+@example(spec={"XPGP.weights": AT_ONE, "ARD.lengthscales": SmoothedBox(-1.0, 1e-3, 1e-100)})
 def test_hyperprior_specs_are_taken_or_refused_by_key(spec):
     """A spec is None, the name 'botorch', or a dict from 'Class.field' to a Gamma, a
     SmoothedBox or None whose keys with a distribution name the prior's trained positive
@@ -206,6 +215,63 @@ def test_a_misspelt_key_lists_the_keys_of_this_prior():
         _checked(hyperprior={"ARD.kappa": Gamma(2.4, 2.7)})
     with pytest.raises(_Accepted):
         _checked(prior=XPGP(RBF()), hyperprior="botorch")
+
+
+#: Learning options of ``XPGPModel.fit`` (fit_hyperparameters' keywords), with careless values.
+LEARNING_OPTIONS = ("hyperprior", "optimizer", "start", "ep", "trainable", "progress")
+OPTION_VALUES = st.sampled_from(["bogus", "garbage", None, 0, True, {"ARD.lengthscales": 1}])
+
+
+@FEW
+@given(
+    options=st.dictionaries(st.sampled_from(LEARNING_OPTIONS), OPTION_VALUES, min_size=1),
+    learn=st.sampled_from([False, np.False_, True, np.True_, "evidence", "em"]),
+    approximation=st.sampled_from(["dense", "sparse"]),
+)
+@example(options={"hyperprior": "bogus", "optimizer": "garbage"}, learn=False,
+         approximation="dense")  # issue 49: a posterior, both options silently ignored
+@example(options={"optimizer": "garbage"}, learn=False, approximation="sparse")
+def test_learning_options_without_learning_are_refused(options, learn, approximation):
+    """Issue 49: every learning option was silently ignored without learn_hyperparameters (on
+    the sparse path too). Refused naming each option and the flag to pass; with the flag they
+    reach fit_hyperparameters (dense) or the sparse path's refusal of learning. Nothing
+    compiles: every case is refused or stopped before a fit."""
+
+    @functools.wraps(fit_hyperparameters)  # XPGPModel.fit reads its signature
+    def accepted(*args, **kw):
+        raise _Accepted
+
+    model = XPGPModel(XPGP(ARD(1.0, np.ones(2)), weights=np.ones(1)), approximation=approximation)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bayesrank.learning, "fit_hyperparameters", accepted)
+        try:
+            model.fit(_problem(), learn_hyperparameters=learn, **options)
+        except _Accepted:
+            assert learn and approximation == "dense", (options, learn, approximation)
+            return
+        except ValueError as error:
+            message = str(error)
+            if not learn:
+                assert "learn_hyperparameters=True" in message, message
+                assert all(repr(name) in message for name in options), message
+            else:
+                assert approximation == "sparse" and "learn_hyperparameters" in message, message
+            return
+    raise AssertionError(f"neither refused nor learned: {options!r}, {learn!r}")
+
+
+def test_a_gamma_of_concentration_below_one_is_refused_for_a_map_fit():
+    """Issue 49: Gamma(0.5, 1) on the lengthscales fitted them to ~1e-11 with converged=True:
+    its density ``v^(a - 1) e^(-b v)`` has no maximum as v -> 0 when a < 1, so neither has the
+    MAP objective. Refused naming the key and the parameter; a = 1 (bounded) is taken."""
+    with pytest.raises(ValueError) as caught:
+        _checked(hyperprior={"ARD.lengthscales": Gamma(0.5, 1.0)})
+    message = str(caught.value)
+    assert "'ARD.lengthscales'" in message and "concentration 0.5" in message, message
+    with pytest.raises(ValueError, match=r"'XPGP\.weights'.*concentration 0\.999"):
+        _checked(hyperprior={"XPGP.weights": Gamma(0.999, 2.0, relative=True)})
+    with pytest.raises(_Accepted):
+        _checked(hyperprior={"ARD.lengthscales": Gamma(1.0, 1.0)})
 
 
 @pytest.mark.parametrize("optimizer", [None, Optax(steps=2)], ids=["bfgs", "optax"])

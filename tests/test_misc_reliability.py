@@ -380,3 +380,49 @@ def test_prank_features_scaled_by_1e200_are_refused_not_wrong():
     model = PRank(n_epochs=3).fit(X / 1e50, np.array([0, 1, 2, 1]))  # coef_ ~ 1e150
     with pytest.raises(ValueError, match=r"score X\[0\] \. coef_ = -inf left float64's range"):
         model.predict(X)
+
+
+# ---------------------------------------------------------------------------------------------
+# Saving (issue 49): save(problem, path) raised TypeError; the contract's is a ValueError.
+@pytest.mark.parametrize("kind", ["problem", "dict", "None", "str"])
+def test_save_names_what_it_takes_when_given_something_else(tmp_path, kind):
+    from bayesrank import PreferenceProblem, save
+
+    X = np.random.default_rng(0).normal(size=(6, 2))
+    wrong = {"problem": PreferenceProblem.create([[0, 1]], X=X), "dict": {"mean": X[:, 0]},
+             "None": None, "str": "posterior"}[kind]  # fmt: skip
+    with pytest.raises(ValueError, match=r"save expects a bayesrank\.model\.Posterior"):
+        save(wrong, tmp_path / "x.npz")
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Label rankers at extreme scales (issue 49): RPC on X * 1e200 and ConstraintClassification at
+# C = 1e40 gave all-zero weights (a constant order) with only converged_ = False. The test's
+# reading: C * max|X|^2 beyond float64's range (1e400, 1e40 * 1.7) leaves Newton no finite step,
+# so a fit there must be flagged AND warned; a converged fit warns nothing.
+def _label_data():
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(6, 2)), np.array([rng.permutation(3) for _ in range(6)])
+
+
+@pytest.mark.slow  # compiles RPC's and ConstraintClassification's Newton solves (~6 s)
+@pytest.mark.skipif(not __import__("jax").config.jax_enable_x64, reason="float64 scales")
+@pytest.mark.parametrize(
+    ("make", "scale", "hopeless"),
+    [(RPC, 1.0, False), (RPC, 1e200, True), (lambda: ConstraintClassification(C=1e40), 1.0, True),
+     (ConstraintClassification, 1.0, False)],
+    ids=["rpc", "rpc-1e200", "cc-C1e40", "cc"],
+)  # fmt: skip
+def test_a_label_ranker_that_cannot_converge_warns_naming_the_scale(make, scale, hopeless):
+    from bayesrank.diagnostics import ConvergenceWarning
+
+    X, R = _label_data()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = make().fit(X * scale, R)
+    flagged = not np.all(model.converged_)
+    warned = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert flagged == bool(warned), (flagged, [str(w.message) for w in caught])
+    if hopeless:
+        assert warned and "max |X|" in str(warned[0].message) and "C = " in str(warned[0].message)

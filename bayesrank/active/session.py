@@ -19,7 +19,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from ..data.checks import check_bool, check_choice, check_index_pairs
+from ..data.checks import check_bool, check_choice, check_index_pairs, check_int
 from ..data.keys import check_key
 from ..inference import ep
 from .criteria import CRITERIA
@@ -171,11 +171,11 @@ class Session:
         for lineno, line in enumerate(self.path.read_text().splitlines(), 1):
             if not line.strip():
                 continue
-            try:
+            try:  # RecursionError: nested too deep for json; check_int: 1.5, true, "3", inf
                 row = json.loads(line)
-                key = (int(row["i"]), int(row["j"]))
+                key = (check_int(row["i"], "i"), check_int(row["j"], "j"))
                 answer = row["answer"]
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):
                 raise ValueError(
                     f"{self.path}, line {lineno}: expected {{'i': int, 'j': int, 'answer': "
                     f"one of {ANSWERS}}}, got {line[:80]!r}"
@@ -193,8 +193,9 @@ class Session:
 def ask(K, candidates, oracle: Callable[[int, int], bool | None], k: int, **options) -> Session:
     """Ask ``oracle(i, j)`` (True: ``i`` preferred, False: ``j``, None: skip; the replies of
     ``oracle_answer``) about ``k`` pairs, one at a time, proposed by a ``Session``
-    (``options``: its keywords)."""
+    (``options``: its keywords); ``k`` an integer >= 0."""
     check_oracle(oracle)
+    check_int(k, "k", low=0)
     session = Session(K, candidates, **options)
     answered = len(session.pairs)
     question = 0

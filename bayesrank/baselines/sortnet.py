@@ -269,7 +269,8 @@ class SortNet(Ranker):
         n_steps: Adam steps of each ``TrainAndValidate``; learning_rate: Adam's.
         validation_fraction: the share of the training queries held out as ``V`` (at least
             one query) when ``fit`` is given no ``vali``.
-        random_state: seed of the initial weights and of the held-out queries.
+        random_state: seed of the initial weights and of the held-out queries, an integer in
+            ``[0, 2^63 - 1]`` (``data.checks.MAX_SEED``).
 
     Learned: ``params_`` (``cmpnn.CmpNNParams``), ``info_`` (``SortNetInfo``),
     ``n_features_in_``. ``predict(X, qid=None)`` scores each query's documents by their place
@@ -304,7 +305,7 @@ class SortNet(Ranker):
         options.check_float(
             self.validation_fraction, "validation_fraction", 0.0, 1.0, high_open=True
         )
-        options.check_int(self.random_state, "random_state", low=0)
+        options.check_int(self.random_state, "random_state", 0, options.MAX_SEED)
         X, y, codes = check_inputs(X, y, qid, "SortNet")
         queries = _split_queries(X, y, codes)
         if vali is not None:

@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import warnings
 
 from ..data._io import first_non_finite
+from ..data.checks import MAX_SEED  # the largest --seed
 
-__all__ = ["MAX_K_LIMIT", "data_path", "json_text", "setup_jax"]
+__all__ = ["MAX_K_LIMIT", "MAX_SEED", "data_path", "json_text", "seed", "setup_jax"]
 
 #: The largest ``--max-k`` ever accepted (beyond the longest query it only allocates memory).
 MAX_K_LIMIT = 10**6
+
+
+
+def seed(text: str) -> int:
+    """``--seed``'s type: an integer in ``[0, MAX_SEED]`` (argparse's one-line error, exit 2,
+    for anything else; a larger one overflowed JAX's int64 with a traceback)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, {MAX_SEED}], got {value}")
+    return value
 
 
 def json_text(obj) -> str:

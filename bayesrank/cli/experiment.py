@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from ._common import setup_jax
+from ._common import seed, setup_jax
 
 __all__ = ["add_parser"]
 
@@ -34,7 +34,7 @@ def _common(parser: argparse.ArgumentParser, name: str, out: str | None = None) 
         help="folder for results.json, the table and the figure (default: "
         f"{out or f'./bayesrank-{name}'})",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of every random choice")
+    parser.add_argument("--seed", type=seed, default=0, help="seed of every random choice")
     parser.add_argument(
         "--device", choices=DEVICES, default=None, help="JAX platform (default: JAX's choice)"
     )

@@ -39,7 +39,7 @@ import json
 import sys
 from pathlib import Path
 
-from ._common import data_path, setup_jax
+from ._common import data_path, seed, setup_jax
 
 __all__ = ["add_parsers", "csv_text", "exact"]
 
@@ -344,7 +344,7 @@ def add_parsers(sub) -> None:
         "(a learned tie margin), or as grades (the ordinal model, learned thresholds)",
     )  # fmt: skip
     fit.add_argument("--no-entity", action="store_true", help="no per-entity effect")
-    fit.add_argument("--seed", type=int, default=0, help="NUTS's key")
+    fit.add_argument("--seed", type=seed, default=0, help="NUTS's key")
     fit.add_argument("--quiet", action="store_true", help="no progress on stderr")
     fit.set_defaults(func=_cmd_fit)
 

@@ -10,7 +10,7 @@ import shlex
 import subprocess
 import sys
 
-from ._common import read_reply, setup_jax
+from ._common import read_reply, seed, setup_jax
 
 __all__ = ["add_parser"]
 
@@ -21,11 +21,6 @@ DEFAULT_ANSWERS = "optimize_answers.jsonl"
 #: arrays, which must wait for ``setup_jax`` (float64), and every command builds this parser
 #: (a test keeps the two lists equal).
 ACQUISITION_CHOICES = ("eubo", "qeubo", "variance", "bald", "kg")
-
-#: The largest ``--seed``: ``jax.random.PRNGKey`` takes an int64, the answers' NumPy generator
-#: a non-negative integer.
-MAX_SEED = 2**63 - 1
-
 
 def _session_options(args: argparse.Namespace) -> dict:
     import jax
@@ -93,8 +88,6 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
         raise ValueError(f"--time-budget must be a finite number >= 0, got {args.time_budget}")
     if not (math.isfinite(args.noise) and args.noise > 0):
         raise ValueError(f"--noise must be a finite number > 0, got {args.noise}")
-    if not 0 <= args.seed <= MAX_SEED:
-        raise ValueError(f"--seed must be an integer in [0, {MAX_SEED}], got {args.seed}")
     if args.pool is None and args.pool_mode == "pool":
         raise ValueError("--pool-mode pool proposes designs of a pool: give --pool FILE")
     setup_jax()
@@ -229,7 +222,7 @@ def add_parser(sub) -> None:
     )
     opt.add_argument("--time-budget", type=float, default=None,
                      help="seconds a proposal's search may take (default: no limit)")  # fmt: skip
-    opt.add_argument("--seed", type=int, default=0, help="the proposals' and answers' seed")
+    opt.add_argument("--seed", type=seed, default=0, help="the proposals' and answers' seed")
     opt.add_argument(
         "--learn-every",
         type=int,

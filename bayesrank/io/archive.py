@@ -90,7 +90,7 @@ def read(path) -> tuple[str, dict, dict]:
         raise ModelFileError(name, META_KEY, "must be a 1-d uint8 array of UTF-8 JSON")
     try:
         meta = json.loads(raw.tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:  # too deep
         raise ModelFileError(name, META_KEY, f"is not valid JSON: {error}") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         got = meta.get("format") if isinstance(meta, dict) else meta

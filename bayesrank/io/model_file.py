@@ -229,14 +229,23 @@ def save(posterior: Posterior, path, *, compress: bool = False) -> None:
             relations, slower to write and read.
 
     Raises:
-        TypeError: ``posterior`` is not a ``Posterior``.
-        ValueError: a part of it cannot be saved (a batched posterior, an unknown kernel class,
-            a non-numeric leaf), naming it.
+        ValueError: ``posterior`` is not a ``Posterior``; ``path`` is an existing directory,
+            or neither a path nor a file object with ``write``; a part of the posterior cannot
+            be saved (a batched posterior, an unknown kernel class, a non-numeric leaf),
+            naming it.
+        FileNotFoundError: the directory ``path`` names does not exist.
     """
     if not isinstance(posterior, Posterior):
-        raise TypeError(
+        raise ValueError(
             "save expects a bayesrank.model.Posterior (what XPGPModel(prior).fit(problem) "
             f"returns), got {type(posterior).__name__}"
+        )
+    is_name = isinstance(path, str | os.PathLike)
+    if is_name and Path(path).is_dir():
+        raise ValueError(f"cannot save to {str(path)!r}: it is a directory, not a file name")
+    if not is_name and not callable(getattr(path, "write", None)):
+        raise ValueError(
+            f"path must be a file name or a binary file object, got {type(path).__name__}"
         )
     try:
         meta, arrays = _document(posterior)
@@ -245,7 +254,7 @@ def save(posterior: Posterior, path, *, compress: bool = False) -> None:
     text = json.dumps(meta, indent=1, allow_nan=False)
     entries = {META_KEY: np.frombuffer(text.encode("utf-8"), np.uint8), **arrays}
     write = np.savez_compressed if compress else np.savez
-    if not isinstance(path, str | os.PathLike):
+    if not is_name:
         write(path, **entries)
         return
     target = Path(path)

@@ -8,13 +8,15 @@ scikit-learn itself calls it. Host-side only: nothing here runs JAX.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..baselines._estimator import Params
 from ..data.batch import bucket_size
 from ._checks import check_lengths, check_orders, check_X
 
-__all__ = ["LabelRanker", "pad_rows", "padded_size"]
+__all__ = ["LabelRanker", "pad_rows", "padded_size", "warn_unconverged"]
 
 
 def padded_size(n: int) -> int:
@@ -29,6 +31,27 @@ def pad_rows(a: np.ndarray, size: int) -> np.ndarray:
     cross-validation (train sizes that differ by one) and similar sizes reuse one compiled
     program."""
     return np.pad(a, [(0, size - a.shape[0])] + [(0, 0)] * (a.ndim - 1))
+
+
+def warn_unconverged(owner: str, converged, X: np.ndarray, C: float, what: str) -> None:
+    """A ``ConvergenceWarning`` (``bayesrank.diagnostics``) unless every flag of ``converged``
+    holds, naming how many of ``what`` stopped short and the scale at fault, as ``RankSVM``
+    does: ``C max|x|^2`` far from 1 leaves Newton's steps below rounding (all-zero weights, a
+    constant order) or its system overflowing."""
+    from ..diagnostics import ConvergenceWarning
+
+    flags = np.atleast_1d(np.asarray(converged, bool))
+    if flags.all():
+        return
+    scale = float(np.max(np.abs(X), initial=0.0))
+    warnings.warn(
+        f"{owner} did not converge on {int((~flags).sum())} of {flags.size} {what} "
+        f"(converged_ is False there; the fit may be the starting point, all zero): "
+        f"max |X| = {scale:.3g}, C = {C:.3g}, C * max|X|^2 = {C * scale * scale:.3g}; "
+        "standardise X (e.g. StandardScaler), bring C nearer 1 or raise max_iter",
+        ConvergenceWarning,
+        stacklevel=3,
+    )
 
 
 class LabelRanker(Params):

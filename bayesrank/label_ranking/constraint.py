@@ -33,15 +33,15 @@ Rankings are label ORDERS ``(n, c)`` (row: labels from most to least preferred).
 
 from __future__ import annotations
 
-import numbers
 from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..data.checks import MAX_SEED, check_int
 from ._checks import check_C, check_positive_int
-from ._estimator import LabelRanker, pad_rows, padded_size
+from ._estimator import LabelRanker, pad_rows, padded_size, warn_unconverged
 from .logistic import CONVERGED, default_tol, fit_logistic
 from .rpc import label_pairs, pairwise_targets
 
@@ -144,12 +144,14 @@ class ConstraintClassification(LabelRanker):
       fit_intercept: a bias per label (the constant feature).
       max_iter: Newton iterations (logistic) or passes over the constraints (perceptron), >= 1.
       tol: Newton's relative gradient tolerance; None: ``logistic.default_tol``.
-      random_state: int seed of the perceptron's visiting order (>= 0).
+      random_state: int seed of the perceptron's visiting order, in ``[0, 2^63 - 1]``
+        (``data.checks.MAX_SEED``: ``jax.random.PRNGKey`` holds an int64).
 
     Learned attributes:
       n_features_in_: d. n_labels_: c. coef_: ``(c, d)`` the ``w_a``. intercept_: ``(c,)``
       biases (zeros without intercept). n_iter_: Newton iterations or passes. converged_: bool,
-      Newton met its tolerance (logistic), or the last pass violated no constraint (perceptron).
+      Newton met its tolerance (logistic; where it did not, a ``ConvergenceWarning`` names the
+      feature scale and ``C``), or the last pass violated no constraint (perceptron).
     """
 
     def __init__(
@@ -167,9 +169,7 @@ class ConstraintClassification(LabelRanker):
             raise ValueError(f"loss must be one of {_LOSSES}, got {self.loss!r}")
         if not isinstance(self.fit_intercept, bool):
             raise ValueError(f"fit_intercept must be a bool, got {self.fit_intercept!r}")
-        rs = self.random_state
-        if isinstance(rs, bool) or not isinstance(rs, numbers.Integral) or rs < 0:
-            raise ValueError(f"random_state must be an integer >= 0, got {rs!r}")
+        check_int(self.random_state, "random_state", 0, MAX_SEED)
         return check_C(self.C), check_positive_int(self.max_iter, "max_iter")
 
     def fit(self, X, rankings):
@@ -228,6 +228,8 @@ class ConstraintClassification(LabelRanker):
         self.intercept_ = W[:, d] if self.fit_intercept else np.zeros(c, W.dtype)
         self.n_iter_ = int(n_iter)
         self.converged_ = bool(converged)
+        if self.loss == "logistic":  # a perceptron that does not separate is no fault
+            warn_unconverged("ConstraintClassification", converged, X, C, "Newton solves")
         return self
 
     def decision_function(self, X):

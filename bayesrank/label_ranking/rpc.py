@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._checks import check_C, check_positive_int
-from ._estimator import LabelRanker, pad_rows, padded_size
+from ._estimator import LabelRanker, pad_rows, padded_size, warn_unconverged
 from .logistic import CONVERGED, default_tol, fit_logistic
 from .metrics import orders_to_positions
 
@@ -129,7 +129,8 @@ class RPC(LabelRanker):
       coef_: ``(P, d)`` and intercept_: ``(P,)`` of the models of ``P(a before b | x)``
         (intercept ``+-inf`` with ``coef = 0`` for a pair ordered the same way in all training
         rankings: its model predicts that order with probability 1).
-      n_iter_: ``(P,)`` Newton iterations. converged_: ``(P,)`` bool, met the tolerance.
+      n_iter_: ``(P,)`` Newton iterations. converged_: ``(P,)`` bool, met the tolerance (where
+        one did not, a ``ConvergenceWarning`` names the feature scale and ``C``).
     """
 
     def __init__(self, C=1.0, max_iter=100, tol=None):
@@ -171,6 +172,7 @@ class RPC(LabelRanker):
         self.intercept_ = np.asarray(fits.intercept)
         self.n_iter_ = np.asarray(fits.n_iter)
         self.converged_ = np.asarray(fits.status) == CONVERGED
+        warn_unconverged("RPC", self.converged_, X, C, "label-pair models")
         return self
 
     def predict_proba_pairs(self, X):

@@ -11,6 +11,7 @@ BoTorch do (a MAP estimate of the value, not of its logarithm):
   ``log p(v) = a log b - log Gamma(a) + (a - 1) log(v / s) - b v / s - log s``, with ``s`` the
   feature's range (max minus min over the problem's entities) where ``relative`` (lengthscales
   measured in units of the range, as BoTorch's priors are for inputs scaled to ``[0, 1]``), else 1;
+  a fit refuses ``a < 1`` (the density is unbounded at 0, so the MAP estimate does not exist);
 - ``SmoothedBox`` ``(a, b, sigma)``: flat on ``[a, b]`` with normal tails of sd ``sigma``,
   ``log p(v) = log N(d | 0, sigma) - log(1 + (b - a) / (sqrt(2 pi) sigma))``,
   ``d = max(|v - (a + b) / 2| - (b - a) / 2, 0)`` (GPyTorch's ``SmoothedBoxPrior``).
@@ -128,8 +129,9 @@ NAMED = {"botorch": botorch_priors}
 def check_hyperprior(hyperprior) -> dict | None:
     """``hyperprior`` as a dict of ``"Class.field"`` to ``Gamma`` / ``SmoothedBox``
     (``None`` values dropped), a name (``"botorch"`` for ``botorch_priors``) for its dict;
-    ``ValueError`` naming a bad entry. The keys are checked against a prior by
-    ``check_names``."""
+    ``ValueError`` naming a bad entry, a ``Gamma`` of concentration below 1 included (its
+    density is unbounded at 0: a MAP fit would shrink the value to 0). The keys are checked
+    against a prior by ``check_names``."""
     if hyperprior is None:
         return None
     spelled = f"a name ({', '.join(map(repr, NAMED))}), a dict or None"
@@ -149,6 +151,14 @@ def check_hyperprior(hyperprior) -> dict | None:
             raise ValueError(
                 f"hyperprior[{name!r}] must be a valid Gamma or SmoothedBox (or None), got "
                 f"{dist!r}"
+            )
+        if isinstance(dist, Gamma) and dist.concentration < 1:
+            # (a - 1) log v -> +inf as v -> 0: the MAP objective has no maximum (a SmoothedBox's
+            # density is bounded, at most 1 / (b - a + sqrt(2 pi) sigma): no such case)
+            raise ValueError(
+                f"hyperprior[{name!r}] = {dist!r}: concentration {dist.concentration!r} < 1 "
+                "gives a density unbounded at 0, so the MAP fit has no maximum (the objective "
+                "grows without bound as the value shrinks to 0); use concentration >= 1"
             )
         out[name] = dist
     return out

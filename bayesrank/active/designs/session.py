@@ -308,7 +308,7 @@ class DesignSession:
             where = f"{self.path}, line {lineno}"
             try:
                 row = json.loads(line)
-            except ValueError as err:
+            except (ValueError, RecursionError) as err:  # RecursionError: nested too deep
                 raise ValueError(f"{where}: not JSON ({err}): {line[:80]!r}") from None
             if not isinstance(row, dict) or set(row) != {"a", "b", "answer"}:
                 raise ValueError(

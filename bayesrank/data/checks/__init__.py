@@ -37,7 +37,7 @@ from .covariance import (
     check_covariance,
     check_problem,
 )
-from .options import check_bool, check_choice, check_float, check_int
+from .options import MAX_SEED, check_bool, check_choice, check_float, check_int
 from .pairs import (
     PairSummary,
     check_graded,
@@ -57,6 +57,7 @@ __all__ = [
     "ADJACENCY_SYMMETRY_RTOL",
     "COVARIANCE_PSD_RTOL",
     "COVARIANCE_SYMMETRY_RTOL",
+    "MAX_SEED",
     "PairSummary",
     "check_adjacency",
     "check_bool",

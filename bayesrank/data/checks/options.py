@@ -9,6 +9,10 @@ import numpy as np
 
 from ._format import _is_bool, _show, _show_typed
 
+#: The largest seed (``random_state``, ``--seed``) taken: ``jax.random.key`` holds an int64 (a
+#: larger one is an ``OverflowError``), NumPy's generators any non-negative integer.
+MAX_SEED = 2**63 - 1
+
 
 def _int_phrase(low, high, allow_none: bool) -> str:
     if low is not None and high is not None:

@@ -96,19 +96,27 @@ def sigma_range(dtype=None) -> tuple[float, float]:
 
 def check_sigma(sigma, name: str = "XPGP.sigma", dtype=None) -> None:
     """``ValueError`` unless every entry of a concrete ``sigma`` (scalar, or ``(B,)`` for a
-    prior per query) is in ``sigma_range(dtype)``: ``sigma^2`` and ``1 / (2 sigma^2)`` computed
-    in NumPy floats (Python's would raise ``ZeroDivisionError`` or ``OverflowError``) and
-    compared with ``dtype``'s normal range. Traced values are not checked."""
+    prior per query) is a real number (not a bool) in ``sigma_range(dtype)``: ``sigma^2`` and
+    ``1 / (2 sigma^2)`` computed in NumPy floats (Python's would raise ``ZeroDivisionError`` or
+    ``OverflowError``) and compared with ``dtype``'s normal range. Traced values are not
+    checked."""
     if isinstance(sigma, jax.core.Tracer):
         return
     if sigma is None:
         raise ValueError(f"{name} is None: give it a value")
     info = np.finfo(jnp.result_type(float) if dtype is None else dtype)
-    arr = np.asarray(sigma, np.float64)
+    try:
+        raw = np.asarray(sigma)
+        arr = raw.astype(np.float64) if raw.dtype.kind in "iuf" else None
+    except (TypeError, ValueError, OverflowError):  # ragged, or an int beyond float64
+        arr = None
+    if arr is None:  # bool (True is not a scale), str, None, objects
+        raise ValueError(f"{name} must be a real number > 0, got {sigma!r}")
     with np.errstate(over="ignore", under="ignore", divide="ignore"):
         square = arr**2
         scale = 1.0 / (2.0 * square)
-    ok = (square >= info.tiny) & (square <= info.max) & (scale >= info.tiny) & (scale <= info.max)
+    ok = (arr > 0) & (square >= info.tiny) & (square <= info.max)
+    ok &= (scale >= info.tiny) & (scale <= info.max)
     if not np.all(ok):
         index = tuple(int(i) for i in np.argwhere(~ok)[0]) if arr.ndim else ()
         label = f"{name}[{', '.join(map(str, index))}]" if index else name

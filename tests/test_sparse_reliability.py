@@ -481,7 +481,7 @@ def test_a_variance_whose_precision_overflows_is_refused_by_index():
         ("diag", 3, np.nan, r"blocks\[1\]\.diag\[3\] = nan is not finite"),
         ("diag", 2, -1.0, r"blocks\[1\]\.diag\[2\] = -1\.0 is negative"),
         ("omega", 1, np.inf, r"blocks\[1\]\.omega\[1\] = inf is not finite"),
-        ("members", 0, N, rf"blocks\[1\]\.members\[0, 0\] = {N} is not a entity index"),
+        ("members", 0, N, rf"blocks\[1\]\.members\[0, 0\] = {N} is not an entity index"),
     ],
 )
 def test_latent_prior_refuses_a_block_that_is_not_finite(field, index, value, message):

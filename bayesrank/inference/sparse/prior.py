@@ -138,10 +138,10 @@ def _check_block(block: LaplacianPrecision, name: str) -> None:
     if members.ndim != 2 or members.shape[1:] != (2,) or members.dtype.kind not in "iu":
         raise ValueError(f"{name}.members must be (k, 2) integers, got {members.dtype} "
                          f"{members.shape}")  # fmt: skip
-    for column, size, what in ((0, block.n, "entity"), (1, np.size(block.omega), "group")):
+    for column, size, what in ((0, block.n, "an entity"), (1, np.size(block.omega), "a group")):
         if (bad := np.flatnonzero((members[:, column] < 0) | (members[:, column] >= size))).size:
             raise ValueError(
-                f"{name}.members[{bad[0]}, {column}] = {members[bad[0], column]} is not a "
+                f"{name}.members[{bad[0]}, {column}] = {members[bad[0], column]} is not "
                 f"{what} index in [0, {size})"
             )
 

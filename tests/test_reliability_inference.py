@@ -419,9 +419,9 @@ def test_bad_structure_flags_and_arrays_are_named():
 
 
 def test_inputs_beyond_the_working_dtype_are_named():
-    """float32 (x64 off): a float64 input that overflows it is refused before the cast; a prior
-    whose scales overflow ``K`` is named at ``K``'s first non-finite entry (in float64 both are
-    fine)."""
+    """float32 (x64 off): a float64 input that overflows it is refused before the cast; a
+    ``sigma`` outside ``sigma_range`` by name; a prior whose scales overflow ``K`` is named at
+    ``K``'s first non-finite entry (in float64 all are fine)."""
     problem, X, pairs = _small_problem()
     if X64:
         assert np.all(np.isfinite(ep.fit(np.eye(12) * 1e200, pairs).mean))
@@ -431,9 +431,15 @@ def test_inputs_beyond_the_working_dtype_are_named():
         r"X\[0, 0\] = .* overflows float32",
         lambda: XPGPModel(XPGP(RBF())).fit(PreferenceProblem.create(pairs, X=X * 1e300)),
     )
+    # sigma = 1e-30 squares below float32's range: named by its own check (sigma_range) ...
+    _raises(
+        r"XPGP\.sigma = 1e-30 is outside \[1\.1e-19, 6\.5e\+18\]",
+        lambda: XPGPModel(XPGP(RBF(), sigma=1e-30)).fit(problem),
+    )
+    # ... and scales each within range whose product overflows K are named at K
     _raises(
         r"prior covariance K\[0, 0\] = inf",
-        lambda: XPGPModel(XPGP(RBF(), sigma=1e-30)).fit(problem),
+        lambda: XPGPModel(XPGP(RBF(kappa=1e10), sigma=1e-15)).fit(problem),
     )
     # features in 1e-30 units: the median heuristic's rho (~1e30) squares beyond float32
     _raises(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from fractions import Fraction
 
 import jax
 import numpy as np
@@ -420,3 +421,337 @@ def test_a_warm_start_is_taken_or_named(size, values):
         return
     assert valid, z0
     np.testing.assert_allclose(fit.mean, dense(tuple(TRAIN.ravel())).mean, atol=ATOL)
+
+
+# ------------------------------------------ issue 49, fix A: the sparse priors' pieces by hand
+
+TINY, HUGE = float(np.finfo(DTYPE).tiny), float(np.finfo(DTYPE).max)
+#: a variance whose reciprocal overflows the working dtype (1e-320 is subnormal in float64)
+OVERFLOWING_VARIANCE = 1e-320 if X64 else 1e-40
+
+
+def _normal(value: Fraction) -> bool:
+    """Whether an exact ratio is a finite normal number of the working dtype."""
+    return Fraction(TINY) <= value <= Fraction(HUGE)
+
+
+def _number(v) -> bool:
+    """A real number by the test's rule: a Python or NumPy int or float, not a bool."""
+    return isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool)
+
+
+def _positive(v) -> bool:
+    """A finite number > 0 (an int beyond float64 is not one)."""
+    try:
+        return _number(v) and math.isfinite(float(v)) and v > 0
+    except OverflowError:
+        return False
+
+
+def _options_ok(beta, iota, weight) -> bool:
+    """Finite numbers > 0 whose ratios ``beta / weight`` and ``beta / (weight iota^2)`` (exact)
+    are finite normal numbers of the working dtype: the documented domain."""
+    if not all(_positive(v) for v in (beta, iota, weight)):
+        return False
+    scale = Fraction(float(beta)) / Fraction(float(weight))
+    return _normal(scale) and _normal(scale / Fraction(float(iota)) ** 2)
+
+
+def _laplacian(W: np.ndarray, beta, iota, weight) -> np.ndarray:
+    """``(beta / weight) (D - W + I / iota^2)`` by hand."""
+    L = np.diag(W.sum(1)) - W
+    return float(beta) / float(weight) * (L + np.eye(len(W)) / float(iota) ** 2)
+
+
+def test_a_variance_whose_precision_overflows_is_refused_by_index():
+    """Issue 49: ``diagonal_precision([1e-320, 1, ...])`` stored ``1 / 1e-320 = inf`` and
+    ``mode`` returned a mean of zeros reported converged (1e-307 raised properly)."""
+    variances = [OVERFLOWING_VARIANCE] + [1.0] * (N - 1)
+    overflow = r"variances\[0\] = .*1 / variances\[0\] = (inf|1e\+40) is not a finite normal"
+    with pytest.raises(ValueError, match=overflow):
+        S.diagonal_precision(variances)
+    with pytest.raises(ValueError, match=r"variances\[2\] = True is a bool"):
+        S.diagonal_precision([1.0, 2.0, True])
+
+
+@pytest.mark.parametrize(
+    ("field", "index", "value", "message"),
+    [
+        ("diag", 0, np.inf, r"blocks\[1\]\.diag\[0\] = inf is not finite"),
+        ("diag", 3, np.nan, r"blocks\[1\]\.diag\[3\] = nan is not finite"),
+        ("diag", 2, -1.0, r"blocks\[1\]\.diag\[2\] = -1\.0 is negative"),
+        ("omega", 1, np.inf, r"blocks\[1\]\.omega\[1\] = inf is not finite"),
+        ("members", 0, N, rf"blocks\[1\]\.members\[0, 0\] = {N} is not an entity index"),
+    ],
+)
+def test_latent_prior_refuses_a_block_that_is_not_finite(field, index, value, message):
+    """Issue 49: a ``LaplacianPrecision`` holding ``inf`` (however it was built) was taken, and
+    the mode was zeros, reported converged; a membership past ``n`` was clamped by JAX."""
+    good = S.membership_precision([0, 1, 2, 3], [0, 0, 1, 1], N)
+    arrays = {f: np.array(getattr(good, f)) for f in ("members", "omega", "diag")}
+    arrays[field].reshape(-1)[index * (2 if field == "members" else 1)] = value
+    bad = S.LaplacianPrecision(arrays["members"], arrays["omega"], arrays["diag"], N)
+    with pytest.raises(ValueError, match=message):
+        S.latent_prior(problem()[0].features, [good, bad])
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: S.membership_precision([0.5, 1.7], [0, 0], 3), r"entities\[0\] = 0\.5 is not an"),
+        (lambda: S.membership_precision([True, False], [0, 0], 3), r"entities\[0\] = True is a bo"),
+        (lambda: S.membership_precision([0, 1], [0, 0], 2.5), r"n must be a positive .* 2\.5"),
+        (lambda: S.membership_precision([0, 1], 5, 3), r"groups must be a sequence of 2 ids"),
+        (lambda: S.membership_precision([0, 1], [0, 0, 1], 3), r"groups has 3 ids, expected 2"),
+        (lambda: S.membership_precision([0, 1], [0, True], 3), r"groups\[1\] = True is a bool"),
+        (lambda: S.membership_precision([0, 1], [0, 0], 3, normalize=1), r"normalize must be"),
+        (lambda: S.membership_precision([0, 1], [0, 0], 3, iota="1"), r"iota must be a finite"),
+        (lambda: S.laplacian_precision(np.eye(N), beta="1"), r"beta must be a finite .* '1'"),
+        (lambda: S.laplacian_precision(np.eye(N), beta=None), r"beta must be a finite .* None"),
+        (lambda: S.laplacian_precision(np.eye(N), weight=True), r"weight must be .* True"),
+        (lambda: S.laplacian_precision(np.eye(N), iota=1e200), r"beta / \(weight iota\^2\) = 0"),
+        (lambda: S.laplacian_precision(None), r"W must be a real numeric array"),
+        (lambda: S.laplacian_precision([[0, np.nan], [np.nan, 0]]), r"W\[0, 1\] = nan is not"),
+    ],
+)  # fmt: skip
+def test_every_argument_of_the_precisions_is_named(call, message):
+    """Issue 49: fractions were truncated to entities, bools read as entities 1 and 0, ``n =
+    2.5``, a scalar ``groups`` and ``beta = '1'`` or ``None`` ended in a ``TypeError``, ``iota =
+    1e200`` in an ``OverflowError``, ``W = None`` was a one-entity graph."""
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+# The values a careless caller may pass for an entity, a group id, a count and an option.
+ENTITY = st.one_of(
+    st.integers(-1, 4),
+    st.integers(0, 3).map(float),
+    st.sampled_from([True, False, 0.5, 1.7, math.nan, math.inf, 1e20, None, "1"]),
+)
+GROUP = st.one_of(
+    st.integers(-2, 2), st.integers(-2, 2).map(float), st.sampled_from([True, 0.5, math.nan, None])
+)
+COUNT = st.sampled_from([4, np.int64(4), 2, 1, 0, -1, 2.5, 4.0, True, None, "4"])
+OPTION = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True, width=64),
+    st.sampled_from([1, 2, 0, -1, 0.5, 1e-200, 1e200, 1e-30, 1e30, np.float32(0.7), True, None,
+                     "1"]),
+)  # fmt: skip
+VARIANCE = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True, width=64),
+    st.sampled_from([1, 2, 0.3, 1e-320, 1e-307, 1e-40, 1e-38, 1e38, 1e300, 4.6e307, True,
+                     None, "1"]),
+)  # fmt: skip
+FAST = settings(max_examples=40, deadline=None, database=None)
+
+
+def _membership_reference(entities, groups, n, scale, diag, normalize):
+    """``Q`` by hand: ``W_ij`` = the groups ``i`` and ``j`` share (each weighted ``1 / s_g``
+    with ``normalize``), repeated memberships counted once."""
+    members: dict = {}
+    for e, g in zip(entities, groups, strict=True):
+        members.setdefault(g, set()).add(int(e))
+    W = np.zeros((n, n))
+    for group in members.values():
+        for i in group:
+            for j in group:
+                if i != j:
+                    W[i, j] += 1.0 / len(group) if normalize else 1.0
+    return scale * (np.diag(W.sum(1)) - W) + diag * np.eye(n)
+
+
+def _named(message: str, names) -> bool:
+    return any(name in message for name in names)
+
+
+@FAST
+@given(
+    entities=st.lists(ENTITY, min_size=0, max_size=5),
+    strings=st.booleans(),
+    groups=st.lists(GROUP, min_size=0, max_size=5),
+    labels=st.lists(st.sampled_from("abc"), min_size=0, max_size=5),
+    length=st.sampled_from(["same", "same", "same", "short", "scalar"]),
+    n=COUNT,
+    options=st.tuples(OPTION, OPTION, OPTION),
+    normalize=st.sampled_from([False, True, np.True_, 1, None]),
+)
+@example(entities=[0.5, 1.7], strings=False, groups=[0, 0], labels=[], length="same", n=3,
+         options=(1.0, 1.0, 1.0), normalize=False)  # issue 49: truncated to [0, 1]
+@example(entities=[True, False], strings=False, groups=[0, 0], labels=[], length="same", n=3,
+         options=(1.0, 1.0, 1.0), normalize=False)  # issue 49: read as entities 1, 0
+@example(entities=[0, 1], strings=False, groups=[0, 0], labels=[], length="same", n=2.5,
+         options=(1.0, 1.0, 1.0), normalize=False)  # issue 49: TypeError
+@example(entities=[0, 1], strings=False, groups=[5], labels=[], length="scalar", n=3,
+         options=(1.0, 1.0, 1.0), normalize=False)  # issue 49: TypeError
+@example(entities=[0, 1], strings=False, groups=[0, 0], labels=[], length="same", n=3,
+         options=("1", 1.0, 1.0), normalize=False)  # issue 49: TypeError
+def test_membership_precision_is_exact_or_names_the_argument(
+    entities, strings, groups, labels, length, n, options, normalize
+):
+    """Five classes of input at once (entities, group ids numeric or strings, their length, n,
+    beta / iota / weight, normalize): a ``ValueError`` naming an argument that is bad by the
+    test's own rule (and, where it names an entry, a bad one), or ``Q`` equal to the one built
+    by hand from the memberships. NumPy only: nothing compiles."""
+    k = len(entities)
+    ids = (labels if strings else groups) + ["a" if strings else 0] * (k + 1)
+    ids = {"same": ids[:k], "short": ids[: max(k - 1, 0)] if k else ids[:1], "scalar": ids[0]}[
+        length
+    ]
+    beta, iota, weight = options
+    n_ok = _number(n) and isinstance(n, int | np.integer) and n >= 1
+    bad = {
+        "n": not n_ok,
+        "entities": not all(
+            _number(e) and math.isfinite(e) and e == int(e) and (not n_ok or 0 <= e < n)
+            for e in entities
+        ),
+        "groups": not isinstance(ids, list) or len(ids) != k or not all(
+            isinstance(g, str) if strings else _number(g) and math.isfinite(g) and g == int(g)
+            for g in ids
+        ),
+        "normalize": not isinstance(normalize, bool | np.bool_),
+        "beta": not _options_ok(beta, iota, weight),
+    }  # fmt: skip
+    try:
+        Q = S.membership_precision(entities, ids, n, beta, iota, weight, normalize)
+    except ValueError as error:
+        message = str(error)
+        assert any(bad.values()), message
+        patterns = {"n": ["n must"], "beta": ["beta", "iota", "weight"]}
+        names = [p for name, b in bad.items() if b for p in patterns.get(name, [name])]
+        assert _named(message, names), (message, bad)
+        found = re.search(r"(entities|groups)\[(\d+)\] = ", message)
+        if found and found.group(1) == "entities":
+            e = entities[int(found.group(2))]
+            assert not (_number(e) and math.isfinite(e) and e == int(e) and 0 <= e < n), message
+        return
+    assert not any(bad.values()), (bad, Q)
+    scale = float(beta) / float(weight)
+    want = _membership_reference(entities, ids, int(n), scale, scale / float(iota) ** 2,
+                                 bool(normalize))  # fmt: skip
+    np.testing.assert_allclose(Q.dense(), want, rtol=1e-12 if X64 else 1e-6, atol=TINY)
+
+
+@FAST
+@given(options=st.tuples(OPTION, OPTION, OPTION), edge=OPTION)
+@example(options=("1", 1.0, 1.0), edge=1.0)  # issue 49: TypeError
+@example(options=(None, 1.0, 1.0), edge=1.0)  # issue 49: TypeError
+@example(options=(1.0, 1e200, 1.0), edge=1.0)  # OverflowError (Python's iota**2)
+@example(options=(1e10, 1.0, 1.0), edge=1e300)  # an edge's weight beyond the dtype
+def test_laplacian_precision_is_exact_or_names_the_option(options, edge):
+    """Two classes (the options beta / iota / weight; an edge weight of ``W``): refused naming
+    the option (or ``W``), or ``Q = (beta / weight)(L + I / iota^2)`` built by hand."""
+    beta, iota, weight = options
+    W = np.zeros((N, N))
+    for i, j in [(0, 1), (2, 3)]:
+        W[i, j] = W[j, i] = float(edge) if _number(edge) else 1.0
+    # W's own rule: entries finite and >= 0; the edge's weight in Q, edge * beta / weight (exact),
+    # at most the dtype's largest number (a subnormal one only weakens the edge)
+    valid = _positive(edge) or (_number(edge) and edge == 0)
+    valid = valid and _options_ok(*options) and (
+        Fraction(float(edge)) * Fraction(float(beta)) / Fraction(float(weight)) <= HUGE
+    )
+    try:
+        Q = S.laplacian_precision(W if _number(edge) else edge, beta, iota, weight)
+    except ValueError as error:
+        assert not valid, (options, edge, str(error))
+        assert _named(str(error), ["beta", "iota", "weight", "W"]), str(error)
+        return
+    assert valid, (options, edge)
+    want = _laplacian(W, beta, iota, weight)
+    np.testing.assert_allclose(Q.dense(), want, rtol=1e-12 if X64 else 1e-6, atol=TINY)
+
+
+@FAST
+@given(variances=st.lists(VARIANCE, min_size=1, max_size=4))
+@example(variances=[1e-320, 1.0, 1.0])  # issue 49: 1 / 1e-320 = inf, a mode of zeros
+@example(variances=[1.0, True])  # a bool read as 1
+def test_diagonal_precision_is_exact_or_names_the_variance(variances):
+    """One class (the variances, entry by entry): refused naming ``variances[i]`` of an entry
+    that is bad by the test's rule (a number > 0 whose exact reciprocal is a finite normal
+    number of the working dtype), or ``diag = 1 / variances`` that ``latent_prior`` takes."""
+    def ok(v):
+        return _positive(v) and _normal(1 / Fraction(float(v)))
+
+    try:
+        Q = S.diagonal_precision(variances)
+    except ValueError as error:
+        assert not all(ok(v) for v in variances), str(error)
+        found = re.search(r"variances\[(\d+)\]", str(error))
+        assert found or "variances must" in str(error), str(error)
+        if found:
+            assert not ok(variances[int(found.group(1))]), str(error)
+        return
+    assert all(ok(v) for v in variances), variances
+    want = [1 / float(v) for v in variances]
+    np.testing.assert_allclose(np.asarray(Q.diag, float), want, rtol=2 * np.finfo(DTYPE).eps)
+    S.latent_prior(None, [Q])
+
+
+# ----------------------------------------------- issue 49, fix A: XPGP.sigma in every engine
+
+
+def _sigma_ok(sigma) -> bool:
+    """The test's rule: a number (not a bool) whose exact ``sigma^2`` and ``1 / (2 sigma^2)``
+    are finite normal numbers of the working dtype."""
+    if not _positive(sigma):
+        return False
+    square = Fraction(float(sigma)) ** 2
+    return _normal(square) and _normal(1 / (2 * square))
+
+
+@pytest.mark.parametrize(
+    "sigma", [1e-200, np.float64(1e-200), 1e200, 10**400], ids=["1e-200", "np", "1e200", "10**400"]
+)
+@pytest.mark.parametrize("engine", ["ep", "sparse", "sparse with relations"])
+def test_a_sigma_beyond_the_dtype_is_refused_by_every_engine(sigma, engine):
+    """Issue 49: ``sigma = 1e-200`` was a ``ZeroDivisionError`` (dense and sparse), ``1e200``
+    with relations an ``OverflowError``: Python's arithmetic on a Python float."""
+    from bayesrank import PreferenceProblem, XPGPModel
+    from bayesrank.kernels import RBF, XPGP, Independent, RegularizedLaplacian
+
+    X = np.random.default_rng(0).normal(size=(N, 2))
+    W = np.zeros((N, N))
+    W[0, 1] = W[1, 0] = 1.0
+    relations = engine == "sparse with relations"
+    prior = XPGP(RBF(), (RegularizedLaplacian(),) if relations else (), sigma=sigma,
+                 entity=Independent() if relations else None)  # fmt: skip
+    options = {} if engine == "ep" else {"inference": "laplace", "approximation": "sparse"}
+    data = PreferenceProblem.create([[0, 1]], X=X, relations=[W] if relations else [])
+    with pytest.raises(ValueError, match=r"XPGP\.sigma"):
+        XPGPModel(prior, **options).fit(data)
+    with pytest.raises(ValueError, match=r"XPGP\.sigma"):
+        S.from_xpgp(prior, X, [W] if relations else [], N, 2)
+
+
+@FAST
+@given(
+    sigma=st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True, width=64),
+        st.floats(1e-25, 1e25),
+        st.sampled_from([1e-200, 1e200, 1e-154, 1.5e-154, 4.7e153, 4.8e153, 1.1e-19, 1e-19,
+                         6.5e18, 6.6e18, 1, 3, 10**400, np.float32(0.5), None, "1", True]),
+    )
+)  # fmt: skip
+@example(sigma=1e-200)  # issue 49: ZeroDivisionError
+@example(sigma=1e200)  # issue 49: OverflowError
+def test_sigma_is_taken_or_named_by_the_prior_check(sigma):
+    """One class (``XPGP.sigma``, a scalar of any type and size): ``check_prior`` and
+    ``XPGP.covariance`` refuse it naming ``XPGP.sigma``, or ``K``'s diagonal is ``1 / (2
+    sigma^2)`` (RBF, kappa = 1). Eager, one shape: the few small programs compile once."""
+    from bayesrank.kernels import RBF, XPGP
+    from bayesrank.kernels.xpgp import check_prior
+
+    prior = XPGP(RBF(), sigma=sigma)
+    valid = _sigma_ok(sigma)
+    for call in (lambda: check_prior(prior), lambda: prior.covariance(np.zeros((2, 1)))):
+        try:
+            K = call()
+        except ValueError as error:
+            assert not valid, (sigma, str(error))
+            assert "XPGP.sigma" in str(error), str(error)
+            continue
+        assert valid, sigma
+    if valid:
+        want = 1 / (2 * float(sigma) ** 2)
+        np.testing.assert_allclose(np.diag(np.asarray(K)), [want, want], rtol=1e-6)

@@ -47,9 +47,11 @@ __all__ = [
     "FROZEN_BY_DEFAULT",
     "XPGP",
     "ComponentPosterior",
+    "check_sigma",
     "component_posterior",
     "default_trainable",
     "mask_covariance",
+    "sigma_range",
     "start_thresholds",
     "with_anchor",
 ]
@@ -81,6 +83,49 @@ def mask_covariance(K: jax.Array, mask: jax.Array | None) -> jax.Array:
         return K
     keep = mask[:, None] & mask[None, :]
     return jnp.where(keep, K, 0.0) + jnp.diag(jnp.where(mask, 0.0, 1.0))
+
+
+def sigma_range(dtype=None) -> tuple[float, float]:
+    """``(low, high)``, the ``XPGP.sigma`` that ``dtype`` (default: the working dtype) holds:
+    ``sigma^2`` and ``K``'s scale ``1 / (2 sigma^2)`` both finite normal numbers, so ``low =
+    sqrt(tiny)``, ``high = sqrt(1 / (2 tiny))``: ``[1.5e-154, 4.7e+153]`` in float64, ``[1.1e-19,
+    6.5e+18]`` in float32. Beyond, ``K`` is ``inf`` or 0 whatever the other scales."""
+    info = np.finfo(jnp.result_type(float) if dtype is None else dtype)
+    return float(np.sqrt(info.tiny)), float(np.sqrt(1.0 / (2.0 * info.tiny)))
+
+
+def check_sigma(sigma, name: str = "XPGP.sigma", dtype=None) -> None:
+    """``ValueError`` unless every entry of a concrete ``sigma`` (scalar, or ``(B,)`` for a
+    prior per query) is a real number (not a bool) in ``sigma_range(dtype)``: ``sigma^2`` and
+    ``1 / (2 sigma^2)`` computed in NumPy floats (Python's would raise ``ZeroDivisionError`` or
+    ``OverflowError``) and compared with ``dtype``'s normal range. Traced values are not
+    checked."""
+    if isinstance(sigma, jax.core.Tracer):
+        return
+    if sigma is None:
+        raise ValueError(f"{name} is None: give it a value")
+    info = np.finfo(jnp.result_type(float) if dtype is None else dtype)
+    try:
+        raw = np.asarray(sigma)
+        arr = raw.astype(np.float64) if raw.dtype.kind in "iuf" else None
+    except (TypeError, ValueError, OverflowError):  # ragged, or an int beyond float64
+        arr = None
+    if arr is None:  # bool (True is not a scale), str, None, objects
+        raise ValueError(f"{name} must be a real number > 0, got {sigma!r}")
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        square = arr**2
+        scale = 1.0 / (2.0 * square)
+    ok = (arr > 0) & (square >= info.tiny) & (square <= info.max)
+    ok &= (scale >= info.tiny) & (scale <= info.max)
+    if not np.all(ok):
+        index = tuple(int(i) for i in np.argwhere(~ok)[0]) if arr.ndim else ()
+        label = f"{name}[{', '.join(map(str, index))}]" if index else name
+        low, high = sigma_range(info.dtype)
+        raise ValueError(
+            f"{label} = {arr[index]:g} is outside [{low:.2g}, {high:.2g}], where sigma^2 and "
+            f"1 / (2 sigma^2) are finite normal {info.dtype.name} numbers: rescale the prior "
+            "(only the weights over sigma are identified)"
+        )
 
 
 def start_thresholds(n_grades: int) -> dict:
@@ -187,6 +232,7 @@ class XPGP:
                 f"weights must have shape ({1 + len(self.relations)},) = 1 + number of relations, "
                 f"got {weights.shape}"
             )
+        check_sigma(self.sigma)  # within its range, 1 / (2 sigma^2) neither overflows nor raises
         scale = 1.0 / (2.0 * self.sigma**2)
         parts = []
         if self.attribute is not None:
@@ -268,7 +314,8 @@ def check_prior(prior, n_features: int | None = None, where: str = "prior") -> X
     ``XPGP``; an attribute that is not a kernel; relations not a tuple of relation kernels
     (objects with ``prepare``); an entity effect other than ``Independent``; a hyperparameter
     left ``None``, of the wrong shape (``weights: (1 + R,)``; ARD lengthscales one per feature,
-    ``n_features``) or outside its domain (``check_hyperparameters``)."""
+    ``n_features``) or outside its domain (``check_hyperparameters``); a ``sigma`` outside
+    ``sigma_range()``, which every engine needs (``check_sigma``)."""
     if not isinstance(prior, XPGP):
         raise ValueError(f"{where} must be an XPGP prior, got {type(prior).__name__}")
     if prior.attribute is not None and not isinstance(prior.attribute, Kernel):
@@ -296,6 +343,7 @@ def check_prior(prior, n_features: int | None = None, where: str = "prior") -> X
                 if f.metadata.get("constraint") is not None and getattr(owner, f.name) is None:
                     raise ValueError(f"{type(owner).__name__}.{f.name} is None: give it a value")
     check_hyperparameters(prior)
+    check_sigma(prior.sigma)
     R = len(prior.relations)
     if prior.weights is not None and jnp.shape(prior.weights) != (1 + R,):
         raise ValueError(

@@ -30,6 +30,7 @@ from .arrays import (
     check_matrix,
     check_query_ids,
     check_ranking_data,
+    check_variances,
 )
 from .covariance import (
     COVARIANCE_PSD_RTOL,
@@ -40,7 +41,9 @@ from .covariance import (
 from .options import MAX_SEED, check_bool, check_choice, check_float, check_int
 from .pairs import (
     PairSummary,
+    check_entity_indices,
     check_graded,
+    check_group_ids,
     check_index_pairs,
     check_intervals,
     check_margin,
@@ -64,11 +67,13 @@ __all__ = [
     "check_choice",
     "check_covariance",
     "check_distinct",
+    "check_entity_indices",
     "check_features",
     "check_fits_dtype",
     "check_float",
     "check_graded",
     "check_grades",
+    "check_group_ids",
     "check_index_pairs",
     "check_int",
     "check_intervals",
@@ -81,6 +86,7 @@ __all__ = [
     "check_problem",
     "check_query_ids",
     "check_ranking_data",
+    "check_variances",
     "check_weights",
     "max_margin",
     "max_weight",

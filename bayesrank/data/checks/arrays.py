@@ -6,7 +6,7 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-from ._format import _as_array, _at, _first, _show
+from ._format import _as_array, _at, _first, _first_bool, _show, _value_at
 
 #: of arithmetic, so only rounding-level asymmetry is forgiven).
 ADJACENCY_SYMMETRY_RTOL = 1e-10
@@ -148,6 +148,37 @@ def check_grades(grades, n: int | None = None, name: str = "grades") -> np.ndarr
         raise ValueError(f"{name} has shape {arr.shape}, expected ({n},): one value per row")
     if (bad := _first(~np.isfinite(arr))) is not None:
         raise ValueError(f"{name}{_at(bad)} = {_show(arr[bad])} is not finite")
+    return arr
+
+
+def check_variances(variances, name: str = "variances", dtype=np.float64) -> np.ndarray:
+    """Variances whose precisions (reciprocals) are used: ``(n,)`` finite reals > 0, bools
+    refused, each ``1 / variances[i]`` a finite normal number of ``dtype`` (the working dtype:
+    beyond, the precision is ``inf`` or flushed to 0 and the prior term silently vanishes or
+    pins its entity at 0). In float64 that is ``[5.6e-309, 4.5e+307]``.
+
+    Returns:
+        ``(n,)`` float64.
+
+    Raises:
+        ValueError: ``variances[0] = 1e-320: its precision 1 / variances[0] = inf is not a
+            finite normal float64``.
+    """
+    if isinstance(variances, list | tuple) and (where := _first_bool(variances)) is not None:
+        value = _value_at(variances, where)
+        raise ValueError(f"{name}{_at(where)} = {value!r} is a bool, not a variance")
+    arr = check_grades(np.asarray(_as_array(variances, name, "iuf", "a real array")), name=name)
+    if (bad := _first(~(arr > 0))) is not None:
+        raise ValueError(f"{name}{_at(bad)} = {_show(arr[bad])} is not positive (a variance > 0)")
+    info = np.finfo(dtype)
+    with np.errstate(over="ignore", divide="ignore"):
+        precision = 1.0 / arr
+    if (bad := _first(~((precision >= info.tiny) & (precision <= info.max)))) is not None:
+        raise ValueError(
+            f"{name}{_at(bad)} = {_show(arr[bad])}: its precision 1 / {name}{_at(bad)} = "
+            f"{precision[bad]:.3g} is not a finite normal {info.dtype.name} (variances in "
+            f"[{1 / info.max:.2g}, {1 / info.tiny:.2g}]); rescale the prior"
+        )
     return arr
 
 

@@ -1,4 +1,5 @@
-"""Checks of preference pairs: training pairs (with their counts), prediction pairs, masks."""
+"""Checks of preference pairs: training pairs (with their counts), prediction pairs, masks; and
+of entity indices and group ids one per row (memberships)."""
 
 from __future__ import annotations
 
@@ -149,6 +150,67 @@ def _entity_indices(pairs, n: int, name: str, lead: int, what: str) -> np.ndarra
             f"{name}{_at(bad)} = {_show(arr[bad])} is not an entity index (n = {n}): "
             f"out of range [0, {n})"
         )
+    return arr.astype(np.int64)
+
+
+def check_entity_indices(values, n: int, name: str = "entities") -> np.ndarray:
+    """Entity indices, one per row (memberships, anchors): ``(k,)`` whole numbers in ``[0, n)``.
+
+    As for pairs, whole floats are taken and a bool is refused (NumPy would read ``True`` as
+    entity 1); the range is checked before the int64 cast (which would wrap ``1e20``).
+
+    Returns:
+        ``(k,)`` int64.
+
+    Raises:
+        ValueError: ``entities[1] = 0.5 is not an integer``; ``entities[1] = 7 is not an entity
+            index (n = 5): out of range [0, 5)``.
+    """
+    n = check_int(n, "n", low=0)
+    arr = _integer_array(values, name)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional (k,), got shape {arr.shape}")
+    if (bad := _first(_whole(arr))) is not None:
+        raise ValueError(f"{name}{_at(bad)} = {_show(arr[bad])} is not an integer")
+    if (bad := _first((arr < 0) | (arr >= n))) is not None:
+        raise ValueError(
+            f"{name}{_at(bad)} = {_show(arr[bad])} is not an entity index (n = {n}): "
+            f"out of range [0, {n})"
+        )
+    return arr.astype(np.int64)
+
+
+def check_group_ids(groups, k: int, name: str = "groups") -> np.ndarray:
+    """Group ids, one per row: ``(k,)`` whole numbers (whole floats taken) or strings.
+
+    A bool is refused (``[True, 1]`` would be one group to NumPy), a fraction too (``0.5`` and
+    ``0.7`` are more likely a computed value than two labels), and so are NaN, ``None`` and
+    other objects.
+
+    Returns:
+        ``(k,)``: int64 for numbers, the strings as NumPy gives them.
+
+    Raises:
+        ValueError: ``groups has 3 ids, expected 2: one per entity``; ``groups[0] = 0.5 is not
+            an integer or a string id``.
+    """
+    if isinstance(groups, list | tuple) and (where := _first_bool(groups)) is not None:
+        raise ValueError(
+            f"{name}{_at(where)} = {_value_at(groups, where)!r} is a bool, not a group id"
+        )
+    if np.ndim(groups) == 0:
+        raise ValueError(f"{name} must be a sequence of {k} ids (one per entity), got {groups!r}")
+    arr = _as_array(groups, name, "iufUS", "integer or string ids")
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional (k,), got shape {arr.shape}")
+    if arr.shape[0] != k:
+        raise ValueError(f"{name} has {arr.shape[0]} ids, expected {k}: one per entity")
+    if arr.dtype.kind in "US":
+        return arr
+    if (bad := _first(_whole(arr))) is not None:
+        raise ValueError(f"{name}{_at(bad)} = {_show(arr[bad])} is not an integer or a string id")
+    if arr.dtype.kind == "f" and (bad := _first(np.abs(arr) >= 2.0**63)) is not None:
+        raise ValueError(f"{name}{_at(bad)} = {_show(arr[bad])} is beyond int64 (a group id)")
     return arr.astype(np.int64)
 
 

@@ -32,6 +32,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ...data.checks import (
+    check_bool,
+    check_entity_indices,
+    check_float,
+    check_group_ids,
+    check_int,
+    check_matrix,
+    check_variances,
+)
+
 __all__ = [
     "LaplacianPrecision",
     "diagonal_precision",
@@ -105,11 +115,25 @@ def _dtype():
     return jnp.result_type(float)
 
 
-def _scale(beta, iota, weight, name):
-    for label, value in (("beta", beta), ("iota", iota), ("weight", weight)):
-        if not (np.isfinite(value) and value > 0):
-            raise ValueError(f"{name}: {label} must be positive and finite, got {value!r}")
-    return beta / weight, beta / weight / iota**2
+def _scale(beta, iota, weight) -> tuple[float, float]:
+    """``(beta / weight, beta / (weight iota^2))``, a group's weight and the diagonal, with the
+    options checked: finite numbers > 0 whose two ratios are finite normal numbers of the
+    working dtype (beyond, ``Q`` holds ``inf`` or a diagonal flushed to 0)."""
+    beta = check_float(beta, "beta", low=0.0, low_open=True)
+    iota = check_float(iota, "iota", low=0.0, low_open=True)
+    weight = check_float(weight, "weight", low=0.0, low_open=True)
+    with np.errstate(over="ignore", under="ignore"):  # NumPy floats: inf or 0, never an error
+        scale = np.float64(beta) / weight
+        diag = scale / np.float64(iota) ** 2
+    info = np.finfo(_dtype())
+    for label, value in (("beta / weight", scale), ("beta / (weight iota^2)", diag)):
+        if not info.tiny <= value <= info.max:
+            raise ValueError(
+                f"{label} = {value:.3g} (beta = {beta:g}, iota = {iota:g}, weight = {weight:g}) "
+                f"is not a finite normal {info.dtype.name}: the precision would hold inf or 0; "
+                "rescale them"
+            )
+    return float(scale), float(diag)
 
 
 def laplacian_precision(W, beta=1.0, iota=1.0, weight=1.0) -> LaplacianPrecision:
@@ -118,6 +142,8 @@ def laplacian_precision(W, beta=1.0, iota=1.0, weight=1.0) -> LaplacianPrecision
     or ``scipy.sparse``; symmetric, non-negative, the diagonal ignored): each edge one group."""
     import scipy.sparse as sp
 
+    if not sp.issparse(W):  # named: W[0, 1] = nan is not finite; None and strings refused
+        W = check_matrix(W, "W", square=True, nonnegative=True)
     A = sp.coo_matrix(W, dtype=np.float64)
     n = A.shape[0]
     if A.shape != (n, n):
@@ -128,11 +154,19 @@ def laplacian_precision(W, beta=1.0, iota=1.0, weight=1.0) -> LaplacianPrecision
         raise ValueError("the adjacency must be symmetric")
     A = sp.triu(A, k=1).tocoo()
     A.eliminate_zeros()
-    scale, diag = _scale(beta, iota, weight, "laplacian_precision")
+    scale, diag = _scale(beta, iota, weight)
     k = len(A.data)
     members = np.stack([np.r_[A.row, A.col], np.r_[np.arange(k), np.arange(k)]], 1)
+    with np.errstate(over="ignore"):
+        omega = scale * A.data
+    if (bad := np.flatnonzero(~(omega <= np.finfo(_dtype()).max))).size:
+        i, j = A.row[bad[0]], A.col[bad[0]]
+        raise ValueError(
+            f"W[{i}, {j}] * beta / weight = {omega[bad[0]]:.3g} overflows "
+            f"{np.dtype(_dtype()).name}: rescale W or beta / weight"
+        )
     return LaplacianPrecision(
-        members.astype(np.int32), (scale * A.data).astype(_dtype()), np.full(n, diag, _dtype()), n
+        members.astype(np.int32), omega.astype(_dtype()), np.full(n, diag, _dtype()), n
     )
 
 
@@ -151,31 +185,28 @@ def membership_precision(
     members pulls its members together with strength ``s``, so a genre of 5,000 movies makes
     ``Q``'s condition number about ``5,000 iota^2`` (and CG as slow); with it the condition
     number is at most ``1 + iota^2 (groups per entity)``."""
-    entities = np.asarray(entities)
-    if entities.ndim != 1 or len(entities) != len(groups):
-        raise ValueError("entities and groups must be one-dimensional and of the same length")
-    if len(entities) and (entities.min() < 0 or entities.max() >= n):
-        bad = int(np.flatnonzero((entities < 0) | (entities >= n))[0])
-        raise ValueError(f"entities[{bad}] = {entities[bad]} is not an entity index in [0, {n})")
-    _, gid = np.unique(np.asarray(groups), return_inverse=True)
-    pairs = np.unique(np.stack([entities.astype(np.int64), gid.ravel()], 1), axis=0)
+    n = check_int(n, "n", low=1)
+    entities = check_entity_indices(entities, n, "entities")
+    groups = check_group_ids(groups, len(entities), "groups")
+    normalize = check_bool(normalize, "normalize")
+    scale, diag = _scale(beta, iota, weight)
+    _, gid = np.unique(groups, return_inverse=True)
+    pairs = np.unique(np.stack([entities, gid.ravel()], 1), axis=0)
     sizes = np.bincount(pairs[:, 1], minlength=gid.max() + 1 if len(gid) else 0)
     pairs = pairs[sizes[pairs[:, 1]] > 1]
     _, pairs[:, 1] = np.unique(pairs[:, 1], return_inverse=True)
-    scale, diag = _scale(beta, iota, weight, "membership_precision")
     sizes = np.bincount(pairs[:, 1]) if len(pairs) else np.zeros(0)
     omega = scale / sizes if normalize else np.full(len(sizes), scale)
     return LaplacianPrecision(
-        pairs.astype(np.int32), omega.astype(_dtype()), np.full(n, diag, _dtype()), int(n)
+        pairs.astype(np.int32), omega.astype(_dtype()), np.full(n, diag, _dtype()), n
     )
 
 
 def diagonal_precision(variances) -> LaplacianPrecision:
     """``Q = diag(1 / variances)``: independent entity effects (or a low-rank kernel's residual
-    variances); ``variances: (n,)``, positive."""
-    variances = np.asarray(variances, float)
-    if variances.ndim != 1 or not np.all(np.isfinite(variances)) or np.any(variances <= 0):
-        raise ValueError("variances must be a one-dimensional array of positive numbers")
+    variances); ``variances: (n,)``, reals > 0 whose reciprocals are finite normal numbers of the
+    working dtype (``data.checks.check_variances``: ``[5.6e-309, 4.5e+307]`` in float64)."""
+    variances = check_variances(variances, "variances", _dtype())
     n = len(variances)
     return LaplacianPrecision(
         np.zeros((0, 2), np.int32), np.zeros(0, _dtype()), (1.0 / variances).astype(_dtype()), n

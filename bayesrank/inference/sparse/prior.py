@@ -116,10 +116,41 @@ def _check_variances(features: np.ndarray, dtype) -> None:
         )
 
 
+def _check_block(block: LaplacianPrecision, name: str) -> None:
+    """``ValueError`` naming the first entry of a block that would make ``Q`` wrong without a
+    word: a weight ``omega`` or diagonal entry that is not finite or is negative (``Q`` is then
+    ``inf`` or not positive semi-definite: a ``1 / variance`` that overflowed gave a mode of
+    zeros, reported converged), or a membership outside ``[0, n)`` x ``[0, G)`` (JAX's indexing
+    would clamp it)."""
+    for field in ("omega", "diag"):
+        values = np.asarray(getattr(block, field))
+        if (bad := np.flatnonzero(~np.isfinite(values))).size:
+            raise ValueError(
+                f"{name}.{field}[{bad[0]}] = {values[bad[0]]} is not finite: the precision "
+                "needs finite entries (diagonal_precision refuses variances whose reciprocal "
+                "overflows)"
+            )
+        if (bad := np.flatnonzero(values < 0)).size:
+            raise ValueError(f"{name}.{field}[{bad[0]}] = {values[bad[0]]} is negative")
+    if np.shape(block.diag) != (block.n,):
+        raise ValueError(f"{name}.diag has shape {np.shape(block.diag)}, expected ({block.n},)")
+    members = np.asarray(block.members)
+    if members.ndim != 2 or members.shape[1:] != (2,) or members.dtype.kind not in "iu":
+        raise ValueError(f"{name}.members must be (k, 2) integers, got {members.dtype} "
+                         f"{members.shape}")  # fmt: skip
+    for column, size, what in ((0, block.n, "an entity"), (1, np.size(block.omega), "a group")):
+        if (bad := np.flatnonzero((members[:, column] < 0) | (members[:, column] >= size))).size:
+            raise ValueError(
+                f"{name}.members[{bad[0]}, {column}] = {members[bad[0], column]} is not "
+                f"{what} index in [0, {size})"
+            )
+
+
 def latent_prior(features=None, blocks=()) -> LatentPrior:
     """A ``LatentPrior`` with its pieces checked: ``features: (n, r)`` finite reals (that the
     working dtype holds) or ``None`` (no attribute term), ``blocks``: ``LaplacianPrecision`` s
-    over the same ``n`` entities."""
+    over the same ``n`` entities, with finite, non-negative weights and diagonals and
+    memberships in range (``_check_block``)."""
     blocks = tuple(blocks)
     if features is None:
         if not blocks:
@@ -140,6 +171,8 @@ def latent_prior(features=None, blocks=()) -> LatentPrior:
             raise ValueError(f"blocks[{k}] is a {type(b).__name__}, not a LaplacianPrecision")
         if b.n != n:
             raise ValueError(f"blocks[{k}] has {b.n} entities, the features {n}")
+        if not is_traced(b.members, b.omega, b.diag):
+            _check_block(b, f"blocks[{k}]")
     if not blocks and features.shape[1] == 0:
         raise ValueError("a prior needs features or at least one precision block")
     return LatentPrior(features, blocks)

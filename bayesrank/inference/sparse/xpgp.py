@@ -26,7 +26,7 @@ import numpy as np
 from ...data.checks import check_float, check_index_pairs
 from ...kernels.graph import RegularizedLaplacian
 from ...kernels.lowrank import pivoted_cholesky
-from ...kernels.xpgp import check_graph_count
+from ...kernels.xpgp import check_graph_count, check_prior
 from ...predict import OutcomePrediction, PairPrediction
 from .evidence import log_evidence
 from .laplace import SparseLaplace, mode, pair_predictions, sampled_pair_predictions
@@ -41,8 +41,9 @@ def from_xpgp(prior, X, relations, n: int, rank: int) -> tuple[LatentPrior, floa
     ``X: (n, d)`` (or None) and adjacencies ``relations`` (one per relation kernel, dense or
     ``scipy.sparse``); ``residual`` is the attribute term's dropped variance ``trace(K - K~)``
     (its spectral error's bound; module docstring)."""
+    check_prior(prior, None if X is None else np.shape(X)[-1])  # sigma_range included
     check_graph_count(prior, relations)  # the dense face's check and message
-    c = 1.0 / (2.0 * float(prior.sigma) ** 2)
+    c = float(1.0 / (2.0 * np.float64(prior.sigma) ** 2))  # NumPy: no Python ZeroDivisionError
     weights = np.ones(1 + len(prior.relations)) if prior.weights is None else prior.weights
     weights = np.asarray(weights, float)
     blocks, diagonal, residual = [], np.zeros(n), 0.0

@@ -25,7 +25,7 @@ ACQUISITION_CHOICES = ("eubo", "qeubo", "variance", "bald", "kg")
 def _session_options(args: argparse.Namespace) -> dict:
     import jax
 
-    from ..active.designs.loop import Settings
+    from ..active.designs.settings import Settings
 
     settings = Settings(engine=args.engine, acquisition=args.acquisition)
     return {

@@ -10,9 +10,10 @@ person (or any callable), one pair at a time, with an answers file to resume fro
 
 from . import acquisition, belief, loop, search
 from .acquisition import ACQUISITIONS, bald, eubo, qeubo, variance_criterion
-from .loop import Settings, Trace, run_batch, run_core
+from .loop import Trace, run_batch, run_core
 from .search import Proposal, best_in_pool, maximize, mixed
 from .session import DesignSession, optimize
+from .settings import Settings
 
 __all__ = [
     "ACQUISITIONS",

@@ -23,8 +23,8 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import ndtr
 
-from ...data.checks import check_choice, check_int
-from ...inference.nuts.sampler import MAX_DRAWS, NUTSSettings, sample_fixed
+from ...data.checks import check_int
+from ...inference.nuts.sampler import NUTSSettings, sample_fixed
 from ...runtime import after
 from . import acquisition as acq
 from . import search
@@ -40,22 +40,10 @@ from .belief import (
     prior_covariance,
 )
 from .search import best_in_pool
-
-#: The posteriors the loop can run on: EP and Laplace (Gaussian), and NUTS (draws of the exact
-#: posterior; its hyperparameters are learned by EP's evidence, and EP's sites warm-start that).
-ENGINES = ("ep", "laplace", "nuts")
+from .settings import Settings, check_mode, check_settings
 
 #: ``fold_in`` index of NUTS's key within a step's key (the rest of the step uses the key itself).
 NUTS_STREAM = 7
-
-#: Upper bounds of ``Settings``' sizes (generous: BoTorch's defaults are 512-1024 candidates and
-#: 256-1024 samples). A proposal scores ``n_raw`` candidates against ``n_base`` samples
-#: (``n_mc``, or ``nuts_samples`` draws with ``engine="nuts"``) of ``q <= 4`` designs:
-#: ``n_raw * n_base <= MAX_SCORED`` keeps that array within 512 MiB in float64.
-MAX_CANDIDATES = 2**14  # n_raw (and so n_starts)
-MAX_SAMPLES = 2**14  # n_mc, nuts_samples
-MAX_SCORED = 2**24  # n_raw * n_base
-MAX_STEPS = 10**6  # steps, learn_steps: Adam steps a proposal (each a pass over the candidates)
 
 __all__ = [
     "Proposed",
@@ -71,28 +59,6 @@ __all__ = [
 ]
 
 
-class Settings(NamedTuple):
-    """The loop's static settings: ``engine`` (``"ep"`` or ``"laplace"``); ``acquisition``
-    (one of ``acquisition.ACQUISITIONS``); ``learn_every``: re-learn ``theta`` before every
-    ``learn_every``-th proposal (0: never), with ``learn_steps`` Adam steps; the optimiser's
-    ``n_raw``, ``n_starts``, ``steps``; ``n_mc`` base samples for ``"qeubo"``; NUTS's
-    ``nuts_warmup`` and ``nuts_samples`` (one chain) for ``engine="nuts"``. Bounds:
-    ``n_raw``, ``n_mc``, ``nuts_samples`` at most ``2^14``, ``n_raw`` times the samples
-    (``n_mc``, or ``nuts_samples`` with NUTS) at most ``2^24``, ``steps`` and
-    ``learn_steps`` at most ``10^6`` (``check_settings``)."""
-
-    engine: str = "ep"
-    acquisition: str = "eubo"
-    learn_every: int = 1
-    learn_steps: int = 10
-    n_raw: int = 256
-    n_starts: int = 8
-    steps: int = 50
-    n_mc: int = 256
-    nuts_warmup: int = 200
-    nuts_samples: int = 200
-
-
 class Trace(NamedTuple):
     """A run's record: ``best_guess: (k + 1,)`` the true utility of the best guess after the
     initial pairs and after each answer; ``best_shown: (k + 1,)`` the best true utility among
@@ -106,34 +72,6 @@ class Trace(NamedTuple):
     pairs: jax.Array
     theta: jax.Array
     value: jax.Array
-
-
-def check_settings(settings) -> Settings:
-    """``settings`` if it is a ``Settings`` whose every field is valid, else ``ValueError``
-    naming the field (``settings.n_starts must be an integer in [1, 64], got 100``). The
-    sizes are bounded (``MAX_CANDIDATES``, ``MAX_SAMPLES``, ``MAX_SCORED``, ``MAX_STEPS``) so
-    that a proposal's arrays fit in memory."""
-    if not isinstance(settings, Settings):
-        raise ValueError(f"settings must be a designs.Settings, got {type(settings).__name__}")
-    check_choice(settings.engine, "settings.engine", tuple(ENGINES))
-    check_choice(settings.acquisition, "settings.acquisition", acq.ACQUISITIONS)
-    check_int(settings.learn_every, "settings.learn_every", 0)
-    check_int(settings.learn_steps, "settings.learn_steps", 0, MAX_STEPS)
-    check_int(settings.n_raw, "settings.n_raw", 1, MAX_CANDIDATES)
-    check_int(settings.n_starts, "settings.n_starts", 1, settings.n_raw)
-    check_int(settings.steps, "settings.steps", 0, MAX_STEPS)
-    check_int(settings.n_mc, "settings.n_mc", 1, MAX_SAMPLES)
-    check_int(settings.nuts_warmup, "settings.nuts_warmup", 0, MAX_DRAWS)
-    check_int(settings.nuts_samples, "settings.nuts_samples", 1, MAX_SAMPLES)
-    base = "nuts_samples" if settings.engine == "nuts" else "n_mc"
-    n_base = getattr(settings, base)
-    if settings.n_raw * n_base > MAX_SCORED:
-        raise ValueError(
-            f"settings.n_raw * settings.{base} = {settings.n_raw} * {n_base} exceeds "
-            f"{MAX_SCORED} (the candidates scored against the samples in each proposal); "
-            f"lower either"
-        )
-    return settings
 
 
 def initial_theta(dim: int, dtype=None):
@@ -192,25 +130,10 @@ def posterior(theta, X, mask, pairs, pair_mask, sites, key, settings: Settings):
     return belief, belief.mean, post.sites
 
 
-#: Where a proposal's designs may lie: anywhere in the cube, on the pool's candidate pairs, or
-#: the better of the two (``search``).
-MODES = ("cube", "pool", "mixed")
-
-
 def _learn(theta, X, mask, pairs, pair_mask, sites, settings: Settings):
     gaussian = "ep" if settings.engine == "nuts" else settings.engine
     return learn(theta, X, mask, pairs, pair_mask, sites, steps=settings.learn_steps,
                  engine=gaussian)  # fmt: skip
-
-
-def check_mode(mode: str, settings: Settings) -> None:
-    """Refuse an unknown ``mode``, and a pool mode for an acquisition with look-ahead designs
-    (``acquisition.DESIGNS``), which live anywhere in the cube."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    if mode != "cube" and settings.acquisition in acq.DESIGNS:
-        raise ValueError(f"acquisition {settings.acquisition!r} needs look-ahead designs "
-                         f"anywhere in the cube; mode {mode!r} offers pool pairs only")  # fmt: skip
 
 
 class Proposed(NamedTuple):

@@ -36,7 +36,7 @@ from ...data.keys import check_key
 from ...inference.ep.sites import Sites
 from ..session import ANSWERS, check_oracle, oracle_answer, write_lines
 from . import loop
-from .loop import Settings, check_settings
+from .settings import Settings, check_settings
 
 __all__ = ["ANSWERS", "DesignSession", "optimize"]
 

@@ -39,7 +39,9 @@ from .covariance import (
 )
 from .options import check_bool, check_choice, check_float, check_int
 from .pairs import (
+    MAX_GRADE,
     PairSummary,
+    check_grade_levels,
     check_graded,
     check_index_pairs,
     check_intervals,
@@ -57,6 +59,7 @@ __all__ = [
     "ADJACENCY_SYMMETRY_RTOL",
     "COVARIANCE_PSD_RTOL",
     "COVARIANCE_SYMMETRY_RTOL",
+    "MAX_GRADE",
     "PairSummary",
     "check_adjacency",
     "check_bool",
@@ -66,6 +69,7 @@ __all__ = [
     "check_features",
     "check_fits_dtype",
     "check_float",
+    "check_grade_levels",
     "check_graded",
     "check_grades",
     "check_index_pairs",

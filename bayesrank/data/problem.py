@@ -259,8 +259,9 @@ class PreferenceProblem:
         ratings give a pair, the higher rated first (as ``pairs_from_grades``).
 
         Args:
-            ratings: ``(n,)`` numbers, ``NaN`` for an unrated entity (in no pair, but still a
-                row); or a path to a CSV file of lines ``entity,rating`` (optional header line;
+            ratings: ``(n,)`` real numbers (a bool, a string or a complex number is refused,
+                naming its index), ``NaN`` for an unrated entity (in no pair, but still a row);
+                or a path to a CSV file of lines ``entity,rating`` (optional header line;
                 entities not listed are unrated).
             X: ``(n, d)`` attributes or None; relations: ``(n, n)`` adjacencies.
             ties: ``"skip"``: equal ratings give no pair; ``"both"``: a pair each way;

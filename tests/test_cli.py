@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -250,3 +251,43 @@ def test_every_seed_option_is_checked_before_anything_runs(command, seed, capsys
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert "argument --seed: must be an integer" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("1e300", r"1e\+300"),
+        ("1180591620717411303424", r"1\.18059\d*e\+21"),
+        ("1e12", "1000000000000"),
+    ],
+)
+def test_fit_labels_grades_names_a_grade_too_large_without_a_warning(
+    tmp_path, capsys, text, shown
+):
+    """Issue 49: grades.csv ``-0.0 1 2 1e300 0 1`` gave NumPy's RuntimeWarning and "graded row 3:
+    grade -9223372036854775808 is negative" (the int64 cast wrapped first); 1e12 asked for 7 TiB
+    of thresholds. The grade is named as written, before anything is fitted."""
+    import warnings
+
+    from bayesrank.data.study import StudyQuery, write_study_dir
+
+    X = np.random.default_rng(0).normal(size=(6, 2))
+    query = StudyQuery("q0", X, np.zeros((0, 2), int), {}, np.zeros(6))
+    write_study_dir(tmp_path / "data", [query])
+    (tmp_path / "data" / "q0" / "grades.csv").write_text(f"-0.0\n1\n2\n{text}\n0\n1\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a RuntimeWarning of the cast fails the test
+        code = main(["fit", str(tmp_path / "data"), "--out", str(tmp_path / "m"), "--fixed",
+                     "--quiet", "--labels", "grades"])  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr().err
+    assert re.search(rf"query 'q0': graded row 3: grade {shown} is too large: above 65535", err)
+    assert "Warning" not in err and "-9223372036854775808" not in err
+
+
+def test_predict_help_shows_a_percent_sign_not_two(capsys):
+    """Issue 49: ``bayesrank predict --help`` printed "90%%" (a description is not %-formatted)."""
+    with pytest.raises(SystemExit):
+        main(["predict", "--help"])
+    text = capsys.readouterr().out
+    assert "90% interval" in " ".join(text.split()) and "%%" not in text

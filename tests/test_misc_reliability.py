@@ -426,3 +426,46 @@ def test_a_label_ranker_that_cannot_converge_warns_naming_the_scale(make, scale,
     assert flagged == bool(warned), (flagged, [str(w.message) for w in caught])
     if hopeless:
         assert warned and "max |X|" in str(warned[0].message) and "C = " in str(warned[0].message)
+
+
+@pytest.mark.parametrize(
+    "huge", [1e20, 2**63, np.uint64(2**64 - 1), 2**16, 1e12], ids=str
+)
+def test_prank_refuses_a_grade_too_large_naming_y_and_the_index(huge):
+    """Issue 49: ``y[3] = 1e20`` wrapped to -2**63 in the int64 cast and PRank fitted 3 grades;
+    a grade above 65535 (its thresholds, one per level) is refused before any compilation."""
+    y = np.array([0, 1, 2, 0, 0, 1], dtype=np.uint64 if isinstance(huge, np.uint64) else float)
+    y[3] = huge
+    with pytest.raises(ValueError, match=r"y\[3\] = \S+ is too large: above 65535"):
+        PRank().fit(np.eye(6, 2), y)
+
+
+#: y classes: whole int and whole float grades, fraction, negative, NaN, inf, huge (1e20, 2**63,
+#: one above the largest grade)
+PRANK_Y = st.one_of(
+    st.integers(0, 2),
+    st.integers(0, 2).map(float),
+    st.floats(0.1, 1.9).filter(lambda v: v != int(v)),
+    st.sampled_from([-1, -1e20, math.nan, math.inf, 1e20, float(2**63), 2**16]),
+)
+
+
+@settings(max_examples=30, deadline=None, database=None)
+@given(st.lists(st.tuples(st.integers(0, 5), PRANK_Y), max_size=2))
+def test_prank_grades_are_refused_naming_y_or_fitted_as_given(changes):
+    """The test's own reading: a grade is a whole number in [0, 65535]; the rows keep grades
+    0..2 (one compiled shape) unless a change puts a bad value there, then ``y[i]`` is named."""
+    y = [0.0, 1.0, 2.0, 2.0, 0.0, 1.0]
+    for i, v in changes:
+        y[i] = v
+    bad = [i for i, v in enumerate(y) if not (math.isfinite(v) and v == int(v) and 0 <= v < 2**16)]
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 0.5], [0.5, 2.0], [1.0, -1.0]])
+    if bad:
+        with pytest.raises(ValueError, match=r"y\[(\d+)\]") as error:
+            PRank().fit(X, y)
+        named = int(str(error.value).split("y[")[1].split("]")[0])
+        assert named in bad
+        return
+    model = PRank().fit(X, y)
+    assert model.n_grades_ == int(max(y)) + 1
+    assert set(model.predict_grade(X).tolist()) <= set(range(model.n_grades_))

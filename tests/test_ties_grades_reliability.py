@@ -221,13 +221,17 @@ def test_tie_margins_are_refused_or_fitted_right(margin):
         )
 
 
+#: The test's own bound on a grade (grades 0..K-1 need K - 1 thresholds): 2**16 levels.
+LARGEST_GRADE = 2**16 - 1
+
 #: grade / entity classes: whole int, whole float, fractional, 1e20, -1e20, negative, NaN, inf,
-#: Python bool, out of range, str
+#: Python bool, out of range, str, the largest grade and one above it
 GRADE_VALUES = st.one_of(
     st.integers(-2, 4),
     st.integers(0, 4).map(float),
     st.floats(0.1, 3.9).filter(lambda x: x != int(x)),
     st.sampled_from([1e20, -1e20, -1.0, math.nan, math.inf, True, False, 7, "1"]),
+    st.sampled_from([LARGEST_GRADE, LARGEST_GRADE + 1, 1e12]),
 )
 
 
@@ -239,7 +243,7 @@ def graded_reading(rows, n):
         for v in (entity, grade):
             if isinstance(v, bool | str) or not math.isfinite(v) or v != int(v):
                 return None
-        if not (0 <= entity < n and 0 <= grade < 2**62):
+        if not (0 <= entity < n and 0 <= grade <= LARGEST_GRADE):
             return None
         out.append([int(entity), int(grade)])
     return out
@@ -248,6 +252,7 @@ def graded_reading(rows, n):
 @PROPERTY
 @example(rows=[[True, 1]])
 @example(rows=[[0, 1e20]])
+@example(rows=[[0, 1e12]])
 @given(rows=st.lists(st.tuples(GRADE_VALUES, GRADE_VALUES).map(list), min_size=1, max_size=3))
 def test_graded_rows_are_refused_or_kept_exactly(rows):
     want = graded_reading(rows, 5)
@@ -258,6 +263,179 @@ def test_graded_rows_are_refused_or_kept_exactly(rows):
     got = PreferenceProblem.create([[0, 1]], n=5, graded=rows).graded
     assert got.dtype == np.int64
     assert got.tolist() == want
+
+
+@pytest.mark.parametrize(
+    ("graded", "match"),
+    [
+        ([[0, 1e12]], r"graded row 0: grade 1000000000000 is too large: above 65535"),
+        ([[0, 1], [1, LARGEST_GRADE + 1]], r"graded row 1: grade 65536 is too large"),
+    ],
+)
+def test_grades_too_many_for_their_thresholds_are_refused(graded, match):
+    """Issue 49: a grade of 1e12 was taken, and the fit then asked for 1e12 thresholds ("Unable
+    to allocate 7.28 TiB"); grades 0..65535 are the bound, and the largest is kept."""
+    with pytest.raises(ValueError, match=match):
+        PreferenceProblem.create([[0, 1]], n=3, graded=graded)
+    kept = PreferenceProblem.create([[0, 1]], n=3, graded=[[2, LARGEST_GRADE]]).graded
+    assert kept.tolist() == [[2, LARGEST_GRADE]]
+
+
+def test_an_empty_graded_list_is_no_grades_as_empty_pairs_and_ties_are():
+    """Issue 49: ``graded=[]`` was refused ("got float64 (0,)") while ``pairs=[]`` and
+    ``ties=[]`` were taken."""
+    problem = PreferenceProblem.create([], n=3, ties=[], graded=[], grade_weights=[])
+    assert problem.graded.shape == (0, 2) and problem.graded.dtype == np.int64
+    assert not problem.anchored and problem.ties.shape == (0, 2)
+
+
+@pytest.mark.parametrize("build", ["from_grades", "from_ratings"])
+@pytest.mark.parametrize(
+    ("values", "index"),
+    [
+        ([True, False, True], 0),  # was read as grades 1, 0, 1 (ratings too)
+        ([0, 2, True], 2),
+        (np.array([True, False]), 0),
+        (["1", "0"], 0),  # was parsed as numbers
+        ([1, "0"], 1),
+        ([1 + 0j, 0], 0),  # from_grades: TypeError from float()
+        ([0, None], 1),
+    ],
+)
+def test_grades_and_ratings_refuse_bools_strings_and_complex_naming_the_index(
+    build, values, index
+):
+    """Issue 49: ``from_grades`` read bools as grades and parsed strings, and raised TypeError
+    for a complex number; ``from_ratings`` read bools as ratings. Both name the entry now."""
+    name = "grades" if build == "from_grades" else "ratings"
+    with pytest.raises(ValueError, match=rf"{name}\[{index}\] = "):
+        getattr(PreferenceProblem, build)(values)
+
+
+#: per-entity value classes: whole int, whole float, fraction, NaN (no value), inf, negative,
+#: huge (1e20, 1e300, one above the largest grade), the largest grade, bool, str, complex, None
+VALUES = st.one_of(
+    st.integers(0, 3),
+    st.integers(0, 3).map(float),
+    st.floats(0.1, 2.9).filter(lambda x: x != int(x)),
+    st.sampled_from([math.nan, math.inf, -math.inf, -1, -2.0, 1e20, 1e300]),
+    st.sampled_from([LARGEST_GRADE, LARGEST_GRADE + 1]),
+    st.sampled_from([True, False, "1", "a", 1 + 0j, 2j, None]),
+)
+
+
+def _not_a_number(v) -> bool:
+    return isinstance(v, bool | str | complex) or v is None
+
+
+@PROPERTY
+@given(values=st.lists(VALUES, min_size=1, max_size=4))
+def test_from_grades_refuses_or_reads_every_grade_exactly(values):
+    """The test's own reading: a grade per non-NaN entry, a whole number in [0, 65535]; any
+    bool, str, complex or None is refused naming ``grades[i]`` of one of them."""
+    wrong_type = [i for i, v in enumerate(values) if _not_a_number(v)]
+    if wrong_type:
+        with pytest.raises(ValueError, match=r"grades\[(\d+)\]") as error:
+            PreferenceProblem.from_grades(values)
+        assert int(error.value.args[0].split("grades[")[1].split("]")[0]) in wrong_type
+        return
+    graded = [(i, v) for i, v in enumerate(values) if not math.isnan(v)]
+    if not all(math.isfinite(v) and v == int(v) and 0 <= v <= LARGEST_GRADE for _, v in graded):
+        with pytest.raises(ValueError, match="grade"):
+            PreferenceProblem.from_grades(values)
+        return
+    got = PreferenceProblem.from_grades(values)
+    assert got.n == len(values) and got.graded.dtype == np.int64
+    assert got.graded.tolist() == [[i, int(v)] for i, v in graded]
+
+
+@PROPERTY
+@given(values=st.lists(VALUES, min_size=1, max_size=4))
+def test_from_ratings_refuses_or_gives_every_implied_pair(values):
+    """The test's own reading: every two rated entities with different finite ratings give a
+    pair, the higher first; inf, bool, str, complex and None are refused naming the entry."""
+    wrong_type = [i for i, v in enumerate(values) if _not_a_number(v)]
+    if wrong_type:
+        with pytest.raises(ValueError, match=r"ratings\[(\d+)\]") as error:
+            PreferenceProblem.from_ratings(values)
+        assert int(error.value.args[0].split("ratings[")[1].split("]")[0]) in wrong_type
+        return
+    if any(math.isinf(v) for v in values):
+        with pytest.raises(ValueError, match=r"ratings\[\d+\] = -?inf is not finite"):
+            PreferenceProblem.from_ratings(values)
+        return
+    got = PreferenceProblem.from_ratings(values)
+    rated = [i for i, v in enumerate(values) if not math.isnan(v)]
+    want = {(i, j) for i in rated for j in rated if values[i] > values[j]}
+    assert got.n == len(values)
+    assert sorted(map(tuple, got.pairs.tolist())) == sorted(want)
+
+
+# --- merged(): one row per distinct judgement, within the weight bound -----------------------
+
+
+def _weight_bound(dtype) -> float:
+    """The test's own reading of the largest weight a row may carry (EP's tolerance over eps)."""
+    return {np.float64: 1e-6, np.float32: 1e-3}[dtype] / float(np.finfo(dtype).eps)
+
+
+def test_merged_splits_a_total_above_the_weight_bound_into_rows_below_it():
+    """Issue 49: merging two rows of weight 4e9 gave one of 8e9, above the bound, so the merged
+    problem (which ``merged()`` promises fits the same) was refused at fit time naming
+    ``weight[0]``, a weight the user never gave."""
+    problem = PreferenceProblem.create([[0, 1], [0, 1]], n=3, weights=[4e9, 4e9])
+    merged = problem.merged(np.float64)
+    assert merged.pairs.tolist() == [[0, 1], [0, 1]] and merged.weights.tolist() == [4e9, 4e9]
+    triple = PreferenceProblem.create([[1, 2]] * 3, n=3, weights=[4e9] * 3).merged(np.float64)
+    assert triple.pairs.tolist() == [[1, 2]] * 3 and triple.weights.tolist() == [4e9] * 3
+
+
+def test_merged_keeps_no_weights_when_nothing_repeats():
+    """Issue 49: ``merged()`` of a problem without weights or repeats returned all-ones weights,
+    and the engines that take pairs only (sparse, NUTS learning) refused it as weighted."""
+    merged = PreferenceProblem.create([[0, 1], [1, 2]], n=3, ties=[[0, 2]]).merged()
+    assert merged.weights is None and merged.tie_weights is None
+    assert merged.pairs.tolist() == [[0, 1], [1, 2]]
+    PreferenceProblem.create([[0, 1], [1, 2]], n=3).merged().require_pairs_only("the test")
+
+
+#: weight classes of a row: 1, fractional, large, at the float64 bound, None (no weights at all)
+ROW_WEIGHTS = st.sampled_from([1.0, 0.25, 3e3, 9e3, 4e9, _weight_bound(np.float64)])
+
+
+@PROPERTY
+@given(
+    rows=st.lists(st.sampled_from([(0, 1), (1, 0), (1, 2), (2, 1)]), min_size=1, max_size=5),
+    weights=st.one_of(st.none(), st.lists(ROW_WEIGHTS, min_size=5, max_size=5)),
+    dtype=st.sampled_from([np.float64, np.float32]),
+)
+def test_merged_keeps_each_pairs_total_weight_within_the_bound(rows, weights, dtype):
+    """The test's own sums per directed pair: the merged rows of a pair carry its total (to
+    round-off), each at most the bound of ``dtype`` where every row given was, and no more rows
+    than given; no weights when none were given and no row repeats. Classes: repeats or not,
+    weights or none, totals below or above the float32 and float64 bounds, a row given above
+    the float32 bound."""
+    given_weights = None if weights is None else weights[: len(rows)]
+    if given_weights is not None and max(given_weights) > _weight_bound(np.float64):
+        return
+    problem = PreferenceProblem.create(rows, n=3, weights=given_weights)
+    want: dict = {}
+    for row, w in zip(rows, given_weights or [1.0] * len(rows), strict=True):
+        want[row] = want.get(row, 0.0) + w
+    merged = problem.merged(dtype)
+    if given_weights is None and len(set(rows)) == len(rows):
+        assert merged.weights is None
+        assert sorted(map(tuple, merged.pairs.tolist())) == sorted(rows)
+        return
+    fits = given_weights is None or max(given_weights) <= _weight_bound(dtype)
+    assert len(merged.pairs) <= len(rows)
+    got: dict = {}
+    for row, w in zip(map(tuple, merged.pairs.tolist()), merged.weights.tolist(), strict=True):
+        assert 0 < w and (w <= _weight_bound(dtype) or not fits)
+        got.setdefault(row, []).append(w)
+    assert got.keys() == want.keys()
+    for row, total in want.items():  # fsum: a total split in 1e6 parts is summed exactly
+        assert math.isclose(math.fsum(got[row]), total, rel_tol=1e-14)
 
 
 #: weight classes: 0, tiny, moderate, near and above the bound, negative, NaN, inf, bool, str

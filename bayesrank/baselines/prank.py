@@ -47,7 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..data.batch import bucket_size
-from ..data.checks import options
+from ..data.checks import check_grade_levels, options
 from ._arrays import as_float, cast_checked, check_columns, float_dtype, pad_rows
 from ._estimator import Ranker, check_inputs
 
@@ -282,15 +282,13 @@ def _normal_features(X: np.ndarray, dtype) -> np.ndarray:
 
 
 def _integer_grades(y: np.ndarray) -> np.ndarray:
-    """``y: (n,)`` float64 (checked finite) as int64 grades ``>= 0``; ``ValueError`` naming the
-    first row that is not one."""
-    bad = (y != np.floor(y)) | (y < 0)
-    if bad.any():
-        i = int(np.argmax(bad))
-        value = int(y[i]) if float(y[i]).is_integer() else float(y[i])
-        what = "a negative grade" if y[i] == np.floor(y[i]) else "not an integer grade"
-        raise ValueError(f"y[{i}] = {value} is {what}: PRank needs integer grades 0, 1, ..., K-1")
-    return y.astype(np.int64)
+    """``y: (n,)`` float64 (checked finite) as int64 grades in ``[0, MAX_GRADE]`` (PRank learns
+    a threshold per grade); ``ValueError`` naming the first row that is not one, checked before
+    the int64 cast (which would wrap ``1e20`` to a negative grade)."""
+    try:
+        return check_grade_levels(y, "y")
+    except ValueError as error:
+        raise ValueError(f"{error}: PRank needs integer grades 0, 1, ..., K-1") from None
 
 
 class PRank(Ranker):

@@ -75,6 +75,7 @@ def _labels(qid, grades, pairs, judged, labels: str):
     (``grades``, the ordinal model); a query of comparisons keeps its own."""
     import numpy as np
 
+    from ..data.checks import check_graded
     from ..data.pairs import pairs_from_grades
 
     if grades is None:
@@ -85,14 +86,12 @@ def _labels(qid, grades, pairs, judged, labels: str):
             )
         return pairs, judged
     if labels == "grades":
-        values = np.asarray(grades, np.float64)
-        if np.any(values != np.round(values)) or np.any(values < 0):
-            raise ValueError(
-                f"--labels grades: query {qid!r} has grades that are not whole numbers >= 0 "
-                f"({values[(values != np.round(values)) | (values < 0)][0]!r}): map them onto "
-                "0, 1, ..., K - 1"
-            )
-        graded = np.column_stack([np.arange(len(values)), values]).astype(np.int64)
+        # the float values as read: check_graded names 1e300 where an int64 cast would wrap it
+        rows = np.column_stack([np.arange(len(grades)), np.asarray(grades, np.float64)])
+        try:
+            graded = check_graded(rows, len(grades))
+        except ValueError as error:
+            raise ValueError(f"--labels grades: query {qid!r}: {error}") from None
         return np.zeros((0, 2), np.int64), {"graded": graded}
     if labels == "ties":
         equal = np.argwhere(np.triu(np.equal.outer(grades, grades), 1))
@@ -353,7 +352,7 @@ def add_parsers(sub) -> None:
         help="scores and pair probabilities (with their uncertainty) of a fitted model",
         description="Write the posterior mean of every entity as a LETOR prediction file "
         "(--scores) and every pair's probability with the moments of the latent difference "
-        "and the 90%% interval of the probability (--pairs, CSV).",
+        "and the 90% interval of the probability (--pairs, CSV).",
     )
     predict.add_argument("model", type=Path, help="a folder written by `bayesrank fit`")
     predict.add_argument("--scores", type=Path, default=None, help="prediction file to write")

@@ -12,9 +12,11 @@ from .checks import (
     check_adjacency,
     check_features,
     check_graded,
+    check_grades,
     check_int,
     check_pairs,
     check_weights,
+    max_weight,
 )
 
 __all__ = ["PreferenceProblem"]
@@ -109,10 +111,22 @@ class PreferenceProblem:
                 "XPGPModel.fit or fit_hyperparameters, which take them"
             )
 
-    def merged(self) -> PreferenceProblem:
+    def merged(self, dtype=None) -> PreferenceProblem:
         """The same problem with repeated judgements merged: one row per distinct pair and one
         per distinct tie (``{i, j}`` unordered), weighted by its total weight (its count).
-        The likelihood, and so every engine's posterior, is unchanged; EP has fewer sites."""
+        The likelihood, and so every engine's posterior, is unchanged; EP has fewer sites.
+
+        A total above ``checks.max_weight(dtype)`` (the largest weight a row may carry, 4.5e9 in
+        float64) is split into equal rows below it (never more than were merged), so that the
+        merged problem fits wherever the original does; ``dtype``: the float it is fitted in
+        (None: JAX's default float, float32 with x64 off). A kind of row given without weights
+        whose rows are all distinct keeps ``None`` (all 1): the engines that take pairs only take
+        the merged problem too."""
+        if dtype is None:
+            import jax.numpy as jnp  # the working float is JAX's, decided at call time
+
+            dtype = jnp.result_type(float)
+        top = max_weight(dtype)
 
         def merge(rows, weights, ordered):
             if not len(rows):
@@ -120,7 +134,15 @@ class PreferenceProblem:
             keys = rows if ordered else np.sort(rows, axis=1)
             distinct, inverse = np.unique(keys, axis=0, return_inverse=True)
             w = np.ones(len(rows)) if weights is None else weights
-            return distinct, np.bincount(inverse.ravel(), weights=w, minlength=len(distinct))
+            total = np.bincount(inverse.ravel(), weights=w, minlength=len(distinct))
+            if weights is None and len(distinct) == len(rows):
+                return distinct, None
+            parts = np.ceil(total / top)
+            parts += total / parts > top  # the quotient rounded up past the bound
+            # never more rows than were merged: a total above that many times the bound has a
+            # row above it already, which the fit refuses in either form
+            parts = np.minimum(parts, np.bincount(inverse.ravel())).astype(np.int64)
+            return np.repeat(distinct, parts, axis=0), np.repeat(total / parts, parts)
 
         pairs, weights = merge(self.pairs, self.weights, True)
         ties, tie_weights = merge(self.ties, self.tie_weights, False)
@@ -131,10 +153,10 @@ class PreferenceProblem:
             X=self.X,
             relations=self.relations,
             ties=ties,
-            weights=weights if len(pairs) else None,
-            tie_weights=tie_weights if len(ties) else None,
+            weights=weights,
+            tie_weights=tie_weights,
             graded=graded,
-            grade_weights=grade_weights if len(graded) else None,
+            grade_weights=grade_weights,
         )
 
     @classmethod
@@ -218,11 +240,12 @@ class PreferenceProblem:
         cls, grades, X=None, relations: Sequence = (), n: int | None = None
     ) -> PreferenceProblem:
         """A problem of graded entities for the ordinal model: ``grades: (n,)`` integers
-        ``0..K-1`` (higher preferred), ``NaN`` for an entity without a grade (still a row).
+        ``0..K-1`` (higher preferred; ``K - 1 <= checks.MAX_GRADE``; bool, strings and complex
+        numbers are refused), ``NaN`` for an entity without a grade (still a row).
         Its prior needs ``K - 1`` thresholds (``XPGP(threshold=..., threshold_gaps=...)``)."""
-        values = np.asarray(grades, np.float64)
-        if values.ndim != 1:
-            raise ValueError(f"grades must be (n,), got shape {values.shape}")
+        # real numbers (bool, str and complex refused, naming the index), NaN for no grade;
+        # whole, >= 0 and at most MAX_GRADE: create's check_graded
+        values = check_grades(grades, name="grades", missing=True, bools=False)
         rated = np.flatnonzero(~np.isnan(values))
         graded = np.column_stack([rated, values[rated]])
         n = len(values) if n is None else n
@@ -236,8 +259,9 @@ class PreferenceProblem:
         ratings give a pair, the higher rated first (as ``pairs_from_grades``).
 
         Args:
-            ratings: ``(n,)`` numbers, ``NaN`` for an unrated entity (in no pair, but still a
-                row); or a path to a CSV file of lines ``entity,rating`` (optional header line;
+            ratings: ``(n,)`` real numbers (a bool, a string or a complex number is refused,
+                naming its index), ``NaN`` for an unrated entity (in no pair, but still a row);
+                or a path to a CSV file of lines ``entity,rating`` (optional header line;
                 entities not listed are unrated).
             X: ``(n, d)`` attributes or None; relations: ``(n, n)`` adjacencies.
             ties: ``"skip"``: equal ratings give no pair; ``"both"``: a pair each way;

@@ -51,7 +51,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._io import as_path, csv_rows
-from .checks import check_distinct, check_pair_array, check_pairs, options
+from .checks import check_distinct, check_grades, check_pair_array, check_pairs, options
 from .letor import Query
 from .pairs import pairs_from_grades
 
@@ -363,16 +363,12 @@ def ratings_pairs(
 
 
 def _rating_array(ratings) -> np.ndarray:
-    """``(n,)`` float64 ratings (NaN kept: unrated); ``ValueError`` naming an infinite entry."""
-    arr = np.asarray(ratings)
-    if arr.dtype.kind not in "biuf":
-        raise ValueError(f"ratings must be real numbers (NaN for unrated), got dtype {arr.dtype}")
-    arr = arr.astype(np.float64)
-    if arr.ndim != 1 or arr.size == 0:
+    """``(n,)`` float64 ratings (NaN kept: unrated); ``ValueError`` naming an entry that is
+    infinite or not a real number (a bool, a string, a complex number)."""
+    # real numbers, NaN for unrated: bool, str and complex refused, naming the index
+    arr = check_grades(ratings, name="ratings", missing=True, bools=False)
+    if arr.size == 0:
         raise ValueError(f"ratings must have shape (n,) with n >= 1, got {arr.shape}")
-    if np.isinf(arr).any():
-        i = int(np.flatnonzero(np.isinf(arr))[0])
-        raise ValueError(f"ratings[{i}] = {arr[i]} is not finite (NaN marks an unrated entity)")
     return arr
 
 

@@ -40,8 +40,10 @@ from .covariance import (
 )
 from .options import MAX_SEED, check_bool, check_choice, check_float, check_int
 from .pairs import (
+    MAX_GRADE,
     PairSummary,
     check_entity_indices,
+    check_grade_levels,
     check_graded,
     check_group_ids,
     check_index_pairs,
@@ -60,6 +62,7 @@ __all__ = [
     "ADJACENCY_SYMMETRY_RTOL",
     "COVARIANCE_PSD_RTOL",
     "COVARIANCE_SYMMETRY_RTOL",
+    "MAX_GRADE",
     "MAX_SEED",
     "PairSummary",
     "check_adjacency",
@@ -71,6 +74,7 @@ __all__ = [
     "check_features",
     "check_fits_dtype",
     "check_float",
+    "check_grade_levels",
     "check_graded",
     "check_grades",
     "check_group_ids",

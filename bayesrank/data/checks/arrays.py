@@ -6,7 +6,7 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-from ._format import _as_array, _at, _first, _first_bool, _show, _value_at
+from ._format import _as_array, _at, _first, _first_bool, _show, _show_typed, _value_at
 
 #: of arithmetic, so only rounding-level asymmetry is forgiven).
 ADJACENCY_SYMMETRY_RTOL = 1e-10
@@ -127,27 +127,60 @@ def check_features(X, n_features: int | None = None, name: str = "X", n: int | N
     return X
 
 
-def check_grades(grades, n: int | None = None, name: str = "grades") -> np.ndarray:
+def _first_not_real(values, kinds: str):
+    """``(index, value)`` of the first scalar entry of a 1-D sequence or array whose own dtype
+    kind is not in ``kinds`` (a str, a complex, None; a bool where ``kinds`` lacks ``b``), or
+    None: names the culprit when the whole array's dtype is refused."""
+    if not isinstance(values, list | tuple | np.ndarray) or np.ndim(values) != 1:
+        return None
+    for i, value in enumerate(values):
+        kind = "U" if isinstance(value, str | bytes) else np.asarray(value).dtype.kind
+        if np.ndim(value) == 0 and kind not in kinds:
+            return i, value
+    return None
+
+
+def check_grades(
+    grades, n: int | None = None, name: str = "grades", *, missing: bool = False, bools: bool = True
+) -> np.ndarray:
     """Relevance grades (or any per-entity real values) as a finite float64 vector.
 
     Args:
         grades: ``(n,)`` bool, integer or floating; ``n = 0`` is allowed.
         n: the required length, or None.
+        missing: whether NaN marks an entity without a value (kept as NaN); inf is never taken.
+        bools: whether a bool is a value (``True`` as 1); False refuses it, naming the index
+            (labels and ratings are numbers, not flags).
 
     Returns:
         ``(n,)`` float64.
 
     Raises:
-        ValueError: for a non-real dtype, a shape other than ``(n,)``, or naming the first
-            entry that is not finite (``grades[2] = nan is not finite``).
+        ValueError: for a non-real dtype (naming the first entry that is not a real number:
+            ``grades[0] = '1' (str)``), a shape other than ``(n,)``, or naming the first entry
+            that is not finite (``grades[2] = nan is not finite``).
     """
-    arr = np.asarray(_as_array(grades, name, "biuf", "a real numeric array"), dtype=np.float64)
+    kinds = "biuf" if bools else "iuf"
+    if not bools and isinstance(grades, list | tuple):  # NumPy would read True among ints as 1
+        if (where := _first_bool(grades)) is not None:
+            value = _value_at(grades, where)
+            raise ValueError(f"{name}{_at(where)} = {value!r} is a bool, not a number")
+    try:
+        arr = np.asarray(_as_array(grades, name, kinds, "a real numeric array"), dtype=np.float64)
+    except ValueError as error:
+        if (found := _first_not_real(grades, kinds)) is None:
+            raise
+        i, value = found
+        shown = _show_typed(value)
+        raise ValueError(f"{error}: {name}[{i}] = {shown} is not a real number") from None
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
     if n is not None and arr.shape != (n,):
         raise ValueError(f"{name} has shape {arr.shape}, expected ({n},): one value per row")
-    if (bad := _first(~np.isfinite(arr))) is not None:
-        raise ValueError(f"{name}{_at(bad)} = {_show(arr[bad])} is not finite")
+    bad = ~np.isfinite(arr) & ~(missing & np.isnan(arr))
+    if (found := _first(bad)) is not None:
+        why = " (NaN marks a missing value)" if missing else ""
+        raise ValueError(f"{name}{_at(found)} = {_show(arr[found])} is not finite{why}")
     return arr
 
 

@@ -403,14 +403,65 @@ def check_intervals(
     return lower, upper, weight
 
 
+#: The largest grade: grades ``0..K-1`` are the levels of an ordinal scale, and each level
+#: above the first needs a threshold of its own (the ordinal prior's ``K - 1`` thresholds, learned
+#: with the kernel; PRank's ``K - 1`` thresholds), allocated and compiled with the model.
+#: ``2**16`` levels hold every rating scale (percentages, scores out of 1000); a larger "grade"
+#: is a score (``PreferenceProblem.from_ratings`` takes its order) or a code to map onto
+#: ``0..K-1``, and at 1e12 its thresholds alone would take terabytes.
+MAX_GRADE = 2**16 - 1
+
+_ABOVE_MAX_GRADE = (
+    f"too large: above {MAX_GRADE}, the largest grade (grades 0..K-1 need K - 1 thresholds: "
+    "bayesrank.data.checks.MAX_GRADE); map the values onto 0, 1, ..., K - 1, or give them as "
+    "ratings (PreferenceProblem.from_ratings)"
+)
+
+
+def _show_whole(value) -> str:
+    """A whole number as messages show it: ``3.0`` as ``3``, ``1e20`` as ``1e+20``."""
+    return _show(int(value) if abs(value) < 2**53 else value)
+
+
+def check_grade_levels(grades, name: str = "grades") -> np.ndarray:
+    """Grades of an ordinal scale: ``(m,)`` real (bool is not a grade) whole numbers in
+    ``[0, MAX_GRADE]``, checked before the int64 cast (which would wrap ``1e20`` to a negative
+    number). Returns ``(m,)`` int64.
+
+    Raises:
+        ValueError: ``y[3] = 1e+20 is too large: above 65535, the largest grade ...``;
+            ``y[1] = -1 is a negative grade``; ``y[2] = 1.5 is not an integer grade``.
+    """
+    if isinstance(grades, list | tuple) and (where := _first_bool(grades)) is not None:
+        value = _value_at(grades, where)
+        raise ValueError(f"{name}{_at(where)} = {value!r} is a bool, not a grade")
+    arr = _as_array(grades, name, "iuf", "whole numbers >= 0 (grades)")
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be (m,) grades, got shape {arr.shape}")
+    fraction = _whole(arr)  # NaN and inf included
+    for what, bad in (
+        ("not an integer grade", fraction),
+        ("a negative grade", ~fraction & (arr < 0)),
+        (_ABOVE_MAX_GRADE, ~fraction & (arr > MAX_GRADE)),
+    ):
+        if (where := np.flatnonzero(bad)).size:
+            i = int(where[0])
+            shown = _show(arr[i]) if fraction[i] else _show_whole(arr[i])
+            raise ValueError(f"{name}[{i}] = {shown} is {what}")
+    return arr.astype(np.int64)
+
+
 def check_graded(graded, n: int) -> np.ndarray:
     """Grades of entities: ``(m_g, 2)`` rows ``(entity, grade)``, entities in ``[0, n)``, grades
-    whole numbers ``>= 0`` (``ValueError`` naming the row). Returns int64.
+    whole numbers in ``[0, MAX_GRADE]`` (``ValueError`` naming the row); ``[]`` is no rows.
+    Returns ``(m_g, 2)`` int64.
 
     As for pairs (``check_pairs``), a bool is not an entity or a grade (``[[True, 1]]`` is
     refused, not read as entity 1), and the range is checked before the int64 cast (which would
     wrap ``1e20`` to a negative number)."""
     arr = _integer_array(graded, "graded")
+    if arr.ndim == 1 and arr.size == 0:  # [] is no graded rows, as pairs=[] is no pairs
+        arr = arr.reshape(0, 2)
     if arr.ndim != 2 or arr.shape[1] != 2:
         raise ValueError(
             f"graded must be (m_g, 2) rows (entity, grade) of numbers, got {arr.dtype} {arr.shape}"
@@ -423,9 +474,7 @@ def check_graded(graded, n: int) -> np.ndarray:
             f"graded row {bad[0]}: grade {_show(row[1])} of entity {_show(row[0])} is not an "
             "integer (grades are 0, 1, ..., K - 1; map other labels onto them)"
         )
-    def show(value):  # whole here: 3.0 as 3, 1e20 as 1e+20
-        return _show(int(value) if abs(value) < 2**53 else value)
-
+    show = _show_whole  # whole here
     if (bad := np.flatnonzero((arr[:, 0] < 0) | (arr[:, 0] >= n))).size:
         raise ValueError(
             f"graded row {bad[0]}: entity {show(arr[bad[0], 0])} is out of range for n={n} "
@@ -433,10 +482,6 @@ def check_graded(graded, n: int) -> np.ndarray:
         )
     if (bad := np.flatnonzero(arr[:, 1] < 0)).size:
         raise ValueError(f"graded row {bad[0]}: grade {show(arr[bad[0], 1])} is negative (0..K-1)")
-    # a grade is an index into K + 1 threshold edges: beyond int64 it cannot be one
-    if (bad := np.flatnonzero(arr[:, 1] > np.iinfo(np.int64).max // 2)).size:
-        raise ValueError(
-            f"graded row {bad[0]}: grade {show(arr[bad[0], 1])} is too large to be a grade "
-            "(0..K-1)"
-        )
+    if (bad := np.flatnonzero(arr[:, 1] > MAX_GRADE)).size:
+        raise ValueError(f"graded row {bad[0]}: grade {show(arr[bad[0], 1])} is {_ABOVE_MAX_GRADE}")
     return arr.astype(np.int64)

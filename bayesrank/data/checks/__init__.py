@@ -39,23 +39,25 @@ from .covariance import (
     check_problem,
 )
 from .options import MAX_SEED, check_bool, check_choice, check_float, check_int
-from .pairs import (
+from .outcomes import (
     MAX_GRADE,
-    PairSummary,
-    check_entity_indices,
     check_grade_levels,
     check_graded,
-    check_group_ids,
-    check_index_pairs,
     check_intervals,
     check_margin,
     check_outcomes,
-    check_pair_array,
-    check_pair_mask,
-    check_pairs,
     check_weights,
     max_margin,
     max_weight,
+)
+from .pairs import (
+    PairSummary,
+    check_entity_indices,
+    check_group_ids,
+    check_index_pairs,
+    check_pair_array,
+    check_pair_mask,
+    check_pairs,
 )
 
 __all__ = [

@@ -202,6 +202,7 @@ def margin_is_valid(margin) -> bool:
     return float(info.tiny) / float(info.eps) <= margin <= max_margin(DTYPE)
 
 
+@pytest.mark.slow  # 3-10 s in the fast loop (many examples, EP compiles)
 @PROPERTY
 @given(margin=MARGINS)
 def test_tie_margins_are_refused_or_fitted_right(margin):

@@ -124,7 +124,7 @@ def _scale(beta, iota, weight) -> tuple[float, float]:
     weight = check_float(weight, "weight", low=0.0, low_open=True)
     with np.errstate(over="ignore", under="ignore"):  # NumPy floats: inf or 0, never an error
         scale = np.float64(beta) / weight
-        diag = scale / np.float64(iota) ** 2
+        diag = scale / np.float64(iota) / iota  # iota^2 alone may overflow
     info = np.finfo(_dtype())
     for label, value in (("beta / weight", scale), ("beta / (weight iota^2)", diag)):
         if not info.tiny <= value <= info.max:

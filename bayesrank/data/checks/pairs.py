@@ -135,13 +135,9 @@ def check_pairs(pairs, n: int, name: str = "pairs") -> PairSummary:
     )
 
 
-def _entity_indices(pairs, n: int, name: str, lead: int, what: str) -> np.ndarray:
-    """``(*lead_shape, m, 2)`` whole, in ``[0, n)``, as int64; messages name the element."""
-    arr = _integer_array(pairs, name, 2 if lead == 0 else None)
-    if lead == 0 and arr.ndim == 1 and arr.size == 0:
-        arr = arr.reshape(0, 2)
-    if arr.ndim != 2 + lead or arr.shape[-1] != 2:
-        raise ValueError(f"{name} must be {what}, got shape {arr.shape}")
+def _entities_in_range(arr: np.ndarray, n: int, name: str) -> np.ndarray:
+    """``arr`` as int64 where every entry is a whole number in ``[0, n)`` (checked before the
+    cast, which would wrap ``1e20``); else ``ValueError`` naming the element."""
     if (bad := _first(_whole(arr))) is not None:
         raise ValueError(f"{name}{_at(bad)} = {_show(arr[bad])} is not an integer")
     if (bad := _first((arr < 0) | (arr >= n))) is not None:
@@ -150,6 +146,16 @@ def _entity_indices(pairs, n: int, name: str, lead: int, what: str) -> np.ndarra
             f"out of range [0, {n})"
         )
     return arr.astype(np.int64)
+
+
+def _entity_indices(pairs, n: int, name: str, lead: int, what: str) -> np.ndarray:
+    """``(*lead_shape, m, 2)`` whole, in ``[0, n)``, as int64; messages name the element."""
+    arr = _integer_array(pairs, name, 2 if lead == 0 else None)
+    if lead == 0 and arr.ndim == 1 and arr.size == 0:
+        arr = arr.reshape(0, 2)
+    if arr.ndim != 2 + lead or arr.shape[-1] != 2:
+        raise ValueError(f"{name} must be {what}, got shape {arr.shape}")
+    return _entities_in_range(arr, n, name)
 
 
 def check_entity_indices(values, n: int, name: str = "entities") -> np.ndarray:
@@ -166,17 +172,10 @@ def check_entity_indices(values, n: int, name: str = "entities") -> np.ndarray:
             index (n = 5): out of range [0, 5)``.
     """
     n = check_int(n, "n", low=0)
-    arr = _integer_array(values, name)
+    arr = _integer_array(values, name, width=None)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional (k,), got shape {arr.shape}")
-    if (bad := _first(_whole(arr))) is not None:
-        raise ValueError(f"{name}{_at(bad)} = {_show(arr[bad])} is not an integer")
-    if (bad := _first((arr < 0) | (arr >= n))) is not None:
-        raise ValueError(
-            f"{name}{_at(bad)} = {_show(arr[bad])} is not an entity index (n = {n}): "
-            f"out of range [0, {n})"
-        )
-    return arr.astype(np.int64)
+    return _entities_in_range(arr, n, name)
 
 
 def check_group_ids(groups, k: int, name: str = "groups") -> np.ndarray:

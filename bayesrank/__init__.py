@@ -6,6 +6,7 @@ evaluation. The public API is re-exported here; submodules hold the rest.
 """
 
 from . import active, metrics, ordering, parallel, predict, runtime
+from ._moved import moved
 from .baselines import PRank, RankBoost, RankSVM, SortNet
 from .data.letor import Query, load_letor
 from .data.pairs import pairs_from_grades, sample_pairs, split_pairs, validate_pairs
@@ -14,6 +15,8 @@ from .data.sample import load_sample, sample_meta_path, sample_path
 from .data.userdata import queries_to_arrays
 from .evaluation import evaluate_queries
 from .inference import ep, laplace, nuts
+from .inference.engine import Engine, GaussianEngine
+from .inference.engines import EP, NUTS, Laplace, SparseLaplace
 from .io import load, save
 from .kernels import (
     ARD,
@@ -28,7 +31,6 @@ from .kernels import (
 )
 from .learning import (
     BFGS,
-    EPSettings,
     FitResult,
     GlobalStart,
     Optax,
@@ -43,15 +45,19 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "ARD",
     "BFGS",
+    "EP",
+    "NUTS",
     "RBF",
     "XPGP",
     "Diffusion",
-    "EPSettings",
+    "Engine",
     "FitResult",
     "Fixed",
+    "GaussianEngine",
     "GlobalStart",
     "HiddenCommonCause",
     "Independent",
+    "Laplace",
     "Linear",
     "Optax",
     "PRank",
@@ -62,6 +68,7 @@ __all__ = [
     "RankSVM",
     "RegularizedLaplacian",
     "SortNet",
+    "SparseLaplace",
     "Start",
     "XPGPModel",
     "active",
@@ -88,3 +95,7 @@ __all__ = [
     "split_pairs",
     "validate_pairs",
 ]
+
+
+#: ``EPSettings`` is the engine ``EP`` now (the same fields, one default each).
+__getattr__ = moved(__name__, {"EPSettings": "bayesrank.inference.engines:EP"})

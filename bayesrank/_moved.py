@@ -17,19 +17,21 @@ __all__ = ["moved"]
 
 
 def moved(module: str, table: Mapping[str, str]) -> Callable[[str], object]:
-    """A module ``__getattr__`` serving the names of ``table`` (``{name: new module}``) from
-    their new modules with a ``DeprecationWarning``; any other name is an ``AttributeError``."""
+    """A module ``__getattr__`` serving the names of ``table`` (``{name: new module}``, or
+    ``{name: "new.module:new_name"}`` for a renamed one) from their new modules with a
+    ``DeprecationWarning``; any other name is an ``AttributeError``."""
 
     def __getattr__(name: str):
         if name not in table:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        target = table[name]
+        target, _, new = table[name].partition(":")
+        new = new or name
         warnings.warn(
-            f"{module}.{name} moved to {target}.{name}; import it from there (the old path "
+            f"{module}.{name} moved to {target}.{new}; import it from there (the old path "
             "will be removed)",
             DeprecationWarning,
             stacklevel=2,
         )
-        return getattr(importlib.import_module(target), name)
+        return getattr(importlib.import_module(target), new)
 
     return __getattr__

@@ -211,9 +211,7 @@ def _narrow(c, w, s):
     lang = jnp.where(small, us / 3 - us**3 / 45, 1 / jnp.tanh(ub) - 1 / ub)  # L(u)
     lang_prime = jnp.where(small, 1 / 3 - us**2 / 15, 1 / ub**2 - 1 / jnp.sinh(ub) ** 2)
     k = jnp.where(small, 1 / 3 + 2 * us**2 / 45, 1 - 2 * lang / ub)
-    log_z = (
-        -0.5 * c**2 - _LOG_SQRT_2PI + jnp.log(2 * w) + log_s + jnp.log1p(-0.5 * w**2 * k)
-    )
+    log_z = -0.5 * c**2 - _LOG_SQRT_2PI + jnp.log(2 * w) + log_s + jnp.log1p(-0.5 * w**2 * k)
     return log_z, (c - w * lang) / s, (w**2 * lang_prime - 1) / s**2
 
 

@@ -27,15 +27,16 @@ import numpy as np
 from .data.checks import (
     check_choice,
     check_features,
-    check_float,
     check_index_pairs,
     check_int,
 )
 from .data.problem import PreferenceProblem
 from .diagnostics import warn_if_unconverged
 from .inference import ep
-from .inference.ep.fit import EP_ADVICE, MAX_ITER_LIMIT, check_settings
-from .inference.problem import fit_problem, why_not_finite
+from .inference.engine import Engine, GaussianEngine
+from .inference.engines import EP, NUTS, engine_from_keywords, resolve
+from .inference.posterior import SamplePosterior
+from .inference.problem import why_not_finite
 from .kernels.xpgp import XPGP, ComponentPosterior, check_prior, component_posterior
 from .predict import grade_probabilities
 from .runtime import one_blas_thread, warn_if_float32
@@ -64,14 +65,21 @@ class Posterior:
             Monte Carlo average over draws for NUTS.
         learning: the ``FitResult`` of hyperparameter learning (its
             ``trace`` and ``converged`` flag), or ``None`` when the prior was kept as given.
-        inference: ``"ep"``, ``"laplace"`` or ``"nuts"``.
+        engine: the engine that computed it (``bayesrank.inference.engine``: ``EP(...)``,
+            ``Laplace(...)``, ``NUTS(...)``, ``SparseLaplace(...)`` or your own).
     """
 
     prior: XPGP
     problem: PreferenceProblem
     result: object
     learning: object | None = None
-    inference: str = "ep"
+    engine: Engine = dataclasses.field(default_factory=EP)
+
+    @property
+    def inference(self) -> str:
+        """The engine's name (``"ep"``, ``"laplace"``, ``"nuts"``, ``"sparse"``; a class name
+        for an engine without one)."""
+        return self.engine.describe()
 
     def predict_pairs(self, pairs):
         """``P(i > j | data)`` and the moments of ``xi_i - xi_j`` for ``pairs: (p, 2)``."""
@@ -95,7 +103,7 @@ class Posterior:
         idx = np.arange(n)
         if entities is not None:  # as pairs (i, i), which check_index_pairs names
             idx = check_index_pairs(np.column_stack([entities, entities]), n, "entities")[:, 0]
-        if self.inference == "nuts":
+        if isinstance(self.result, SamplePosterior):
             draws = np.asarray(self.result.draws)[:, idx]  # (S, p): no variance beyond the draws
             return grade_probabilities(draws, 0.0, self.prior.thresholds).mean(axis=0)
         mean, var = (np.asarray(a)[idx] for a in self.result.scores())
@@ -123,11 +131,10 @@ class Posterior:
 
     @property
     def log_evidence(self) -> jax.Array:
-        """The engine's evidence (EP or Laplace); NUTS has none (``ValueError``)."""
-        if not hasattr(self.result, "log_evidence"):
-            raise ValueError(
-                f"inference={self.inference!r} gives no evidence (use 'ep' or 'laplace')"
-            )
+        """The engine's evidence (EP, Laplace, the sparse Laplace's estimate); NUTS has none
+        (``ValueError``)."""
+        if not self.engine.has_evidence:
+            raise ValueError(f"{self.engine!r} gives no evidence (use EP() or Laplace())")
         return self.result.log_evidence
 
     @property
@@ -135,7 +142,7 @@ class Posterior:
         """The engine converged (NUTS: ``diagnostics.converged``, no divergence and split R-hat
         at most 1.01) and, with hyperparameter learning, so did the learning."""
         learned = True if self.learning is None else bool(np.all(self.learning.converged))
-        if self.inference == "nuts":
+        if isinstance(self.result, SamplePosterior):
             return self.result.diagnostics.converged and learned
         return bool(self.result.converged) and learned
 
@@ -161,10 +168,10 @@ class Posterior:
                 "predict_new needs an attribute-only prior; add new entities to "
                 "the problem (without pairs) to predict them transductively"
             )
-        if self.inference == "nuts":
+        if not isinstance(self.engine, GaussianEngine):
             raise ValueError(
-                "predict_new needs a Gaussian posterior (inference='ep' or 'laplace'); for NUTS "
-                "add the new entities to the problem (without pairs) and predict transductively"
+                f"predict_new needs a Gaussian posterior (EP(), Laplace()), not {self.engine!r}'s:"
+                " add the new entities to the problem (without pairs) and predict transductively"
             )
         X_new = check_features(X_new, n_features=self.problem.X.shape[1], name="X_new")
         mean, cov, X = self.mean, self.cov, self.problem.X
@@ -201,8 +208,10 @@ def _predict_new(prior: XPGP, X, X_new, mean, cov, pairs, sites, anchored=False)
     return ep.predict_new(mean, cov, pairs, sites, K_cross, K_new)
 
 
-INFERENCE = ("ep", "laplace", "nuts")
 LEARNING = ("evidence", "em", "nuts")
+
+#: ``XPGPModel``'s old engine keywords (each now a field of the engine object).
+_OLD_KEYWORDS = ("schedule", "max_iter", "tol", "damping", "precision", "nuts_options")
 
 
 class XPGPModel:
@@ -210,52 +219,91 @@ class XPGPModel:
 
     Args:
         prior: the ``XPGP`` prior (never modified).
-        inference: ``"ep"`` (EP with 2-D sites, default), ``"laplace"`` (the Laplace
-            approximation, ``bayesrank.inference.laplace``) or ``"nuts"`` (NumPyro's NUTS at
-            the prior's hyperparameters: ``fit`` then needs a ``key``).
-        schedule, max_iter, tol, damping, precision: EP settings (see
-            ``bayesrank.inference.ep.fit``; ``precision="mixed"`` is faster on a CPU from a
-            cold start); ``max_iter`` and ``tol`` are Newton's for Laplace.
-        nuts_options: the sampler's settings for ``"nuts"``
-            (``NUTSSettings``).
-        approximation: ``"dense"`` (the default: the ``(n, n)`` covariance) or ``"sparse"``
-            (no dense matrix: ``bayesrank.inference.sparse``, for thousands of entities and
-            more; Laplace only, at the prior's hyperparameters; the attribute kernel at
-            ``rank`` by pivoted Cholesky with its residual variances kept, relations
-            ``RegularizedLaplacian``; the posterior predicts pairs by CG, or by posterior draws
-            beyond 2,000 pairs, and estimates its evidence by stochastic Lanczos quadrature);
-            ``"auto"``: dense up to ``AUTO_DENSE_UP_TO`` entities, sparse beyond (where the
-            dense engine would take minutes and gigabytes: docs/results/large.md).
-        rank: the attribute kernel's rank with ``approximation="sparse"``.
+        engine: the inference engine (``bayesrank.inference.engine``), an object that carries
+            its own settings: ``EP(...)`` (EP with 2-D sites, the default), ``Laplace(...)``,
+            ``NUTS(...)`` (NumPyro's NUTS at the prior's hyperparameters: ``fit`` then needs a
+            ``key``), ``SparseLaplace(rank=...)`` (no dense matrix: ``bayesrank.inference.sparse``,
+            for thousands of entities and more; strict pairs, at the prior's hyperparameters),
+            or any ``GaussianEngine``. The strings ``"ep"``, ``"laplace"``, ``"nuts"`` and
+            ``"sparse"`` are the engines at their defaults.
+        approximation: ``"dense"`` (the default: the engine as given) or ``"auto"``: a
+            ``Laplace`` engine becomes ``SparseLaplace(rank, max_iter, tol)`` beyond
+            ``AUTO_DENSE_UP_TO`` entities (where the dense engine would take minutes and
+            gigabytes: docs/results/large.md). ``"sparse"`` is the old spelling of
+            ``engine=SparseLaplace(rank=rank)``.
+        rank: the attribute kernel's rank where ``"auto"`` goes sparse (256).
+
+    The old keywords ``inference``, ``schedule``, ``max_iter``, ``tol``, ``damping``,
+    ``precision`` and ``nuts_options`` still work, with a ``DeprecationWarning`` naming the
+    engine they spell (``XPGPModel(prior, inference="laplace", max_iter=50)`` is
+    ``XPGPModel(prior, Laplace(max_iter=50))``).
     """
 
     def __init__(
         self,
         prior: XPGP,
+        engine: Engine | str | None = None,
         *,
-        inference: str = "ep",
-        schedule: str = "parallel",
-        max_iter: int = 200,
-        tol: float | None = None,
-        damping: float = 1.0,
-        precision: str = "full",
-        nuts_options: dict | None = None,
         approximation: str = "dense",
         rank: int = 256,
+        inference: str | None = None,
+        **old_keywords,
     ):
+        if unknown := sorted(set(old_keywords) - set(_OLD_KEYWORDS)):
+            raise TypeError(f"XPGPModel() got an unexpected keyword argument {unknown[0]!r}")
         self.prior = prior
         self.approximation = approximation
         self.rank = rank
-        self.inference = inference
-        self.precision = precision
-        self.schedule = schedule
-        self.max_iter = max_iter
-        self.tol = tol
-        self.damping = damping
-        self.nuts_options = nuts_options
+        self._spelled = (engine, inference, approximation, rank, old_keywords)
+        old = {k: v for k, v in old_keywords.items() if v is not None}
+        if inference is not None or old or approximation == "sparse":
+            if engine is not None:
+                raise ValueError(
+                    f"engine={engine!r} and the old keyword(s) "
+                    f"{sorted(old) + (['inference'] if inference else [])} both set the engine: "
+                    "give its settings in the engine object alone"
+                )
+            self._warn_old(inference, approximation, rank, old)
+
+    @staticmethod
+    def _warn_old(inference, approximation, rank, old) -> None:
+        import warnings
+
+        spelled = [f"inference={inference!r}"] if inference is not None else []
+        spelled += [f"approximation={approximation!r}"] if approximation == "sparse" else []
+        spelled += [f"{k}={v!r}" for k, v in old.items()]
+        try:
+            new = repr(engine_from_keywords(inference, old, approximation == "sparse", rank))
+        except ValueError:
+            new = "EP(...), Laplace(...), NUTS(...) or SparseLaplace(...)"
+        warnings.warn(
+            f"XPGPModel({', '.join(spelled)}) is deprecated: pass the engine object, "
+            f"XPGPModel(prior, {new})",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+
+    @property
+    def engine(self) -> Engine:
+        """The engine object (``ValueError`` naming a setting at fault)."""
+        engine, inference, approximation, rank, old = self._spelled
+        if engine is not None:
+            return resolve(engine)
+        old = {k: v for k, v in old.items() if v is not None}
+        return engine_from_keywords(inference, old, approximation == "sparse", rank)
+
+    @property
+    def inference(self) -> str:
+        """The engine's name (the old keyword's spelling)."""
+        return self.engine.describe()
 
     def __repr__(self) -> str:
-        return f"XPGPModel({self.prior!r}, inference={self.inference!r})"
+        engine, *_ = self._spelled
+        try:
+            engine = self.engine
+        except ValueError:
+            pass
+        return f"XPGPModel({self.prior!r}, {engine!r})"
 
     def covariance(self, problem: PreferenceProblem) -> tuple[jax.Array, tuple]:
         """The prior covariance ``K: (n, n)`` of the problem and the prepared graph data."""
@@ -284,7 +332,7 @@ class XPGPModel:
         the prior as given); with ``inference="laplace"`` the learning uses the Laplace
         evidence too (with ``"nuts"``, EP's). ``learning_options`` go to
         ``bayesrank.learning.fit_hyperparameters`` (e.g. ``optimizer=BFGS(max_steps=50)``,
-        ``ep=EPSettings(...)``, ``start=Start(restarts=2)``); given without
+        ``engine=EP(...)``, ``start=Start(restarts=2)``); given without
         ``learn_hyperparameters`` they are a ``ValueError`` (they would be ignored). The fitted
         prior is the posterior's ``prior`` and the learning result its ``learning``;
         ``self.prior`` stays as it was.
@@ -295,9 +343,7 @@ class XPGPModel:
                 f"problem must be a PreferenceProblem (PreferenceProblem.create), got "
                 f"{type(problem).__name__}"
             )
-        inference = self._check_settings(None if problem.X is None else problem.X.shape[1])
-        if inference == "nuts" and key is None:
-            raise ValueError("inference='nuts' needs a key: XPGPModel(...).fit(problem, key=...)")
+        engine = self._check_settings(problem)
         if not (
             isinstance(learn_hyperparameters, bool | np.bool_)
             or (isinstance(learn_hyperparameters, str) and learn_hyperparameters in LEARNING)
@@ -313,10 +359,14 @@ class XPGPModel:
                 "learn_hyperparameters, which would ignore them: pass learn_hyperparameters=True "
                 "(or 'em', 'nuts') to learn the hyperparameters, or drop them"
             )
-        if self.approximation == "sparse" or (
-            self.approximation == "auto" and problem.n > AUTO_DENSE_UP_TO
-        ):
-            return self._fit_sparse(problem, inference, key, learn_hyperparameters, sites)
+        if not isinstance(engine, GaussianEngine):
+            if key is None and isinstance(engine, NUTS):
+                raise ValueError("NUTS needs a key: XPGPModel(prior, NUTS()).fit(problem, key=...)")
+            if learn_hyperparameters and not isinstance(engine, NUTS):
+                raise ValueError(
+                    f"{engine!r} fits at the prior's hyperparameters: no "
+                    "learn_hyperparameters (learn them with learning.sparse_em)"
+                )
         prior, learning = self.prior, None
         if learn_hyperparameters == "nuts":
             return self._marginalise(problem, key, learning_options)
@@ -334,16 +384,16 @@ class XPGPModel:
                     f"{sorted(known)}"
                 )
             method = learn_hyperparameters if isinstance(learn_hyperparameters, str) else "evidence"
-            learning_options.setdefault("inference", "laplace" if inference == "laplace" else "ep")
+            if not {"engine", "ep", "inference"} & set(learning_options):
+                learning_options["engine"] = engine.learning_engine()
             if key is not None:  # restarts draw from it (NUTS, if asked for, from another)
                 learning_options.setdefault("key", jax.random.fold_in(key, 1))
             learning = fit_hyperparameters(prior, [problem], method=method, **learning_options)
             prior = learning.prior
-        if inference == "nuts":
-            from .inference import nuts  # NumPyro loads only when sampling is asked for
-
-            result = nuts.sample_problem(key, prior, problem, **(self.nuts_options or {}))
-            return Posterior(prior, problem, result, learning, inference)
+        if not isinstance(engine, GaussianEngine):
+            result = engine.fit_problem(prior, problem, sites, key=key)
+            warn_if_unconverged(result.converged, f"{engine.describe()} fit", engine.advice)
+            return Posterior(prior, problem, result, learning, engine)
         if learning is not None and sites is None and self._learned_posterior(learning_options):
             # the learning's final EP ran at this model's settings: its posterior is this fit's
             # (no second EP sweep, no second compiled program)
@@ -352,43 +402,18 @@ class XPGPModel:
             )
         else:
             with one_blas_thread():  # bayesrank.runtime: XLA's and BLAS's thread pools contend
-                result = fit_problem(
-                    prior,
-                    problem,
-                    sites,
-                    engine=inference,
-                    schedule=self.schedule,
-                    max_iter=self.max_iter,
-                    tol=self.tol,
-                    damping=self.damping,
-                    precision=self.precision,
-                )
+                result = engine.fit_problem(prior, problem, sites)
         if not all(np.all(np.isfinite(np.asarray(a))) for a in (result.mean, result.cov)):
             raise ValueError(why_not_finite(prior, problem))
-        advice = EP_ADVICE if inference == "ep" else "raise max_iter (Newton's iterations)"
-        warn_if_unconverged(result.converged, f"{inference.upper()} fit", advice)
-        return Posterior(prior, problem, result, learning, inference)
-
-    def _fit_sparse(self, problem, inference, key, learn_hyperparameters, sites) -> Posterior:
-        """``approximation="sparse"``: the precision-form Laplace (``inference.sparse``)."""
-        from .inference import sparse
-
-        if learn_hyperparameters or sites is not None:
-            raise ValueError(
-                "approximation='sparse' fits at the prior's hyperparameters: no "
-                "learn_hyperparameters, no sites (learn them with learning.sparse_em)"
-            )
-        tol = 1e-10 if self.tol is None else self.tol
-        result = sparse.fit_problem(self.prior, problem, inference, self.rank, self.max_iter, tol,
-                                    key)  # fmt: skip
-        warn_if_unconverged(result.converged, "Laplace fit", "raise max_iter (Newton's iterations)")
-        return Posterior(self.prior, problem, result, None, inference)
+        warn_if_unconverged(result.converged, f"{engine.describe().upper()} fit", engine.advice)
+        return Posterior(prior, problem, result, learning, engine)
 
     def _marginalise(self, problem: PreferenceProblem, key, options: dict) -> Posterior:
         """``learn_hyperparameters="nuts"``: NUTS on the hyperparameters and the preference
         degrees together (``bayesrank.inference.nuts.sample_hyperparameters``), the
         hyperprior a normal of sd ``hyperprior_scale`` (default 2, as the evidence fit's) on
-        each free unconstrained value, centred on the median heuristic's start."""
+        each free unconstrained value, centred on the median heuristic's start; the sampler's
+        settings are the model's engine's where it is ``NUTS``, else ``NUTS()``'s."""
         from .inference import nuts  # NumPyro loads only when sampling is asked for
         from .learning.initialize import initialize
         from .learning.layout import stack
@@ -407,6 +432,7 @@ class XPGPModel:
             raise ValueError(
                 f"learn_hyperparameters='nuts' takes hyperprior_scale and trainable, got {unknown}"
             )
+        sampler = self.engine if isinstance(self.engine, NUTS) else NUTS()
         centre = initialize(self.prior, stack([problem]))
         result = nuts.sample_hyperparameters(
             key,
@@ -416,33 +442,25 @@ class XPGPModel:
             graphs=centre.prepare(problem.relations),
             trainable=options.get("trainable"),
             hyperprior_scale=options.get("hyperprior_scale", 2.0),
-            **(self.nuts_options or {}),
+            **sampler.options(),
         )
-        return Posterior(centre, problem, result, None, "nuts")
+        return Posterior(centre, problem, result, None, sampler)
 
     def _learned_posterior(self, options: dict) -> bool:
         """Whether hyperparameter learning with ``options`` ends with the posterior this model
-        computes: EP with the model's schedule, iteration cap and tolerance, no damping."""
-        from .learning.options import ep_settings
+        computes: EP at the model's settings (and no damping, full precision)."""
+        from .learning.options import learning_engine
 
-        ep = ep_settings(options)
-        return (
-            self.inference == "ep"
-            and options.get("inference", "ep") == "ep"
-            and self.precision == "full"
-            and self.damping == 1.0
-            and self.schedule == ep.schedule
-            and self.max_iter == ep.max_iter
-            and self.tol == ep.tol
-        )
+        return isinstance(self.engine, EP) and learning_engine(options) == self.engine
 
-    def _check_settings(self, n_features: int | None) -> str:
-        """``ValueError`` naming a setting or hyperparameter at fault; the engine's name."""
-        check_prior(self.prior, n_features)
-        inference = check_choice(self.inference, "inference", INFERENCE)
+    def _check_settings(self, problem: PreferenceProblem) -> Engine:
+        """The engine for ``problem`` (``approximation="auto"``: sparse beyond
+        ``AUTO_DENSE_UP_TO`` entities); ``ValueError`` naming a setting or hyperparameter at
+        fault."""
+        check_prior(self.prior, None if problem.X is None else problem.X.shape[1])
         check_choice(self.approximation, "approximation", ("dense", "sparse", "auto"))
         check_int(self.rank, "rank", low=1)
-        check_int(self.max_iter, "max_iter", low=1, high=MAX_ITER_LIMIT)
-        check_float(self.tol, "tol", low=0.0, low_open=True, allow_none=True)
-        check_settings(self.schedule, self.precision, self.damping)
-        return inference
+        engine = self.engine
+        if self.approximation == "auto" and problem.n > AUTO_DENSE_UP_TO:
+            engine = engine.large(problem.n, self.rank)
+        return engine

@@ -55,7 +55,7 @@ def one(n: int, dense_up_to: int, kind: str) -> dict:
         blocks.append(S.diagonal_precision(np.asarray(low.residual) + 0.5))
     prior = S.latent_prior(features, blocks)
     # the latent preferences: a prior draw (a posterior draw given one empty pair)
-    no_pairs = S.SparseLaplace(np.zeros(prior.size), np.zeros(n), np.zeros(1), 0, True, 0)
+    no_pairs = S.SparseMode(np.zeros(prior.size), np.zeros(n), np.zeros(1), 0, True, 0)
     u = np.asarray(
         S.laplace.posterior_draws(prior, np.zeros((1, 2), np.int32), no_pairs,
                                   jax.random.key(2), 1, 1e-8)[0]

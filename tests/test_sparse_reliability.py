@@ -80,11 +80,11 @@ def trained():
 
 
 def unfitted():
-    """``(prior, fit)`` with a ``SparseLaplace`` of ``TRAIN``'s shapes, all zeros: for the
+    """``(prior, fit)`` with a ``SparseMode`` of ``TRAIN``'s shapes, all zeros: for the
     refusals, which come before anything is compiled."""
     prior = problem()[0]
     zeros = np.zeros(prior.size), np.zeros(N), np.zeros(len(TRAIN))
-    return prior, S.SparseLaplace(*zeros, np.int32(0), np.False_, np.int32(0))
+    return prior, S.SparseMode(*zeros, np.int32(0), np.False_, np.int32(0))
 
 
 def _entry_ok(v, self_pairs_too: bool = False) -> bool:
@@ -209,7 +209,7 @@ def test_a_fit_of_another_prior_or_other_pairs_is_refused():
     prior, fit = unfitted()
     with pytest.raises(ValueError, match=r"fit.w has shape \(5,\), expected \(2,\)"):
         S.pair_predictions(prior, TRAIN[:2], fit, VALID_TEST)
-    with pytest.raises(ValueError, match="fit must be a SparseLaplace"):
+    with pytest.raises(ValueError, match="fit must be a SparseMode"):
         S.pair_predictions(prior, TRAIN, tuple(fit), VALID_TEST)
     with pytest.raises(ValueError, match="prior must be a LatentPrior"):
         S.mode(problem()[1], TRAIN)

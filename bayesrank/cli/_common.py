@@ -16,7 +16,6 @@ __all__ = ["MAX_K_LIMIT", "MAX_SEED", "data_path", "json_text", "seed", "setup_j
 MAX_K_LIMIT = 10**6
 
 
-
 def seed(text: str) -> int:
     """``--seed``'s type: an integer in ``[0, MAX_SEED]`` (argparse's one-line error, exit 2,
     for anything else; a larger one overflowed JAX's int64 with a traceback)."""

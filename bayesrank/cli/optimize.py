@@ -22,6 +22,7 @@ DEFAULT_ANSWERS = "optimize_answers.jsonl"
 #: (a test keeps the two lists equal).
 ACQUISITION_CHOICES = ("eubo", "qeubo", "variance", "bald", "kg")
 
+
 def _session_options(args: argparse.Namespace) -> dict:
     import jax
 

@@ -35,20 +35,32 @@ in EP.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import dataclasses
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax.scipy.special import log_ndtr
 
+from ..data.checks import check_float, check_int
 from ..likelihoods import Outcomes, inverse_mills, outcome_curvature
 from ..linalg import prior_root
+from .engine import Engine, GaussianEngine, check_engine_settings
 from .ep.evidence import pseudo_data_precision
 from .ep.factor import covariance, dense, from_root
 from .ep.sites import Sites, informative_pairs, marginals, pair_mask_or_all, to_entities
 from .posterior import GaussianPosterior
 
-__all__ = ["LaplacePosterior", "LaplaceState", "default_tol", "fit", "log_evidence", "mode"]
+__all__ = [
+    "Laplace",
+    "LaplacePosterior",
+    "LaplaceState",
+    "SparseLaplace",
+    "default_tol",
+    "fit",
+    "log_evidence",
+    "mode",
+]
 
 #: Step halvings of the Newton line search before a step is given up.
 MAX_HALVINGS = 30
@@ -122,7 +134,7 @@ def mode(
     pairs,
     *,
     pair_mask=None,
-    max_iter: int = 100,
+    max_iter: int = 200,
     tol=None,
     sites: Sites | None = None,
     outcomes: Outcomes | None = None,
@@ -244,7 +256,7 @@ def _evidence_at(K, xi_hat, pairs, active, valid, logdet, cov, outcomes=None):
 
 
 def log_evidence(
-    K, pairs, *, pair_mask=None, max_iter: int = 100, tol=None, outcomes=None
+    K, pairs, *, pair_mask=None, max_iter: int = 200, tol=None, outcomes=None
 ) -> jax.Array:
     """The Laplace approximation of ``log P(pairs | K)`` (R&W Eq. 3.32), differentiable in
     ``K`` by implicit differentiation (module docstring). Pure."""
@@ -288,7 +300,7 @@ def fit(
     pairs,
     *,
     pair_mask=None,
-    max_iter: int = 100,
+    max_iter: int = 200,
     tol=None,
     sites: Sites | None = None,
     outcomes: Outcomes | None = None,
@@ -322,3 +334,83 @@ def fit(
         max_change=state.max_change,
         n_uninformative=jnp.sum(valid & ~active).astype(jnp.int32),
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class Laplace(GaussianEngine):
+    """The Laplace approximation as an engine (``bayesrank.inference.engine``).
+
+    Attributes:
+        max_iter: at most that many Newton steps (200).
+        tol: Newton's tolerance on the mode, relative to ``max(1, max|xi|)``; ``None``: 1e-10 in
+            float64, 1e-5 in float32 (``default_tol``).
+
+    Both are traced (changing them compiles nothing). Its sites at the mode (``tau = w``,
+    ``nu = w d + r``) make it a Gaussian engine: prediction at new entities, collections and
+    evidence-based learning work as with EP.
+    """
+
+    name: ClassVar[str] = "laplace"
+    traced: ClassVar[tuple[str, ...]] = ("max_iter", "tol")
+    advice: ClassVar[str] = "raise max_iter (Newton's iterations)"
+
+    max_iter: int = 200
+    tol: float | None = None
+
+    def __post_init__(self):
+        check_engine_settings(self)
+
+    def default_tol(self, dtype) -> float:
+        return default_tol(dtype)
+
+    def learning_engine(self) -> Laplace:
+        """``Laplace()``: learning runs Newton at its own defaults."""
+        return Laplace()
+
+    def large(self, n: int, rank: int) -> SparseLaplace:
+        """``SparseLaplace`` at this engine's settings and ``rank``."""
+        return SparseLaplace(rank, self.max_iter, 1e-10 if self.tol is None else self.tol)
+
+    def fit(self, K, rows, *, pair_mask=None, sites=None, outcomes=None) -> LaplacePosterior:
+        """``fit`` at these settings (pure)."""
+        return fit(
+            K,
+            rows,
+            pair_mask=pair_mask,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            sites=sites,
+            outcomes=outcomes,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class SparseLaplace(Engine):
+    """The Laplace approximation in precision form (``bayesrank.inference.sparse``): no dense
+    ``(n, n)`` matrix, for thousands of entities and more; strict pairs only, at the prior's
+    hyperparameters. The attribute kernel at ``rank`` by pivoted Cholesky with its residual
+    variances kept; relations ``RegularizedLaplacian``. Its posterior predicts pairs by CG (by
+    posterior draws beyond 2,000 pairs) and estimates its evidence by stochastic Lanczos
+    quadrature.
+
+    Attributes: ``rank`` (256), ``max_iter`` (200 Newton steps), ``tol`` (1e-10, on the mode).
+    """
+
+    name: ClassVar[str] = "sparse"
+    advice: ClassVar[str] = "raise max_iter (Newton's iterations)"
+
+    rank: int = 256
+    max_iter: int = 200
+    tol: float | None = 1e-10
+
+    def __post_init__(self):
+        check_int(self.rank, "rank", low=1)
+        check_engine_settings(self)
+        check_float(self.tol, "tol", 0.0, low_open=True)
+
+    def fit_problem(self, prior, problem, sites=None, *, key=None):
+        if sites is not None:
+            raise ValueError("SparseLaplace takes no sites (it fits at the prior's values)")
+        from . import sparse  # its modules build on this one
+
+        return sparse.fit_problem(prior, problem, self.rank, self.max_iter, self.tol, key)

@@ -1,4 +1,4 @@
-"""One problem's posterior under an XPGP prior, by EP or Laplace, in one compiled call.
+"""One problem's posterior under an XPGP prior, by a Gaussian engine, in one compiled call.
 
 ``fit_problem`` pads the problem to size buckets (``bayesrank.data.batch.bucket_size``;
 padded entities are decoupled and touched by no pair, so the real entities' posterior is
@@ -9,8 +9,6 @@ of the same query, or a query of similar size, reuses, and unpads the result.
 
 from __future__ import annotations
 
-from functools import partial
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -20,8 +18,7 @@ from ..data.checks import check_fits_dtype, check_outcomes
 from ..data.problem import PreferenceProblem
 from ..kernels.xpgp import XPGP, with_anchor
 from ..likelihoods import row_outcomes
-from . import ep, laplace
-from .ep.fit import check_settings, check_sites, loop_settings, pad_pairs, unpad_posterior
+from .ep.fit import check_sites, pad_pairs, unpad_posterior
 from .ep.host import pad_rows
 
 __all__ = ["fit_problem", "problem_covariance", "problem_outcomes", "why_not_finite"]
@@ -91,9 +88,9 @@ def why_not_finite(prior: XPGP, problem: PreferenceProblem) -> str:
     )
 
 
-def fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings):
-    """EP or Laplace on ``problem`` under ``prior``, padded to size buckets, one jitted call."""
-    check_settings(settings["schedule"], settings["precision"], settings["damping"])
+def fit_problem(prior: XPGP, problem: PreferenceProblem, sites, engine):
+    """A ``GaussianEngine`` (``engine``) on ``problem`` under ``prior``, padded to size buckets,
+    in one jitted call (the engine a pytree argument: its numbers traced, the rest static)."""
     outcomes = problem_outcomes(prior, problem)
     rows = problem.rows
     n, m = problem.n, len(rows)
@@ -119,11 +116,6 @@ def fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings):
         _, weight, _ = check_outcomes(None, weight, 0.0, m)
         tie, weight = pad_rows(tie, weight, m, dtype)
         outcomes = (tie, np.pad(grade, (0, len(tie) - m), constant_values=-1), weight)
-    engine = settings["engine"]
-    tol = settings["tol"]
-    if engine == "laplace":
-        sites = None  # EP's warm start
-        tol = laplace.default_tol(dtype) if tol is None else tol
     result = _fit_jit(
         _as_arrays(prior, dtype),
         X,
@@ -134,18 +126,9 @@ def fit_problem(prior: XPGP, problem: PreferenceProblem, sites, **settings):
         pair_mask,
         sites,
         outcomes,
-        *loop_settings(settings["max_iter"], tol, settings["damping"], dtype),
-        engine=engine,
-        schedule=settings["schedule"],
-        precision=settings["precision"],
+        engine.with_defaults(dtype),
     )
-    if engine == "ep":
-        return unpad_posterior(result, n, m)
-    result = jax.device_get(result)  # sliced on the host (an eager slice compiles per shape)
-    sites = ep.Sites(result.sites.tau[:m], result.sites.nu[:m])  # unpadded, as EP's are
-    return jax.device_put(
-        result._replace(mean=result.mean[:n], cov=result.cov[:n, :n], sites=sites)
-    )
+    return unpad_posterior(result, n, m)
 
 
 def _as_arrays(tree, dtype):
@@ -155,39 +138,10 @@ def _as_arrays(tree, dtype):
     )
 
 
-@partial(jax.jit, static_argnames=("engine", "schedule", "precision"))
-def _fit_jit(
-    prior,
-    X,
-    graphs,
-    mask,
-    anchor,
-    pairs,
-    pair_mask,
-    sites,
-    outcomes,
-    max_iter,
-    tol,
-    damping,
-    engine,
-    **static,
-):
+@jax.jit
+def _fit_jit(prior, X, graphs, mask, anchor, pairs, pair_mask, sites, outcomes, engine):
     K = with_anchor(prior.covariance(X, graphs, mask), anchor)
     if outcomes is not None:
         margin = jnp.zeros((), K.dtype) if prior.margin is None else prior.margin
         outcomes = row_outcomes(*outcomes, margin, prior.thresholds)
-    if engine == "laplace":
-        return laplace.fit(
-            K, pairs, pair_mask=pair_mask, max_iter=max_iter, tol=tol, outcomes=outcomes
-        )
-    return ep.fit_core(
-        K,
-        pairs,
-        pair_mask=pair_mask,
-        sites=sites,
-        outcomes=outcomes,
-        max_iter=max_iter,
-        tol=tol,
-        damping=damping,
-        **static,
-    )
+    return engine.fit(K, pairs, pair_mask=pair_mask, sites=sites, outcomes=outcomes)

@@ -16,6 +16,7 @@ import zipfile
 import numpy as np
 
 from ..data.problem import PreferenceProblem
+from ..inference.posterior import SamplePosterior
 
 __all__ = [
     "FORMAT",
@@ -39,11 +40,15 @@ FORMAT_VERSION = 2
 #: The archive entry holding the JSON document (UTF-8 bytes as a ``uint8`` array).
 META_KEY = "meta.json"
 
-#: The engine's result class for each ``engine``.
-RESULT_CLASS = {"ep": "EPPosterior", "laplace": "LaplacePosterior", "nuts": "NUTSPosterior"}
-#: The other result class an engine may have: Laplace without a dense matrix
-#: (``XPGPModel(approximation="sparse")``).
-SPARSE_RESULT = {"laplace": "SparsePosterior"}
+#: The engine's result class for each ``engine`` (the engines' names, ``inference.engines``).
+RESULT_CLASS = {
+    "ep": "EPPosterior",
+    "laplace": "LaplacePosterior",
+    "nuts": "NUTSPosterior",
+    "sparse": "SparsePosterior",
+}
+#: Files written before the engines were objects name the sparse Laplace ``"laplace"``.
+SPARSE_RESULT = {"laplace": "SparsePosterior", "sparse": "SparsePosterior"}
 
 
 class ModelFileError(ValueError):
@@ -182,7 +187,7 @@ def check_fit(name: str, posterior) -> None:
             raise ModelFileError(name, "result/latent", f"has {result.latent.n} entities, not {n}")
         return
     _expect_shape(name, "result/cov", result.cov, (n, n))
-    if posterior.inference == "nuts":
+    if isinstance(result, SamplePosterior):
         samples = np.shape(result.samples)
         if len(samples) != 3 or samples[2] != n:
             raise ModelFileError(

@@ -91,6 +91,7 @@ an unknown class name; a problem, prior or posterior that does not fit together 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import secrets
@@ -100,9 +101,10 @@ import jax
 import numpy as np
 
 from ..data.problem import PreferenceProblem
+from ..inference.engines import ENGINES, resolve
 from ..kernels.xpgp import XPGP, check_prior
 from ..learning import FitResult
-from ..model import INFERENCE, Posterior
+from ..model import Posterior
 from .archive import (
     FORMAT,
     FORMAT_VERSION,
@@ -148,11 +150,13 @@ def _document(posterior: Posterior) -> tuple[dict, dict]:
     saved)."""
     import bayesrank
 
-    problem, result, engine = posterior.problem, posterior.result, posterior.inference
+    problem, result, engine = posterior.problem, posterior.result, posterior.engine.name
     if not isinstance(problem, PreferenceProblem):
         raise ValueError(f"posterior.problem must be a PreferenceProblem, got {type(problem)}")
-    if engine not in INFERENCE:
-        raise ValueError(f"posterior.inference must be one of {INFERENCE}, got {engine!r}")
+    if engine not in ENGINES:
+        raise ValueError(
+            f"a posterior of the engines {sorted(ENGINES)} can be saved, not {posterior.engine!r}'s"
+        )
     sparse = type(result).__name__ == SPARSE_RESULT.get(engine)
     if type(result).__name__ != RESULT_CLASS[engine] and not sparse:
         raise ValueError(
@@ -195,6 +199,7 @@ def _document(posterior: Posterior) -> tuple[dict, dict]:
         "jax_version": jax.__version__,
         "numpy_version": np.__version__,
         "engine": engine,
+        "engine_settings": dataclasses.asdict(posterior.engine),
         "summary": {
             "n_entities": int(problem.n),
             "n_pairs": len(problem.pairs),
@@ -300,8 +305,8 @@ def load(path, *, kernels=()) -> Posterior:
     name, meta, arrays = read(path)
     check_manifest(name, meta, arrays)
     engine = meta.get("engine")
-    if engine not in INFERENCE:
-        raise ModelFileError(name, "engine", f"must be one of {INFERENCE}, got {engine!r}")
+    if engine not in ENGINES:
+        raise ModelFileError(name, "engine", f"must be one of {sorted(ENGINES)}, got {engine!r}")
     registry = dict(DATACLASSES)
     registry.update({cls.__name__: cls for cls in kernels})
     problem = read_problem(name, meta.get("problem"), arrays)
@@ -328,6 +333,13 @@ def load(path, *, kernels=()) -> Posterior:
         check_prior(prior, None if problem.X is None else problem.X.shape[1])
     except ValueError as error:
         raise ModelFileError(name, "prior", str(error)) from None
+    if type(result).__name__ == SPARSE_RESULT.get(engine):  # an older file's sparse Laplace
+        engine = "sparse"
+    try:
+        settings = meta.get("engine_settings") or {}
+        engine = dataclasses.replace(resolve(engine), **settings)
+    except (TypeError, ValueError) as error:
+        raise ModelFileError(name, "engine_settings", str(error)) from None
     posterior = Posterior(prior, problem, result, learning, engine)
     check_fit(name, posterior)
     return posterior

@@ -90,14 +90,16 @@ def namedtuples() -> dict[str, type]:
         ep.Sites,
         laplace.LaplacePosterior,
         sparse.SparsePosterior,
-        sparse.SparseLaplace,
+        sparse.SparseMode,
         NUTSPosterior,
         NUTSDiagnostics,
         FitResult,
         Design,
         Trace,
     )
-    return {cls.__name__: cls for cls in classes}
+    names = {cls.__name__: cls for cls in classes}
+    names["SparseLaplace"] = sparse.SparseMode  # its name in files written before 2026-11-29
+    return names
 
 
 class TreeError(ValueError):

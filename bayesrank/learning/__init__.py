@@ -14,7 +14,7 @@ The package, one concept a module:
 - ``design``: the global start, a space-filling design scored by the evidence, BFGS from
   its best distinct points;
 - ``settings``: the façade's grouped settings, the optimiser (``BFGS``, ``Optax``) and the
-  start (``Start``); EP's are ``bayesrank.inference.ep.EPSettings``, re-exported here;
+  start (``Start``); the engine's are its own (``engine=EP(...)``, ``bayesrank.inference.engines``);
 - ``options``: the groups resolved, with their defaults and the old keywords, before a fit;
 - ``fit``: ``fit_hyperparameters``, the façade;
 - ``stages``: a fit of one layout: prepare, run from every start, finish;
@@ -28,7 +28,6 @@ pairs.
 """
 
 from .._moved import moved
-from ..inference.ep.settings import EPSettings
 from .config import FROZEN_BY_DEFAULT, default_trainable
 from .design import GlobalStart
 from .diagnostics import (
@@ -47,7 +46,6 @@ __all__ = [
     "BFGS",
     "FROZEN_BY_DEFAULT",
     "Design",
-    "EPSettings",
     "FitResult",
     "GlobalStart",
     "LearningConvergenceWarning",
@@ -68,6 +66,7 @@ __all__ = [
 __getattr__ = moved(
     __name__,
     {
+        "EPSettings": "bayesrank.inference.engines:EP",
         "PreparedBatch": "bayesrank.parallel.batching",
         "covariances": "bayesrank.parallel.batching",
         "prepare_batch": "bayesrank.parallel.batching",

@@ -41,7 +41,7 @@ class Config(NamedTuple):
     schedule: str  # EP's schedule
     hyperprior: bool  # a hyperprior on the unconstrained values (MAP-II)
     single: bool = False  # one query: the steps' EP also stops on the sites' residual
-    inference: str = "ep"  # the engine of the posteriors and the evidence: "ep" or "laplace"
+    engine: Any = None  # the posteriors' and the evidence's engine: None, EP's path; or another
 
 
 class Settings(NamedTuple):

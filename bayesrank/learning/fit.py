@@ -15,7 +15,7 @@ on which entities a split's pairs touch, so a new random split of the same query
 compiled program. Floats (tolerances, the learning rate, the hyperprior's scale) are traced.
 
 Here: the keywords checked and resolved (``options``: the groups of ``settings`` and EP's
-``EPSettings``, the old keywords mapped onto them), the problems checked, the layout chosen
+engine ``EP``, the old keywords mapped onto them), the problems checked, the layout chosen
 (``layout``), and the first fits of the coarse and Laplace starts. A fit of one layout is
 ``stages.fit_layout``: prepare, run from every start, finish.
 """
@@ -32,7 +32,8 @@ from ..data.batch import ProblemBatch
 from ..data.checks import check_bool, check_int
 from ..data.keys import check_key
 from ..data.problem import PreferenceProblem
-from ..inference.ep.settings import EPSettings
+from ..inference.engine import GaussianEngine
+from ..inference.laplace import Laplace
 from ..kernels.xpgp import XPGP
 from ..runtime import one_blas_thread, warn_if_float32
 from .config import resolve_trainable
@@ -59,7 +60,6 @@ from .stages import fit_layout
 
 __all__ = [
     "BFGS",
-    "EPSettings",
     "GlobalStart",
     "LearningConvergenceWarning",
     "MultimodalEvidenceWarning",
@@ -76,7 +76,7 @@ def fit_hyperparameters(
     *,
     method: str = "evidence",
     optimizer: BFGS | Optax | optax.GradientTransformation | None = None,
-    ep: EPSettings | None = None,
+    engine: GaussianEngine | str | None = None,
     start: Start | None = None,
     key: jax.Array | None = None,
     trainable=None,
@@ -84,7 +84,6 @@ def fit_hyperparameters(
     hyperprior: dict | str | None = None,
     per_query: bool = False,
     bucket: int | None = 64,
-    inference: str = "ep",
     progress: bool = False,
     **deprecated,
 ) -> FitResult:
@@ -109,13 +108,17 @@ def fit_hyperparameters(
             optax step that makes the hyperparameters or the objective non-finite is rejected
             and the fit stops at its last finite point (``NonFiniteStepWarning``,
             ``FitResult.nonfinite_step``), as BFGS rejects such trial points.
-        ep: ``EPSettings`` (``bayesrank.inference.ep``, shared with ``ep.fit``) for the E-steps,
-            the evidence steps and the final posteriors: ``max_iter`` (default 200 sweeps
-            here), ``tol`` (default 1e-6 in float64, 1e-3 in float32), ``step_tol`` (default
-            1e-4: the steps' tolerance, absolute and relative to a query's largest prior sd;
-            the evidence is stationary in the sites, so the steps need less than the final
-            posteriors), ``schedule`` (``"parallel"``, accelerated, or ``"sequential"``).
-            With ``inference="laplace"`` only ``max_iter`` applies (Newton's cap).
+        engine: the engine of the E-steps, the evidence steps and the final posteriors
+            (``bayesrank.inference.engine``; a ``GaussianEngine``, by default ``EP()``):
+            ``EP(...)`` takes ``max_iter`` (default 200 sweeps), ``tol`` (default 1e-6 in
+            float64, 1e-3 in float32), ``step_tol`` (default 1e-4: the steps' tolerance,
+            absolute and relative to a query's largest prior sd; the evidence is stationary in
+            the sites, so the steps need less than the final posteriors) and ``schedule``
+            (``"parallel"``, accelerated, or ``"sequential"``); ``Laplace(...)`` maximises the
+            Laplace evidence (its gradient by implicit differentiation; the posteriors are
+            ``LaplacePosterior``); any other ``GaussianEngine`` its ``log_evidence``,
+            differentiated through ``K`` with its fit's sites held fixed where it holds them
+            so (method ``"evidence"``). ``"ep"`` and ``"laplace"`` name the first two.
         start: ``Start(init=True, design="auto", coarse="auto", laplace=False, restarts=0)``:
             the median heuristic (``init``), the global start (``design``: a ``GlobalStart``
             of 16 points and 2 BFGS starts for BFGS evidence maximisation), a first fit on
@@ -138,13 +141,12 @@ def fit_hyperparameters(
         bucket: shared evidence maximisation by BFGS or Adam from a list of problems: queries
             padded to the entities their pairs touch rounded up to a multiple of ``bucket``,
             each size group its own compiled call (EP costs ``n^3``); ``None``: one shape.
-        inference: ``"ep"`` (default) or ``"laplace"`` (the Laplace evidence, its gradient by
-            implicit differentiation; the posteriors are ``LaplacePosterior``).
         progress: show progress (a tqdm bar if tqdm is installed, else a line per iteration).
         deprecated: the old keywords, each a field of a group, with a ``DeprecationWarning``:
             ``n_iter``, ``tol``, ``m_steps``, ``learning_rate`` and the names ``"bfgs"``,
             ``"lbfgs"``, ``"adam"`` (``optimizer``); ``ep_max_iter``, ``ep_tol``,
-            ``ep_step_tol``, ``schedule`` (``ep``); ``init``, ``design``, ``coarse``,
+            ``ep_step_tol``, ``schedule`` (``engine=EP(...)``), ``ep`` (``engine``, an ``EP``),
+            ``inference`` (``engine``, by name); ``init``, ``design``, ``coarse``,
             ``laplace_start``, ``restarts`` (``start``). One beside its group is a ``ValueError``.
 
     Returns:
@@ -158,7 +160,7 @@ def fit_hyperparameters(
     options = resolve(
         method,
         optimizer,
-        ep,
+        engine,
         start,
         deprecated,
         trainable=trainable,
@@ -166,7 +168,6 @@ def fit_hyperparameters(
         hyperprior=hyperprior,
         key=key,
         progress=progress,
-        inference=inference,
     )
     check_bool(per_query, "per_query")
     check_int(bucket, "bucket", low=1, allow_none=True)
@@ -222,9 +223,9 @@ def _dispatch(prior, problems, o: Options, per_query, bucket) -> FitResult:
         return result if per_query or not single else unbatched(result, batch)
 
     if o.laplace_start:
-        if coarse is not None or per_query or o.method != "evidence" or o.inference != "ep":
+        if coarse is not None or per_query or o.method != "evidence" or o.engine != o.ep:
             raise ValueError(
-                "Start(laplace=True) needs method='evidence', inference='ep', no coarse start "
+                "Start(laplace=True) needs method='evidence', engine EP, no coarse start "
                 "and a shared theta (or one problem)"
             )
     elif coarse is None:
@@ -238,7 +239,7 @@ def _dispatch(prior, problems, o: Options, per_query, bucket) -> FitResult:
     )
     first = o._replace(init=False, restarts=0, progress=False)
     if o.laplace_start:
-        first = first._replace(inference="laplace")
+        first = first._replace(engine=Laplace())
         start, (tau, nu) = fit_layout(center, batch, groups, restrict, single, first, final=False)
         sites = np.stack([np.asarray(tau), np.asarray(nu)])
     else:

@@ -149,8 +149,7 @@ def check_hyperprior(hyperprior) -> dict | None:
             continue
         if not isinstance(dist, Gamma | SmoothedBox):
             raise ValueError(
-                f"hyperprior[{name!r}] must be a valid Gamma or SmoothedBox (or None), got "
-                f"{dist!r}"
+                f"hyperprior[{name!r}] must be a valid Gamma or SmoothedBox (or None), got {dist!r}"
             )
         if isinstance(dist, Gamma) and dist.concentration < 1:
             # (a - 1) log v -> +inf as v -> 0: the MAP objective has no maximum (a SmoothedBox's

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 from jax.flatten_util import ravel_pytree
 
-from ..inference import ep, laplace
+from ..inference import ep
 from ..inference.ep.evidence import pseudo_data_precision
 from ..inference.ep.sites import informative_pairs
 from ..parallel import PreparedBatch, covariances, map_queries
@@ -51,9 +51,8 @@ def expected_log_prior(K: jax.Array, mean: jax.Array, cov: jax.Array) -> jax.Arr
 
 
 def bucket_posteriors(prior, data: PreparedBatch, sites, cfg: Config, tol, relative=0.0):
-    """EP (or, with ``cfg.inference == "laplace"``, the Laplace approximation, warm-started from
-    its sites) for every query of one batch at the prior (``tol`` and ``relative``, EP's, may be
-    traced).
+    """EP (or ``cfg.engine``, e.g. the Laplace approximation, warm-started from its sites) for
+    every query of one batch at the prior (``tol`` and ``relative``, EP's, may be traced).
 
     ``relative`` (0 for none): a query's tolerance is at least ``relative`` times its largest
     prior sd, so that at large kernel scales the steps' EP stops at the same accuracy relative
@@ -61,19 +60,14 @@ def bucket_posteriors(prior, data: PreparedBatch, sites, cfg: Config, tol, relat
     """
     K = covariances(prior, data)
     rows = outcome_rows(prior, data)  # ties, weights (None: probit pairs)
-    if cfg.inference == "laplace":  # Newton to its own tolerance: it converges quadratically
+    if cfg.engine is not None:  # another engine (Laplace: Newton to its own tolerance)
 
-        def newton(K, pairs, pair_mask, sites, rows):
-            return laplace.fit(
-                K,
-                pairs,
-                pair_mask=pair_mask,
-                sites=sites,
-                max_iter=cfg.ep_max_iter,
-                outcomes=outcomes(prior, rows),
+        def other(K, pairs, pair_mask, sites, rows):
+            return cfg.engine.fit(
+                K, pairs, pair_mask=pair_mask, sites=sites, outcomes=outcomes(prior, rows)
             )
 
-        return map_queries(newton, K, data.pairs, data.pair_mask, sites, rows, method="vmap")
+        return map_queries(other, K, data.pairs, data.pair_mask, sites, rows, method="vmap")
     accelerate = cfg.schedule == "parallel"
     # A fit of one query, in a step (relative tolerance): EP also stops on the sites' residual,
     # one factorisation sooner (ep.run). Under vmap both branches of that test are computed, so

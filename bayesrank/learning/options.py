@@ -1,9 +1,10 @@
 """``fit_hyperparameters``' options resolved before anything runs: the groups (``optimizer``,
-``ep``, ``start``) with their defaults, the old keywords mapped onto them, one ``Options``.
+``engine``, ``start``) with their defaults, the old keywords mapped onto them, one ``Options``.
 
 The old keywords (``n_iter``, ``ep_max_iter``, ``restarts``, ...) still work: each sets one
-field of its group, with a ``DeprecationWarning`` naming the new spelling. Giving an old
-keyword and its group object both is a ``ValueError`` naming both.
+field of its group, with a ``DeprecationWarning`` naming the new spelling; so do ``ep=`` (the
+engine ``EP``'s old name) and ``inference="ep" | "laplace"`` (the engine by name). Giving an
+old keyword and its group object both is a ``ValueError`` naming both.
 """
 
 from __future__ import annotations
@@ -17,22 +18,22 @@ import numpy as np
 import optax
 
 from ..data.checks import check_bool, check_choice, check_float, check_int
-from ..inference.ep.settings import EPSettings, compact_repr
+from ..inference.engine import GaussianEngine
+from ..inference.engines import EP
+from ..inference.engines import resolve as resolve_engine
+from ..inference.ep.settings import compact_repr
 from .design import GlobalStart, check_design
 from .hyperpriors import check_hyperprior
 from .settings import BFGS, Optax, Start
 
-__all__ = ["DEPRECATED", "EP_MAX_ITER", "Options", "ep_settings", "resolve"]
-
-#: EP's sweeps in a fit (E-steps and final posteriors) where ``EPSettings.max_iter`` is None.
-EP_MAX_ITER = 200
+__all__ = ["DEPRECATED", "Options", "learning_engine", "resolve"]
 
 #: The old keywords: each one field of a group (``n_iter``: the optimiser's cap or count).
 DEPRECATED = {
-    "ep_max_iter": ("ep", "max_iter"),
-    "ep_tol": ("ep", "tol"),
-    "ep_step_tol": ("ep", "step_tol"),
-    "schedule": ("ep", "schedule"),
+    "ep_max_iter": ("engine", "max_iter"),
+    "ep_tol": ("engine", "tol"),
+    "ep_step_tol": ("engine", "step_tol"),
+    "schedule": ("engine", "schedule"),
     "init": ("start", "init"),
     "design": ("start", "design"),
     "coarse": ("start", "coarse"),
@@ -58,7 +59,8 @@ class Options(NamedTuple):
     m_steps: int
     learning_rate: float
     tol: float
-    ep: EPSettings  # max_iter set
+    ep: EP  # the EP path's settings: the engine where it is EP, else EP()
+    engine: GaussianEngine  # the engine of the posteriors and the evidence
     hyperprior_scale: float | None
     hyperprior: dict | None
     trainable: Any
@@ -69,26 +71,26 @@ class Options(NamedTuple):
     restarts: int
     key: Any
     progress: bool
-    inference: str
 
 
-def resolve(method, optimizer, ep, start, deprecated: dict, **plain) -> Options:
+def resolve(method, optimizer, engine, start, deprecated: dict, **plain) -> Options:
     """The ``Options`` of ``fit_hyperparameters``' keywords (``plain``: those that stay
     keywords; ``deprecated``: the old ones). ``TypeError`` for an unknown keyword,
     ``DeprecationWarning`` for an old one, ``ValueError`` naming what is at fault."""
-    if unknown := sorted(set(deprecated) - set(DEPRECATED)):
+    if unknown := sorted(set(deprecated) - set(DEPRECATED) - {"ep", "inference"}):
         raise TypeError(f"fit_hyperparameters() got an unexpected keyword argument {unknown[0]!r}")
     check_choice(method, "method", ("em", "evidence"))
-    groups = {"optimizer": optimizer, "ep": ep, "start": start}
+    notes = []
+    engine = _engine(engine, deprecated, notes)
+    groups = {"optimizer": optimizer, "engine": engine, "start": start}
     for name, (group, _) in DEPRECATED.items():
         given = groups[group]
-        if name in deprecated and isinstance(given, BFGS | Optax | EPSettings | Start):
+        if name in deprecated and isinstance(given, BFGS | Optax | GaussianEngine | Start):
             raise ValueError(
                 f"{name}={deprecated[name]!r} and {group}={given!r} both set the {group}: "
                 f"give {name}'s value in {group} alone"
             )
-    notes = []
-    ep, start = _ep(ep, deprecated, notes), _start(start, deprecated, notes)
+    engine, start = _engine_fields(engine, deprecated, notes), _start(start, deprecated, notes)
     optimizer = _optimizer(method, optimizer, deprecated, notes)
     if notes:
         warnings.warn(
@@ -96,14 +98,54 @@ def resolve(method, optimizer, ep, start, deprecated: dict, **plain) -> Options:
             DeprecationWarning,
             stacklevel=3,
         )
-    return _options(method, optimizer, ep, start, plain)
+    return _options(method, optimizer, engine, start, plain)
 
 
-def ep_settings(options: dict) -> EPSettings:
-    """The EP settings a fit with keywords ``options`` runs (``max_iter`` set), without a
-    warning: for callers that pass keywords through (``XPGPModel.fit``)."""
-    ep = _ep(options.get("ep"), {k: v for k, v in options.items() if k in DEPRECATED}, [])
-    return dataclasses.replace(ep, max_iter=ep.cap(EP_MAX_ITER))
+def learning_engine(options: dict) -> GaussianEngine:
+    """The engine a fit with keywords ``options`` runs, without a warning: for callers that
+    pass keywords through (``XPGPModel.fit``)."""
+    old = {k: v for k, v in options.items() if k in DEPRECATED or k in ("ep", "inference")}
+    engine = _engine(options.get("engine"), old, [])
+    return _engine_fields(engine, old, [])
+
+
+def _engine(engine, deprecated: dict, notes: list) -> GaussianEngine | None:
+    """The ``engine`` group: as given (``None``: ``EP()``, a name resolved), or the old
+    ``ep=`` (an ``EP``) or ``inference=`` (a name) in its place."""
+    old = [name for name in ("ep", "inference") if deprecated.get(name) is not None]
+    if old and engine is not None:
+        raise ValueError(
+            f"{old[0]}={deprecated[old[0]]!r} and engine={engine!r} both set the engine: give "
+            "the engine alone"
+        )
+    if len(old) == 2:
+        ep, inference = deprecated["ep"], deprecated["inference"]
+        if resolve_engine(inference, "inference") != EP() or not isinstance(ep, EP):
+            raise ValueError(
+                f"ep={ep!r} and inference={inference!r} both set the engine: give engine=... alone"
+            )
+        old = ["ep"]
+    if old == ["ep"]:
+        engine = deprecated["ep"]
+        if not isinstance(engine, EP):
+            raise ValueError(f"ep must be an EP, got {type(engine).__name__}")
+        notes.append(f"ep={compact_repr(engine)} -> engine={compact_repr(engine)}")
+    elif old == ["inference"]:
+        name = deprecated["inference"]
+        check_choice(name, "inference", ("ep", "laplace"))
+        engine = resolve_engine(name, "inference")
+        notes.append(f"inference={name!r} -> engine={engine!r}")
+    return resolve_engine(engine, gaussian=True)
+
+
+def _engine_fields(engine: GaussianEngine, deprecated: dict, notes: list) -> GaussianEngine:
+    """The engine with the old EP keywords (``ep_max_iter``, ...) applied."""
+    olds = {k: field for k, (g, field) in DEPRECATED.items() if g == "engine"}
+    if not isinstance(engine, EP):
+        if given := sorted(set(olds) & set(deprecated)):
+            raise ValueError(f"{given[0]} is EP's setting, not {engine!r}'s")
+        return engine
+    return _group(engine, olds, deprecated, notes)
 
 
 def _group(base, olds: dict, deprecated: dict, notes: list):
@@ -116,13 +158,9 @@ def _group(base, olds: dict, deprecated: dict, notes: list):
         new = dataclasses.replace(base, **given)
     except ValueError as error:  # name the keyword the user typed, and the field
         raise ValueError(f"{spelled}: {error}") from None
-    group = {EPSettings: "ep", Start: "start"}.get(type(base), "optimizer")
+    group = {EP: "engine", Start: "start"}.get(type(base), "optimizer")
     notes.append(f"{spelled} -> {group}={compact_repr(new)}")
     return new
-
-
-def _ep(ep, deprecated, notes) -> EPSettings:
-    return _settings(ep, EPSettings, "ep", deprecated, notes)
 
 
 def _start(start, deprecated, notes) -> Start:
@@ -186,16 +224,16 @@ def _optimizer(method, optimizer, deprecated, notes) -> BFGS | Optax:
     return optimizer
 
 
-def _options(method, optimizer, ep: EPSettings, start: Start, plain: dict) -> Options:
+def _options(method, optimizer, engine: GaussianEngine, start: Start, plain: dict) -> Options:
     """``Options`` of the resolved groups and the plain keywords, checked together."""
+    ep = engine if isinstance(engine, EP) else EP()
     for name in _EP_FIXED:
-        if getattr(ep, name) != getattr(EPSettings(), name):
+        if getattr(ep, name) != getattr(EP(), name):
             raise ValueError(
                 f"fit_hyperparameters' EP takes max_iter, tol, step_tol and schedule (it "
-                f"accelerates parallel sweeps itself); got ep.{name}={getattr(ep, name)!r}"
+                f"accelerates parallel sweeps itself); got engine.{name}={getattr(ep, name)!r}"
             )
-    ep = dataclasses.replace(ep, max_iter=ep.cap(EP_MAX_ITER))
-    check_int(ep.max_iter, "ep.max_iter", low=1)
+    check_int(ep.max_iter, "engine.max_iter", low=1)
     scale = plain["hyperprior_scale"]
     check_float(scale, "hyperprior_scale", 0.0, low_open=True, allow_none=True)
     bound = scale_bound()
@@ -204,7 +242,6 @@ def _options(method, optimizer, ep: EPSettings, start: Start, plain: dict) -> Op
             f"hyperprior_scale must be in ({1 / bound:g}, {bound:g}) or None in "
             f"{np.dtype(jnp.result_type(float)).name}, got {scale!r}"
         )
-    check_choice(plain["inference"], "inference", ("ep", "laplace"))
     check_bool(plain["progress"], "progress")
     bfgs = isinstance(optimizer, BFGS)
     name = "bfgs" if bfgs else optimizer.transformation
@@ -219,6 +256,7 @@ def _options(method, optimizer, ep: EPSettings, start: Start, plain: dict) -> Op
         learning_rate=0.05 if bfgs else optimizer.learning_rate,
         tol=optimizer.tol,
         ep=ep,
+        engine=engine,
         hyperprior_scale=scale,
         hyperprior=hyperprior,
         trainable=plain["trainable"],
@@ -229,7 +267,6 @@ def _options(method, optimizer, ep: EPSettings, start: Start, plain: dict) -> Op
         restarts=start.restarts,
         key=plain["key"],
         progress=plain["progress"],
-        inference=plain["inference"],
     )
 
 

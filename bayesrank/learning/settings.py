@@ -1,5 +1,5 @@
 """``fit_hyperparameters``' grouped settings: the optimiser (``BFGS`` or ``Optax``) and the
-start (``Start``); EP's are ``bayesrank.inference.ep.EPSettings``.
+start (``Start``); the engine's are its own (``EP(...)``, ``bayesrank.inference.engines``).
 
 Frozen dataclasses: equal settings compare and hash equal, and their fields are checked when
 they are made (a ``ValueError`` names the field and the value). What depends on the rest of a

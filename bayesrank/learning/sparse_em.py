@@ -35,7 +35,7 @@ from ..data.keys import check_key
 from ..inference.ep.settings import MAX_ITER_LIMIT
 from ..inference.sparse.evidence import evidence_gradient_core, expected_quadratics_core
 from ..inference.sparse.inputs import check_cg_tol, check_latent_prior, check_training_pairs
-from ..inference.sparse.laplace import SparseLaplace, mode_core
+from ..inference.sparse.laplace import SparseMode, mode_core
 from ..inference.sparse.prior import LatentPrior, scale_prior
 
 __all__ = ["SparseEMResult", "em_variances"]
@@ -49,7 +49,7 @@ class SparseEMResult(NamedTuple):
 
     prior: LatentPrior
     variances: np.ndarray
-    fit: SparseLaplace
+    fit: SparseMode
     trace: np.ndarray
     converged: bool
 

@@ -68,13 +68,13 @@ def check_margin_learning(prior, trainable, o: Options) -> None:
     evidence carries their gradients. ``ValueError`` where a trainable one would otherwise stay
     where it started (EM's M-step maximises the expected log prior, in which they do not appear;
     the Laplace evidence is differentiated in ``K`` only)."""
-    if not isinstance(trainable, XPGP) or not (o.method == "em" or o.inference == "laplace"):
+    if not isinstance(trainable, XPGP) or not (o.method == "em" or o.engine != o.ep):
         return
     for name in ("margin", "threshold", "threshold_gaps"):
         if getattr(prior, name) is not None and np.any(getattr(trainable, name)):
             raise ValueError(
                 f"XPGP.{name}, a likelihood parameter, is learned by method='evidence' with "
-                f"inference='ep' only, not method={o.method!r} with inference={o.inference!r}: "
+                f"engine EP only, not method={o.method!r} with engine={o.engine!r}: "
                 "use those, or hold it fixed with trainable="
                 f"dataclasses.replace(default_trainable(prior), {name}=False)"
             )
@@ -124,7 +124,7 @@ def _prepare(prior, batch, groups, restrict, per_query, o: Options, center, site
         o.ep.schedule,
         o.hyperprior_scale is not None,
         per_query,
-        o.inference,
+        None if o.engine == o.ep else o.engine,
     )
     traced = (o.learning_rate, o.hyperprior_scale or 1.0, final_tol, step_tol)
     settings = Settings(*(np.asarray(v, dtype) for v in traced))

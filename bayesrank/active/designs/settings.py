@@ -93,7 +93,6 @@ def check_settings(settings) -> Settings:
 MODES = ("cube", "pool", "mixed")
 
 
-
 def check_mode(mode: str, settings: Settings) -> None:
     """Refuse an unknown ``mode``, and a pool mode for an acquisition with look-ahead designs
     (``acquisition.DESIGNS``), which live anywhere in the cube."""

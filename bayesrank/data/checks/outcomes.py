@@ -48,8 +48,7 @@ def check_weights(weight, m: int, name: str = "weight", dtype=np.float64) -> np.
     arr = np.asarray(weight)
     if arr.dtype.kind not in "iuf" or arr.shape != (m,):
         raise ValueError(
-            f"{name} must be a real array of shape ({m},), one per row, got {arr.dtype} "
-            f"{arr.shape}"
+            f"{name} must be a real array of shape ({m},), one per row, got {arr.dtype} {arr.shape}"
         )
     arr = arr.astype(np.float64)
     if (bad := np.flatnonzero(~(np.isfinite(arr) & (arr > 0)))).size:
@@ -230,8 +229,7 @@ def check_graded(graded, n: int) -> np.ndarray:
     show = _show_whole  # whole here
     if (bad := np.flatnonzero((arr[:, 0] < 0) | (arr[:, 0] >= n))).size:
         raise ValueError(
-            f"graded row {bad[0]}: entity {show(arr[bad[0], 0])} is out of range for n={n} "
-            "entities"
+            f"graded row {bad[0]}: entity {show(arr[bad[0], 0])} is out of range for n={n} entities"
         )
     if (bad := np.flatnonzero(arr[:, 1] < 0)).size:
         raise ValueError(f"graded row {bad[0]}: grade {show(arr[bad[0], 1])} is negative (0..K-1)")

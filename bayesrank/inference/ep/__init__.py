@@ -19,8 +19,8 @@ The package, one concept a module:
 - ``precision``: the float32-then-float64 wrapper;
 - ``run``: ``run``, ``iterate(init(...))`` with the wrappers;
 - ``evidence``: ``log_evidence`` with its closed-form gradient in ``K``;
-- ``settings``: ``EPSettings``, the settings as one object (``fit``'s ``settings``, and
-  ``fit_hyperparameters``' ``ep``);
+- ``settings``: ``EP``, the engine: EP's settings as one object (``fit``'s ``settings``, and
+  every caller's ``engine``, ``bayesrank.inference.engine``);
 - ``fit``: ``fit`` (the core, and the validated, bucketed, jitted façade) and
   ``EPPosterior``, which predicts (``bayesrank.inference.posterior``).
 
@@ -42,7 +42,7 @@ from .factor import posterior_from_sites, posterior_moments, predict_new
 from .fit import EPPosterior, fit, fit_core
 from .loop import convergence_tol, default_tol, init, iterate, step
 from .run import run
-from .settings import EPSettings
+from .settings import EP
 from .sites import Sites
 from .state import EPState
 
@@ -50,8 +50,8 @@ from .state import EPState
 # constants) stay importable from their modules: ``from bayesrank.inference.ep.fit import
 # check_settings``.
 __all__ = [
+    "EP",
     "EPPosterior",
-    "EPSettings",
     "EPState",
     "Sites",
     "convergence_tol",
@@ -73,6 +73,7 @@ __all__ = [
 __getattr__ = moved(
     __name__,
     {
+        "EPSettings": "bayesrank.inference.engines:EP",
         "EP_ADVICE": "bayesrank.inference.ep.fit",
         "MAX_ITER_LIMIT": "bayesrank.inference.ep.settings",
         "MIN_DAMPING": "bayesrank.inference.ep.state",

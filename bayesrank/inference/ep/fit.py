@@ -48,7 +48,7 @@ from .host import (
 )
 from .loop import convergence_tol
 from .run import run
-from .settings import MAX_ITER_LIMIT, EPSettings, check_settings
+from .settings import EP, MAX_ITER_LIMIT, check_settings
 from .sites import Sites, informative_pairs, pair_mask_or_all
 
 __all__ = [
@@ -136,7 +136,7 @@ def fit(
     K,
     pairs,
     *,
-    max_iter: int = 100,
+    max_iter: int = 200,
     tol: float | None = None,
     rtol: float | None = None,
     damping: float = 1.0,
@@ -147,7 +147,7 @@ def fit(
     precision: str = "full",
     accelerate: bool = False,
     residual_stop=False,
-    settings: EPSettings | None = None,
+    settings: EP | None = None,
     ties=None,
     weights=None,
     margin: float | None = None,
@@ -178,10 +178,10 @@ def fit(
             fixed point in fewer sweeps where plain EP converges slowly.
         residual_stop: with ``accelerate``, also stop when a sweep's moment-matching residual is
             below ``tol``, before refactorising (``run``); ``converged`` then reports it.
-        settings: the same settings as one ``EPSettings`` (shared with
-            ``fit_hyperparameters``' ``ep``), in place of the keywords above: a keyword given
-            a value other than its default beside it is a ``ValueError`` naming both.
-            ``EPSettings.max_iter=None`` is 100 sweeps here; ``step_tol`` does not apply.
+        settings: the same settings as one engine ``EP`` (``bayesrank.inference.engine``,
+            shared with every caller), in place of the keywords above: a keyword given a value
+            other than its default beside it is a ``ValueError`` naming both; ``step_tol``
+            does not apply.
         ties: ``(m,)`` bool, True where row ``(i, j)`` is a tie (``P(tie | d) = Phi(eps - d) -
             Phi(-eps - d)``; a win is then ``Phi(d - eps)``); None: no tie.
         weights: ``(m,)`` reals > 0: each row's likelihood raised to its weight, e.g. how many
@@ -240,11 +240,11 @@ EP_ADVICE = (
 )
 
 
-def _from_settings(settings: EPSettings, options: dict) -> dict:
+def _from_settings(settings: EP, options: dict) -> dict:
     """``fit``'s options from ``settings``; ``ValueError`` where a keyword beside it was given
     a value other than its default (two spellings of one setting)."""
-    if not isinstance(settings, EPSettings):
-        raise ValueError(f"settings must be an EPSettings, got {type(settings).__name__}")
+    if not isinstance(settings, EP):
+        raise ValueError(f"settings must be an EP, got {type(settings).__name__}")
     keywords = inspect.signature(fit).parameters
     defaults = {name: keywords[name].default for name in options}
     for name, default in defaults.items():
@@ -254,12 +254,9 @@ def _from_settings(settings: EPSettings, options: dict) -> dict:
         ):
             raise ValueError(
                 f"{name}={value!r} and settings={settings!r} both set EP's {name}: give it "
-                f"in settings alone (EPSettings({name}=...))"
+                f"in settings alone (EP({name}=...))"
             )
-    return {
-        name: settings.cap(defaults[name]) if name == "max_iter" else getattr(settings, name)
-        for name in options
-    }
+    return {name: getattr(settings, name) for name in options}
 
 
 def _fit_eagerly(K, pairs, sites, pair_mask, outcomes=None, **options) -> EPPosterior:

@@ -3,7 +3,7 @@ the Laplace approximation in precision form (``precision``, ``prior``, ``laplace
 ``evidence``)."""
 
 from .evidence import Evidence, evidence_gradient, log_evidence
-from .laplace import SparseLaplace, mode, pair_predictions, sampled_pair_predictions
+from .laplace import SparseMode, mode, pair_predictions, sampled_pair_predictions
 from .precision import (
     LaplacianPrecision,
     diagonal_precision,
@@ -17,7 +17,7 @@ __all__ = [
     "Evidence",
     "LaplacianPrecision",
     "LatentPrior",
-    "SparseLaplace",
+    "SparseMode",
     "SparsePosterior",
     "diagonal_precision",
     "evidence_gradient",

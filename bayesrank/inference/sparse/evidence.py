@@ -29,7 +29,7 @@ from ...likelihoods import inverse_mills
 from ...runtime import is_traced
 from .hessian import differences, hessian_matvec, preconditioner, solve, to_entities
 from .inputs import check_cg_tol, check_fitted
-from .laplace import SparseLaplace, latent_draws
+from .laplace import SparseMode, latent_draws
 from .prior import LatentPrior
 
 __all__ = [
@@ -56,7 +56,7 @@ class Evidence(NamedTuple):
 
 
 def log_evidence(
-    prior: LatentPrior, pairs, fit: SparseLaplace, key, n_probes: int = 64, n_steps: int = 40
+    prior: LatentPrior, pairs, fit: SparseMode, key, n_probes: int = 64, n_steps: int = 40
 ) -> Evidence:
     """The Laplace evidence (R&W Eq. 3.32 in precision form)
 
@@ -87,7 +87,7 @@ def log_evidence(
 
 @partial(jax.jit, static_argnames=("n_probes", "n_steps"))
 def log_evidence_core(
-    prior: LatentPrior, pairs, fit: SparseLaplace, key, n_probes: int, n_steps: int
+    prior: LatentPrior, pairs, fit: SparseMode, key, n_probes: int, n_steps: int
 ) -> Evidence:
     """``log_evidence``'s compiled core: no checks, for inputs already checked or traced."""
     pairs = jnp.asarray(pairs)
@@ -113,7 +113,7 @@ def log_evidence_core(
     return Evidence(fit_term - 0.5 * (logdet_h - logdet_p), se, fit_term, logdet_h, logdet_p)
 
 
-def _block_expectations(prior: LatentPrior, fit: SparseLaplace, post, prior_draws):
+def _block_expectations(prior: LatentPrior, fit: SparseMode, post, prior_draws):
     """``E_q[z_b^T P_b z_b]: (1 + K,)``: the trace part as ``dim_b`` (the prior's, exact) plus the
     mean difference between posterior draws and prior draws of the same normals."""
     quadratics = jax.vmap(prior.block_quadratics)
@@ -122,7 +122,7 @@ def _block_expectations(prior: LatentPrior, fit: SparseLaplace, post, prior_draw
 
 
 def expected_quadratics(
-    prior: LatentPrior, pairs, fit: SparseLaplace, key, n_samples: int = 16, cg_tol=1e-6
+    prior: LatentPrior, pairs, fit: SparseMode, key, n_samples: int = 16, cg_tol=1e-6
 ):
     """EM's ``E_q[z_b^T P_b z_b]: (1 + K,)`` from ``n_samples`` posterior draws with prior draws
     of the same normals as a control variate (``latent_draws(with_prior=True)``). Checked as
@@ -143,7 +143,7 @@ def _checked_draws(prior, pairs, fit, key, n_samples, cg_tol) -> np.ndarray:
 
 @partial(jax.jit, static_argnames=("n_samples",))
 def expected_quadratics_core(
-    prior: LatentPrior, pairs, fit: SparseLaplace, key, n_samples: int, cg_tol
+    prior: LatentPrior, pairs, fit: SparseMode, key, n_samples: int, cg_tol
 ):
     """``expected_quadratics``' compiled core: no checks, for inputs already checked or traced."""
     pairs = jnp.asarray(pairs)
@@ -152,7 +152,7 @@ def expected_quadratics_core(
 
 
 def evidence_gradient(
-    prior: LatentPrior, pairs, fit: SparseLaplace, key, n_samples: int = 16, cg_tol=1e-6
+    prior: LatentPrior, pairs, fit: SparseMode, key, n_samples: int = 16, cg_tol=1e-6
 ):
     """``(gradient, quadratics)``: the Laplace evidence's gradient in ``log v_b``, each term's
     log-variance (``prior.scale_prior``), ``(1 + K,)``, and the EM quantities ``E_q[z_b^T P_b
@@ -173,9 +173,7 @@ def evidence_gradient(
 
 
 @partial(jax.jit, static_argnames=("n_samples",))
-def evidence_gradient_core(
-    prior: LatentPrior, pairs, fit: SparseLaplace, key, n_samples: int, cg_tol
-):
+def evidence_gradient_core(prior: LatentPrior, pairs, fit: SparseMode, key, n_samples: int, cg_tol):
     """``evidence_gradient``'s compiled core: no checks, for inputs already checked or traced."""
     pairs = jnp.asarray(pairs)
     n = prior.n

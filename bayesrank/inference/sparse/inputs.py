@@ -59,14 +59,12 @@ def check_test_pairs(prior: LatentPrior, test, name: str = "test") -> np.ndarray
 
 
 def check_fit(fit, prior: LatentPrior, pairs: np.ndarray, name: str = "fit"):
-    """``fit`` if it is a ``SparseLaplace`` of this prior (``z: (r + K n,)``, ``mean: (n,)``) and
+    """``fit`` if it is a ``SparseMode`` of this prior (``z: (r + K n,)``, ``mean: (n,)``) and
     of as many pairs as ``pairs: (m, 2)`` (``w: (m,)``)."""
-    from .laplace import SparseLaplace  # laplace imports this module
+    from .laplace import SparseMode  # laplace imports this module
 
-    if not isinstance(fit, SparseLaplace):
-        raise ValueError(
-            f"{name} must be a SparseLaplace (mode's result), got {type(fit).__name__}"
-        )
+    if not isinstance(fit, SparseMode):
+        raise ValueError(f"{name} must be a SparseMode (mode's result), got {type(fit).__name__}")
     for field, want, of in (
         ("z", (prior.size,), "the prior's latent size r + K n"),
         ("mean", (prior.n,), "the prior's n entities"),

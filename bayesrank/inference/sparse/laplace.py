@@ -63,7 +63,7 @@ from .inputs import (
 from .prior import LatentPrior
 
 __all__ = [
-    "SparseLaplace",
+    "SparseMode",
     "mode",
     "mode_core",
     "pair_predictions",
@@ -73,7 +73,7 @@ __all__ = [
 ]
 
 
-class SparseLaplace(NamedTuple):
+class SparseMode(NamedTuple):
     """The mode ``z: (r + K n,)`` and ``mean = J z: (n,)``, the pairs' curvatures ``w: (m,)``
     (``H = P + J^T A^T diag(w) A J``), Newton's ``n_iter`` and ``converged``, and the most CG
     iterations any Newton step took (``cg_iterations``)."""
@@ -93,7 +93,7 @@ def _psi(prior, z, pairs):
 
 def mode(
     prior: LatentPrior, pairs, max_iter: int = 50, tol=1e-10, cg_tol=1e-10, z0=None
-) -> SparseLaplace:
+) -> SparseMode:
     """The Laplace mode of ``prior`` and the probit pairs ``pairs: (m, 2)`` (winner first), by
     Newton's iteration in precision form (module docstring), from ``z0: (r + K n,)`` (default
     0). Stops when no entity's ``xi`` moves by more than ``tol * max(1, max|xi|)``.
@@ -123,7 +123,7 @@ def mode(
 
 
 @partial(jax.jit, static_argnames=("max_iter",))
-def mode_core(prior: LatentPrior, pairs, max_iter: int, tol, cg_tol, z0) -> SparseLaplace:
+def mode_core(prior: LatentPrior, pairs, max_iter: int, tol, cg_tol, z0) -> SparseMode:
     """``mode``'s compiled core: no checks, for inputs already checked or traced."""
     pairs = jnp.asarray(pairs)
     dtype = prior.features.dtype
@@ -166,10 +166,10 @@ def mode_core(prior: LatentPrior, pairs, max_iter: int, tol, cg_tol, z0) -> Spar
         cond, body, (start, jnp.asarray(0), inf, inf, jnp.asarray(0))
     )
     _, _, w = curvature(z)
-    return SparseLaplace(z, prior.entities(z), w, k, last <= tol, most)
+    return SparseMode(z, prior.entities(z), w, k, last <= tol, most)
 
 
-def pair_predictions(prior: LatentPrior, pairs, fit: SparseLaplace, test, cg_tol=1e-12):
+def pair_predictions(prior: LatentPrior, pairs, fit: SparseMode, test, cg_tol=1e-12):
     """``(prob, delta_mean, delta_var)`` of the test pairs ``test: (p, 2)`` under the Laplace
     posterior ``fit`` of ``prior`` and the training ``pairs: (m, 2)``: one CG solve ``H x = J^T
     a*`` per pair (module docstring). Concrete inputs are checked (``ValueError``): the training
@@ -183,7 +183,7 @@ def pair_predictions(prior: LatentPrior, pairs, fit: SparseLaplace, test, cg_tol
 
 
 @jax.jit
-def pair_predictions_core(prior: LatentPrior, pairs, fit: SparseLaplace, test, cg_tol):
+def pair_predictions_core(prior: LatentPrior, pairs, fit: SparseMode, test, cg_tol):
     """``pair_predictions``' compiled core: no checks, for inputs already checked or traced."""
     pairs, test = jnp.asarray(pairs), jnp.asarray(test)
     dtype = fit.mean.dtype
@@ -201,7 +201,7 @@ def pair_predictions_core(prior: LatentPrior, pairs, fit: SparseLaplace, test, c
 
 
 def latent_draws(
-    prior: LatentPrior, pairs, fit: SparseLaplace, key, n_samples: int, cg_tol,
+    prior: LatentPrior, pairs, fit: SparseMode, key, n_samples: int, cg_tol,
     with_prior: bool = False,
 ):  # fmt: skip
     """``n_samples`` draws of ``z - z_hat`` under the Laplace posterior, ``(S, r + K n)``, by
@@ -229,13 +229,13 @@ def latent_draws(
     return jax.lax.map(draw, jax.random.split(key, n_samples))
 
 
-def posterior_draws(prior: LatentPrior, pairs, fit: SparseLaplace, key, n_samples: int, cg_tol):
+def posterior_draws(prior: LatentPrior, pairs, fit: SparseMode, key, n_samples: int, cg_tol):
     """``n_samples`` draws of ``xi - xi_hat``, ``(S, n)`` (``latent_draws`` through ``J``)."""
     return jax.vmap(prior.entities)(latent_draws(prior, pairs, fit, key, n_samples, cg_tol))
 
 
 def sampled_pair_predictions(
-    prior: LatentPrior, pairs, fit: SparseLaplace, test, key, n_samples: int = 200, cg_tol=1e-10
+    prior: LatentPrior, pairs, fit: SparseMode, test, key, n_samples: int = 200, cg_tol=1e-10
 ):
     """``(prob, delta_mean, delta_var, var_se)`` of ``test: (p, 2)`` with each pair's variance
     estimated from ``n_samples`` draws of the posterior (module docstring); ``var_se: (p,)`` the
@@ -253,7 +253,7 @@ def sampled_pair_predictions(
 
 @partial(jax.jit, static_argnames=("n_samples",))
 def sampled_pair_predictions_core(
-    prior: LatentPrior, pairs, fit: SparseLaplace, test, key, n_samples: int, cg_tol
+    prior: LatentPrior, pairs, fit: SparseMode, test, key, n_samples: int, cg_tol
 ):
     """``sampled_pair_predictions``' compiled core: no checks, for inputs already checked or
     traced."""

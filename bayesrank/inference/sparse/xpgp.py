@@ -29,7 +29,7 @@ from ...kernels.lowrank import pivoted_cholesky
 from ...kernels.xpgp import check_graph_count, check_prior
 from ...predict import OutcomePrediction, PairPrediction
 from .evidence import log_evidence
-from .laplace import SparseLaplace, mode, pair_predictions, sampled_pair_predictions
+from .laplace import SparseMode, mode, pair_predictions, sampled_pair_predictions
 from .precision import diagonal_precision, laplacian_precision
 from .prior import LatentPrior, latent_prior
 
@@ -75,7 +75,7 @@ def from_xpgp(prior, X, relations, n: int, rank: int) -> tuple[LatentPrior, floa
 
 class SparsePosterior(NamedTuple):
     """The precision-form Laplace posterior of one problem: its ``latent`` prior, the training
-    ``pairs: (m, 2)`` and the engine's ``fit`` (``SparseLaplace``). ``key`` (raw key data,
+    ``pairs: (m, 2)`` and the engine's ``fit`` (``SparseMode``). ``key`` (raw key data,
     ``jax.random.key_data``: a plain array that a model file can hold) seeds the sampled
     variances and the evidence's probes; ``residual`` is the prior variance the attribute
     kernel's rank left out, ``trace(K_a - K~_a)`` (kept on the diagonal; a bound on the dropped
@@ -83,7 +83,7 @@ class SparsePosterior(NamedTuple):
 
     latent: LatentPrior
     pairs: jax.Array
-    fit: SparseLaplace
+    fit: SparseMode
     key: jax.Array
     residual: float = 0.0
     exact_up_to: int = 2000
@@ -148,17 +148,12 @@ class SparsePosterior(NamedTuple):
         return jax.random.wrap_key_data(self.key)
 
 
-def fit_problem(prior, problem, inference: str, rank: int, max_iter: int, tol: float, key=None):
+def fit_problem(prior, problem, rank: int, max_iter: int, tol: float, key=None):
     """``SparsePosterior`` of a ``PreferenceProblem`` under the ``XPGP`` ``prior``
-    (``XPGPModel(approximation="sparse")``): Laplace only, strict pairs only (``ValueError``
-    otherwise); ``key`` seeds the sampled predictions and the evidence (default ``key(0)``)."""
-    if inference != "laplace":
-        raise ValueError(
-            f"approximation='sparse' works with inference='laplace' only, got {inference!r} "
-            "(EP in precision form is not built)"
-        )
+    (the engine ``SparseLaplace``): strict pairs only (``ValueError`` otherwise); ``key`` seeds
+    the sampled predictions and the evidence (default ``key(0)``)."""
     if problem.has_outcomes:
-        raise ValueError("approximation='sparse' takes strict pairs only (no ties or grades)")
+        raise ValueError("SparseLaplace takes strict pairs only (no ties or grades)")
     latent, residual = from_xpgp(prior, problem.X, problem.relations, problem.n, rank)
     fit = mode(latent, problem.pairs, max_iter=max_iter, tol=tol)
     key = jax.random.key_data(jax.random.key(0) if key is None else key)

@@ -1,0 +1,128 @@
+"""The engines by name: ``EP``, ``Laplace``, ``NUTS`` and ``SparseLaplace``, and ``resolve``,
+the one place where an engine's string shorthand (``"ep"``, ``"laplace"``, ``"nuts"``,
+``"sparse"``) becomes an engine object (``bayesrank.inference.engine``).
+
+``NUTS`` and ``SparseLaplace`` are problem-level engines: they fit a ``PreferenceProblem``
+(``fit_problem``), not a covariance inside a caller's compiled program. NumPyro loads only
+when ``NUTS`` samples. ``SparseLaplace`` lives beside ``Laplace`` (``inference.laplace``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+from ..data.checks import check_choice
+from .engine import Engine, GaussianEngine
+from .ep.settings import EP
+from .laplace import Laplace, SparseLaplace
+
+__all__ = [
+    "ENGINES",
+    "EP",
+    "NUTS",
+    "Laplace",
+    "SparseLaplace",
+    "engine_from_keywords",
+    "resolve",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class NUTS(Engine):
+    """NumPyro's NUTS at the prior's hyperparameters, as an engine: its ``fit_problem`` needs a
+    ``key``; the posterior (``NUTSPosterior``) predicts by the average over the draws and has no
+    evidence.
+
+    Attributes (NumPyro's, ``bayesrank.inference.nuts.NUTSSettings``): ``num_warmup`` (500),
+    ``num_samples`` (500), ``num_chains`` (4, run as a ``vmap``), ``target_accept_prob`` (0.8),
+    ``max_tree_depth`` (10), ``dense_mass`` (False), ``init_radius`` (2.0: chains start at
+    ``z ~ Uniform(-r, r)^n``).
+    """
+
+    name: ClassVar[str] = "nuts"
+    has_evidence: ClassVar[bool] = False
+    advice: ClassVar[str] = "raise num_warmup and num_samples"
+
+    num_warmup: int = 500
+    num_samples: int = 500
+    num_chains: int = 4
+    target_accept_prob: float = 0.8
+    max_tree_depth: int = 10
+    dense_mass: bool = False
+    init_radius: float = 2.0
+
+    def options(self) -> dict:
+        """The sampler's keywords (``bayesrank.inference.nuts.sample``)."""
+        return dataclasses.asdict(self)
+
+    def fit_problem(self, prior, problem, sites=None, *, key=None):
+        if key is None:
+            raise ValueError("NUTS needs a key: XPGPModel(prior, NUTS()).fit(problem, key=...)")
+        if sites is not None:
+            raise ValueError("NUTS takes no sites (a warm start is EP's or Laplace's)")
+        from . import nuts  # NumPyro loads only when sampling is asked for
+
+        return nuts.sample_problem(key, prior, problem, **self.options())
+
+
+#: The string shorthands: each names its engine at its defaults.
+ENGINES: dict[str, type[Engine]] = {
+    "ep": EP,
+    "laplace": Laplace,
+    "nuts": NUTS,
+    "sparse": SparseLaplace,
+}
+
+
+def resolve(engine, name: str = "engine", *, gaussian: bool = False) -> Engine:
+    """The engine object of ``engine``: an ``Engine`` as given, a shorthand of ``ENGINES`` at its
+    defaults, ``None`` as ``EP()``. ``gaussian``: the caller needs a ``GaussianEngine`` (a
+    posterior with sites, fitted inside its compiled program). ``ValueError`` naming ``name``
+    and the value otherwise."""
+    if engine is None:
+        engine = EP()
+    elif isinstance(engine, str) and engine in ENGINES:
+        engine = ENGINES[engine]()
+    elif isinstance(engine, type) and issubclass(engine, Engine):
+        raise ValueError(f"{name} must be an engine object, e.g. {engine.__name__}(): got a class")
+    if not isinstance(engine, Engine):
+        raise ValueError(
+            f"{name} must be one of {sorted(ENGINES)} or an engine object (EP(...), "
+            f"Laplace(...), NUTS(...), SparseLaplace(...)), got {engine!r}"
+        )
+    if gaussian and not isinstance(engine, GaussianEngine):
+        raise ValueError(
+            f"{name}={engine!r} is not a Gaussian engine: this needs a posterior with sites "
+            "fitted inside a compiled program (EP(...), Laplace(...) or your GaussianEngine)"
+        )
+    return engine
+
+
+def engine_from_keywords(inference, settings: dict, sparse: bool = False, rank: int = 256):
+    """The engine that ``XPGPModel``'s old keywords spelled: ``inference`` (a name, default
+    ``"ep"``), its ``settings`` (``schedule``, ``max_iter``, ``tol``, ``damping``,
+    ``precision``; ``nuts_options``, a dict, for NUTS and ignored by the others, as before),
+    ``approximation="sparse"`` (``sparse``) at ``rank``. ``ValueError`` naming a keyword that
+    the engine does not have."""
+    names = tuple(n for n in ENGINES if n != "sparse")
+    name = "ep" if inference is None else check_choice(inference, "inference", names)
+    settings = dict(settings)
+    options = settings.pop("nuts_options", None) or {}
+    if sparse:
+        if name != "laplace":
+            raise ValueError(
+                f"approximation='sparse' works with inference='laplace' only, got {name!r} "
+                "(EP in precision form is not built): use SparseLaplace(rank=...)"
+            )
+        name, settings = "sparse", {"rank": rank, **settings}
+    if name == "nuts":
+        settings = {**settings, **dict(options)}
+    cls = ENGINES[name]
+    fields = {f.name for f in dataclasses.fields(cls)}
+    if unknown := sorted(set(settings) - fields):
+        raise ValueError(
+            f"{unknown[0]}={settings[unknown[0]]!r} is not a setting of {cls.__name__} "
+            f"(inference={name!r}): it has {sorted(fields)}"
+        )
+    return cls(**settings)

@@ -391,8 +391,7 @@ class XPGPModel:
             learning = fit_hyperparameters(prior, [problem], method=method, **learning_options)
             prior = learning.prior
         if not isinstance(engine, GaussianEngine):
-            result = engine.fit_problem(prior, problem, sites, key=key)
-            warn_if_unconverged(result.converged, f"{engine.describe()} fit", engine.advice)
+            result = engine.fit_problem(prior, problem, sites, key=key)  # warns itself
             return Posterior(prior, problem, result, learning, engine)
         if learning is not None and sites is None and self._learned_posterior(learning_options):
             # the learning's final EP ran at this model's settings: its posterior is this fit's

@@ -15,13 +15,13 @@ import pytest
 from helpers import assert_close, ep_tol, float32_not_run, float64_only
 from scipy import optimize
 
+from bayesrank import EP
 from bayesrank.data.batch import stack_problems
 from bayesrank.data.problem import PreferenceProblem
 from bayesrank.inference import ep
 from bayesrank.kernels import RBF, XPGP, Independent
 from bayesrank.learning import (
     BFGS,
-    EPSettings,
     LearningConvergenceWarning,
     MultimodalEvidenceWarning,
     Start,
@@ -130,7 +130,7 @@ def test_bfgs_reaches_the_optimum_of_an_independent_optimiser():
         probs,
         method="evidence",
         optimizer=BFGS(max_steps=100, tol=1e-8),
-        ep=EPSettings(tol=1e-10, step_tol=1e-9),
+        engine=EP(tol=1e-10, step_tol=1e-9),
         start=Start(init=False),
         hyperprior_scale=None,
     )

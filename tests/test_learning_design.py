@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from helpers import count_compilations
 
-from bayesrank import RBF, XPGP, Independent, PreferenceProblem, XPGPModel
+from bayesrank import EP, RBF, XPGP, Independent, PreferenceProblem, XPGPModel
 from bayesrank.inference import ep
 from bayesrank.kernels.params import unconstrain
-from bayesrank.learning import EPSettings, GlobalStart, Start, fit_hyperparameters
+from bayesrank.learning import GlobalStart, Start, fit_hyperparameters
 from bayesrank.learning.design import check_design, design_points, halton, pick_starts
 
 
@@ -85,7 +85,7 @@ def test_design_values_equal_single_evaluations(per_query):
         problems,
         per_query=per_query,
         start=Start(design=GlobalStart(6, 2)),
-        ep=EPSettings(step_tol=1e-10),
+        engine=EP(step_tol=1e-10),
     )
     design = fit.design
     scale = 2.0  # the default hyperprior_scale

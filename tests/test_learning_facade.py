@@ -1,5 +1,5 @@
 """``fit_hyperparameters``' grouped settings: ``optimizer`` (``BFGS``, ``Optax``), ``ep``
-(``EPSettings``, shared with ``ep.fit``) and ``start`` (``Start``).
+(``EP``, shared with ``ep.fit``) and ``start`` (``Start``).
 
 The old keywords map onto the groups exactly: the same settings spelled both ways give
 bit-identical fits (the reference is the old spelling, which ran the same code before the
@@ -16,11 +16,10 @@ import pytest
 from helpers import count_compilations
 
 import bayesrank
-from bayesrank import RBF, XPGP, Independent, PreferenceProblem, XPGPModel
+from bayesrank import EP, RBF, XPGP, Independent, PreferenceProblem, XPGPModel
 from bayesrank.inference import ep
 from bayesrank.learning import (
     BFGS,
-    EPSettings,
     GlobalStart,
     LearningConvergenceWarning,
     Optax,
@@ -79,7 +78,7 @@ def test_old_and_new_spellings_give_identical_bfgs_fits():
         PRIOR,
         problem,
         optimizer=BFGS(max_steps=6, tol=1e-3),
-        ep=EPSettings(max_iter=150, step_tol=1e-5),
+        engine=EP(max_iter=150, step_tol=1e-5),
         start=Start(restarts=1, design=GlobalStart(4, 2)),
         key=key,
     )
@@ -87,7 +86,7 @@ def test_old_and_new_spellings_give_identical_bfgs_fits():
     assert none == []
     (note,) = notes  # one warning, naming every new spelling
     assert "ep_max_iter=150, ep_step_tol=1e-05" in note
-    assert "-> ep=EPSettings(max_iter=150, step_tol=1e-05)" in note
+    assert "-> engine=EP(max_iter=150, step_tol=1e-05)" in note
     assert "-> start=Start(design=GlobalStart(points=4, starts=2), restarts=1)" in note
     assert "n_iter=6, tol=0.001 -> optimizer=BFGS(max_steps=6, tol=0.001)" in note
 
@@ -126,8 +125,8 @@ def test_defaults_are_the_old_defaults():
         1e-2,
     )
     assert Optax().transformation == "lbfgs"  # EM's M-steps
-    ep_ = EPSettings()
-    assert (ep_.max_iter, ep_.tol, ep_.step_tol, ep_.schedule) == (None, None, 1e-4, "parallel")
+    ep_ = EP()
+    assert (ep_.max_iter, ep_.tol, ep_.step_tol, ep_.schedule) == (200, None, 1e-4, "parallel")
     start = Start()
     assert (start.init, start.design, start.coarse, start.laplace, start.restarts) == (
         True,
@@ -141,8 +140,8 @@ def test_defaults_are_the_old_defaults():
 def test_a_group_and_its_old_keyword_together_are_refused():
     problem = _problem()
     cases = [
-        ({"ep_max_iter": 300, "ep": EPSettings()}, ("ep_max_iter=300", "ep=EPSettings()")),
-        ({"schedule": "sequential", "ep": EPSettings()}, ("schedule=", "ep=")),
+        ({"ep_max_iter": 300, "engine": EP()}, ("ep_max_iter=300", "engine=EP()")),
+        ({"schedule": "sequential", "engine": EP()}, ("schedule=", "engine=")),
         ({"n_iter": 5, "optimizer": BFGS()}, ("n_iter=5", "optimizer=BFGS()")),
         ({"m_steps": 5, "optimizer": Optax()}, ("m_steps=5", "optimizer=Optax()")),
         ({"restarts": 1, "start": Start()}, ("restarts=1", "start=Start()")),
@@ -163,14 +162,14 @@ def test_unknown_keywords_are_a_type_error():
 @pytest.mark.parametrize(
     ("make", "named"),
     [
-        (lambda: EPSettings(max_iter=-1), "max_iter must be .*, got -1"),
-        (lambda: EPSettings(max_iter=2.5), "max_iter must be .*, got 2.5"),
-        (lambda: EPSettings(tol=0.0), "tol must be .*, got 0.0"),
-        (lambda: EPSettings(step_tol=-1.0), "step_tol must be .*, got -1.0"),
-        (lambda: EPSettings(schedule="both"), "schedule must be .*, got 'both'"),
-        (lambda: EPSettings(damping=2.0), "damping must be .*, got 2.0"),
-        (lambda: EPSettings(precision="half"), "precision must be .*, got 'half'"),
-        (lambda: EPSettings(accelerate="yes"), "accelerate must be True or False, got 'yes'"),
+        (lambda: EP(max_iter=-1), "max_iter must be .*, got -1"),
+        (lambda: EP(max_iter=2.5), "max_iter must be .*, got 2.5"),
+        (lambda: EP(tol=0.0), "tol must be .*, got 0.0"),
+        (lambda: EP(step_tol=-1.0), "step_tol must be .*, got -1.0"),
+        (lambda: EP(schedule="both"), "schedule must be .*, got 'both'"),
+        (lambda: EP(damping=2.0), "damping must be .*, got 2.0"),
+        (lambda: EP(precision="half"), "precision must be .*, got 'half'"),
+        (lambda: EP(accelerate="yes"), "accelerate must be True or False, got 'yes'"),
         (lambda: BFGS(max_steps=0), "max_steps must be .*, got 0"),
         (lambda: BFGS(tol=-1.0), "tol must be .*, got -1.0"),
         (lambda: Optax(transformation="sgd"), "transformation must be .*, got 'sgd'"),
@@ -191,10 +190,10 @@ def test_each_group_checks_its_fields(make, named):
 
 def test_settings_that_do_not_fit_the_fit_are_named():
     problem = _problem()
-    with pytest.raises(ValueError, match=r"ep\.damping=0\.5"):
-        fit_hyperparameters(PRIOR, problem, ep=EPSettings(damping=0.5))
-    with pytest.raises(ValueError, match=r"ep\.max_iter must be .*, got 0"):
-        fit_hyperparameters(PRIOR, problem, ep=EPSettings(max_iter=0))
+    with pytest.raises(ValueError, match=r"engine\.damping=0\.5"):
+        fit_hyperparameters(PRIOR, problem, engine=EP(damping=0.5))
+    with pytest.raises(ValueError, match=r"engine\.max_iter must be .*, got 0"):
+        fit_hyperparameters(PRIOR, problem, engine=EP(max_iter=0))
     with pytest.raises(ValueError, match="BFGS"):
         fit_hyperparameters(PRIOR, problem, method="em", optimizer=BFGS())
     with pytest.raises(ValueError, match="design"):
@@ -210,17 +209,19 @@ def test_the_facade_fits_on_one_screen():
     named = [p for p in params if p.kind is not inspect.Parameter.VAR_KEYWORD]
     assert len(named) <= 14
     doc = inspect.getdoc(fit_hyperparameters)
-    for group in ("BFGS(", "Optax(", "EPSettings", "Start("):
+    for group in ("BFGS(", "Optax(", "EP", "Start("):
         assert group in doc
 
 
 def test_the_groups_are_exported_and_hashable():
-    for name in ("BFGS", "EPSettings", "Optax", "Start"):
+    for name in ("BFGS", "Optax", "Start"):
         assert name in bayesrank.__all__ and name in bayesrank.learning.__all__
         assert getattr(bayesrank, name) is getattr(bayesrank.learning, name)
-    assert bayesrank.EPSettings is ep.EPSettings
+    assert bayesrank.EP is ep.EP is bayesrank.inference.engines.EP
+    with pytest.warns(DeprecationWarning, match="EPSettings moved to .*EP"):
+        assert bayesrank.EPSettings is bayesrank.EP  # the old name, the same class
     for make in (
-        lambda: EPSettings(max_iter=50, tol=1e-8),
+        lambda: EP(max_iter=50, tol=1e-8),
         lambda: BFGS(max_steps=5),
         lambda: Start(design=GlobalStart(8, 2), restarts=2),
         lambda: Optax("adam", steps=3),
@@ -233,7 +234,7 @@ def test_the_groups_are_exported_and_hashable():
 @pytest.mark.slow
 def test_new_but_equal_settings_compile_nothing():
     problem = _problem(2)
-    settings = dict(optimizer=BFGS(max_steps=3), ep=EPSettings(max_iter=150))
+    settings = dict(optimizer=BFGS(max_steps=3), engine=EP(max_iter=150))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LearningConvergenceWarning)
         first = fit_hyperparameters(PRIOR, problem, start=Start(design=None), **settings)
@@ -242,7 +243,7 @@ def test_new_but_equal_settings_compile_nothing():
                 PRIOR,
                 problem,
                 optimizer=BFGS(max_steps=3, tol=1e-3),  # floats are traced
-                ep=EPSettings(max_iter=150, tol=1e-7, step_tol=1e-5),
+                engine=EP(max_iter=150, tol=1e-7, step_tol=1e-5),
                 start=Start(design=None),
             )
     assert n[0] == 0
@@ -254,15 +255,15 @@ def test_ep_fit_takes_the_same_settings():
     problem = _problem(3)
     K = np.asarray(RBF(1.0, 0.7)(problem.X)) + 0.1 * np.eye(problem.n)
     by_keywords = ep.fit(K, problem.pairs, max_iter=50, tol=1e-8, schedule="sequential")
-    settings = EPSettings(max_iter=50, tol=1e-8, schedule="sequential")
+    settings = EP(max_iter=50, tol=1e-8, schedule="sequential")
     by_settings = ep.fit(K, problem.pairs, settings=settings)
     np.testing.assert_array_equal(by_settings.mean, by_keywords.mean)
     np.testing.assert_array_equal(by_settings.cov, by_keywords.cov)
-    default = ep.fit(K, problem.pairs, settings=EPSettings(step_tol=1e-2))  # not EP's own
+    default = ep.fit(K, problem.pairs, settings=EP(step_tol=1e-2))  # not EP's own
     np.testing.assert_array_equal(default.mean, ep.fit(K, problem.pairs).mean)
-    with pytest.raises(ValueError, match=r"max_iter=20 and settings=EPSettings\(tol=1e-08\)"):
-        ep.fit(K, problem.pairs, max_iter=20, settings=EPSettings(tol=1e-8))
-    with pytest.raises(ValueError, match="settings must be an EPSettings"):
+    with pytest.raises(ValueError, match=r"max_iter=20 and settings=EP\(tol=1e-08\)"):
+        ep.fit(K, problem.pairs, max_iter=20, settings=EP(tol=1e-8))
+    with pytest.raises(ValueError, match="settings must be an EP"):
         ep.fit(K, problem.pairs, settings={"tol": 1e-8})
 
 
@@ -275,7 +276,7 @@ def test_the_model_passes_the_groups_through():
             problem,
             learn_hyperparameters=True,
             optimizer=BFGS(max_steps=3),
-            ep=EPSettings(max_iter=150),
+            engine=EP(max_iter=150),
             start=Start(design=None),
         )
     assert len(post.learning.trace.objective) <= 3

@@ -228,8 +228,9 @@ OPTION_VALUES = st.sampled_from(["bogus", "garbage", None, 0, True, {"ARD.length
     learn=st.sampled_from([False, np.False_, True, np.True_, "evidence", "em"]),
     approximation=st.sampled_from(["dense", "sparse"]),
 )
-@example(options={"hyperprior": "bogus", "optimizer": "garbage"}, learn=False,
-         approximation="dense")  # issue 49: a posterior, both options silently ignored
+@example(
+    options={"hyperprior": "bogus", "optimizer": "garbage"}, learn=False, approximation="dense"
+)  # issue 49: a posterior, both options silently ignored
 @example(options={"optimizer": "garbage"}, learn=False, approximation="sparse")
 def test_learning_options_without_learning_are_refused(options, learn, approximation):
     """Issue 49: every learning option was silently ignored without learn_hyperparameters (on

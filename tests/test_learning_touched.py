@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 from helpers import EP_ATOL32, EP_TOL32, assert_close, ep_tol, float32_not_run, float32_param
 
+from bayesrank import EP
 from bayesrank.data.batch import stack_problems, touched_entities
 from bayesrank.data.problem import PreferenceProblem
 from bayesrank.inference import ep
 from bayesrank.kernels import RBF, XPGP, Independent, RegularizedLaplacian
-from bayesrank.learning import BFGS, EPSettings, Start, fit_hyperparameters
+from bayesrank.learning import BFGS, Start, fit_hyperparameters
 from bayesrank.parallel import covariances, prepare_batch
 
 
@@ -105,7 +106,7 @@ def test_fit_posteriors_cover_untouched_entities(bucket, coarse):
         prior,
         problems,
         optimizer=BFGS(max_steps=3),
-        ep=EPSettings(tol=1e-10),
+        engine=EP(tol=1e-10),
         start=Start(coarse=coarse),
         bucket=bucket,
     )

@@ -43,6 +43,7 @@ import jax.numpy as jnp
 from jax.scipy.special import log_ndtr
 
 from ..data.checks import check_float, check_int
+from ..diagnostics import warn_if_unconverged
 from ..likelihoods import Outcomes, inverse_mills, outcome_curvature
 from ..linalg import prior_root
 from .engine import Engine, GaussianEngine, check_engine_settings
@@ -413,4 +414,6 @@ class SparseLaplace(Engine):
             raise ValueError("SparseLaplace takes no sites (it fits at the prior's values)")
         from . import sparse  # its modules build on this one
 
-        return sparse.fit_problem(prior, problem, self.rank, self.max_iter, self.tol, key)
+        result = sparse.fit_problem(prior, problem, self.rank, self.max_iter, self.tol, key)
+        warn_if_unconverged(result.converged, "Laplace fit", self.advice)
+        return result

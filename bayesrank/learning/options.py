@@ -135,11 +135,13 @@ def _engine(engine, deprecated: dict, notes: list) -> GaussianEngine | None:
         check_choice(name, "inference", ("ep", "laplace"))
         engine = resolve_engine(name, "inference")
         notes.append(f"inference={name!r} -> engine={engine!r}")
-    return resolve_engine(engine, gaussian=True)
+    return None if engine is None else resolve_engine(engine, gaussian=True)
 
 
-def _engine_fields(engine: GaussianEngine, deprecated: dict, notes: list) -> GaussianEngine:
-    """The engine with the old EP keywords (``ep_max_iter``, ...) applied."""
+def _engine_fields(engine: GaussianEngine | None, deprecated: dict, notes: list):
+    """The engine (``None``: ``EP()``) with the old EP keywords (``ep_max_iter``, ...)
+    applied."""
+    engine = EP() if engine is None else engine
     olds = {k: field for k, (g, field) in DEPRECATED.items() if g == "engine"}
     if not isinstance(engine, EP):
         if given := sorted(set(olds) & set(deprecated)):

@@ -4,8 +4,10 @@
 random); ``loop`` runs the greedy loop, one compiled ``lax.scan`` of selections and EP (or
 Laplace) updates warm-started from the previous sites; ``collection`` runs it on host arrays,
 for one query or a whole collection with its random repetitions in one compiled call;
-``session`` lets a person (or any callable) answer, one pair at a time, with skip, undo and an
-answer file to resume from (``bayesrank active --interactive``).
+``interactive`` is the one interactive session, a person (or any callable) answering one pair
+at a time, with skip, undo and an answer file to resume from; ``session`` is its pool proposer
+over candidate pairs (``bayesrank active --interactive``), ``designs.session`` its proposer of
+new designs (``bayesrank optimize --interactive``).
 """
 
 from .collection import explore, explore_queries

@@ -1,6 +1,7 @@
-"""Exploration with an answering person (or any callable): a host-side loop that proposes one
-pair at a time and takes an answer, a skip or an undo, with the answers kept in a file that a
-later session resumes from.
+"""Exploration with an answering person (or any callable): the pool proposer of the
+interactive session (``active.interactive``), which proposes one pair of candidate entities at
+a time and takes an answer, a skip or an undo, with the answers kept in a file that a later
+session resumes from.
 
 The answer file holds one JSON object a line: ``{"i": 3, "j": 17, "answer": "first"}``
 (``"first"``: ``i`` is preferred, ``"second"``: ``j`` is, ``"skip"``: not answered and not to
@@ -11,72 +12,37 @@ the same criteria and tie rule as the compiled loop (``bayesrank.active.next_pai
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
-from pathlib import Path
 
 import jax
 import numpy as np
 
-from ..data.checks import check_bool, check_choice, check_index_pairs, check_int
+from ..data.checks import check_choice, check_index_pairs, check_int
 from ..data.keys import check_key
 from ..inference import ep
 from .criteria import CRITERIA
+from .interactive import (
+    ANSWERS,
+    InteractiveSession,
+    Question,
+    answer_by_oracle,
+    check_oracle,
+    oracle_answer,
+    write_lines,
+)
 from .loop import next_pair
 
 __all__ = ["ANSWERS", "Session", "ask", "check_oracle", "oracle_answer", "write_lines"]
 
-#: What an answer may be.
-ANSWERS = ("first", "second", "skip")
 
-
-def oracle_answer(reply, where: str) -> str:
-    """The answer (one of ``ANSWERS``) that an oracle's ``reply`` about a pair stands for:
-    ``True`` (also ``np.True_`` or a 0-d bool array, NumPy's or JAX's, as ``f(a) > f(b)``
-    gives): ``"first"``; ``False``: ``"second"``; ``None``: ``"skip"``; or one of ``ANSWERS``
-    itself. Anything else raises ``ValueError`` naming ``where``, the reply and its type: an
-    integer too (``1`` could be the truth value or the prompt's key for the first design, and
-    ``0`` the truth value or the winner's position: taking them as truth values could invert
-    an answer), a float (NaN is truthy) and a string that is not an answer."""
-    if reply is None:
-        return "skip"
-    if isinstance(reply, str):
-        if reply in ANSWERS:
-            return str(reply)
-    else:
-        try:
-            return "first" if check_bool(reply, "reply") else "second"
-        except ValueError:
-            pass
-    shown = repr(reply)
-    shown = shown if len(shown) <= 80 else shown[:77] + "..."
-    raise ValueError(
-        f"{where}: the oracle replied {shown} of type {type(reply).__name__}; a reply must be "
-        f"True (the first design is preferred), False (the second is), None (skip) or one of "
-        f"{ANSWERS}"
-    )
-
-
-def check_oracle(oracle):
-    """``oracle`` if it is callable, else ``ValueError`` naming its type."""
-    if not callable(oracle):
-        raise ValueError(f"oracle must be a callable oracle(a, b), got {type(oracle).__name__}")
-    return oracle
-
-
-def write_lines(path: Path, lines: list[str]) -> None:
-    """Write ``lines`` to ``path``, one a line, through a temporary file renamed over it: a
-    session's answers file is never half-written."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(line + "\n" for line in lines))
-    tmp.replace(path)
-
-
-class Session:
+class Session(InteractiveSession):
     """One exploration: ``K: (n, n)`` prior covariance, ``candidates: (c, 2)`` pairs that may be
-    asked, ``criterion`` (``CRITERIA``); ``answers``: a path (JSON lines,
-    replayed if it exists, appended to after every change) or None."""
+    asked, ``criterion`` (``CRITERIA``); ``answers``: a path (JSON lines, replayed if it
+    exists, rewritten after every change) or None. ``log``: ``(candidate index, answer)``
+    entries, in order."""
+
+    FIELDS = ("i", "j")
 
     def __init__(
         self,
@@ -93,11 +59,10 @@ class Session:
         self.criterion = check_choice(criterion, "criterion", CRITERIA)
         self.key = jax.random.PRNGKey(0) if key is None else check_key(key)
         self.tol = tol
-        self.path = None if answers is None else Path(answers)
-        self.log: list[tuple[int, str]] = []  # (candidate index, answer), in order
+        super().__init__(answers)
+        self._index = {(int(i), int(j)): s for s, (i, j) in enumerate(self.candidates)}
         self._refresh()
-        if self.path is not None and self.path.exists():
-            self._replay()
+        self._resume()
 
     # --- state -------------------------------------------------------------------------------
 
@@ -119,6 +84,9 @@ class Session:
         post = ep.fit(self.K, pairs, sites=sites, tol=self.tol)
         self.mean, self.cov, self.sites = np.asarray(post.mean), np.asarray(post.cov), post.sites
 
+    def _asked(self, index: int) -> bool:
+        return any(s == index for s, _ in self.log)
+
     # --- the loop ----------------------------------------------------------------------------
 
     def propose(self) -> int | None:
@@ -135,59 +103,54 @@ class Session:
         answer = check_choice(answer, "answer", ANSWERS)
         if not 0 <= int(index) < len(self.candidates):
             raise ValueError(f"index {index} is not a candidate (0..{len(self.candidates) - 1})")
-        if any(s == int(index) for s, _ in self.log):
+        if self._asked(int(index)):
             raise ValueError(f"candidate {index} was already asked")
-        self.log.append((int(index), answer))
-        if answer != "skip":
-            sites = self.sites
-            if sites is not None:  # warm start: the previous sites and a zero one for the new pair
-                sites = ep.Sites(*(np.append(np.asarray(x), 0.0) for x in sites))
-            self._refresh(sites)
-        self._save()
+        self._commit((int(index), answer))
 
-    def undo(self) -> tuple[int, str] | None:
-        """Take back the last answer or skip (returned; None if there is none)."""
-        if not self.log:
+    def question(self) -> Question | None:
+        """The next candidate (``propose``): its entities ``i``, ``j`` and its index; None
+        when every one is asked or skipped."""
+        s = self.propose()
+        if s is None:
             return None
-        last = self.log.pop()
-        self._refresh()
-        self._save()
-        return last
+        i, j = (int(x) for x in self.candidates[s])
+        return Question(i, j, s)
 
-    # --- the file ----------------------------------------------------------------------------
+    def reply(self, question: Question, answer: str) -> None:
+        """Record ``answer`` (one of ``ANSWERS``) to a ``question()``."""
+        self.answer(question.index, answer)
 
-    def _save(self) -> None:
-        if self.path is None:
+    # --- the base's hooks --------------------------------------------------------------------
+
+    def _record(self, entry: tuple[int, str], *, replay: bool = False) -> None:
+        self.log.append(entry)
+        if replay or entry[1] == "skip":  # a replay fits once, at the end
             return
-        write_lines(self.path, [
-            json.dumps(
-                {"i": int(self.candidates[s, 0]), "j": int(self.candidates[s, 1]), "answer": a}
-            )
-            for s, a in self.log
-        ])  # fmt: skip
+        sites = self.sites
+        if sites is not None:  # warm start: the previous sites and a zero one for the new pair
+            sites = ep.Sites(*(np.append(np.asarray(x), 0.0) for x in sites))
+        self._refresh(sites)
 
-    def _replay(self) -> None:
-        index = {(int(i), int(j)): s for s, (i, j) in enumerate(self.candidates)}
-        for lineno, line in enumerate(self.path.read_text().splitlines(), 1):
-            if not line.strip():
-                continue
-            try:  # RecursionError: nested too deep for json; check_int: 1.5, true, "3", inf
-                row = json.loads(line)
-                key = (check_int(row["i"], "i"), check_int(row["j"], "j"))
-                answer = row["answer"]
-            except (ValueError, KeyError, TypeError, RecursionError):
-                raise ValueError(
-                    f"{self.path}, line {lineno}: expected {{'i': int, 'j': int, 'answer': "
-                    f"one of {ANSWERS}}}, got {line[:80]!r}"
-                ) from None
-            if key not in index:
-                raise ValueError(f"{self.path}, line {lineno}: pair {key} is not a candidate")
-            if answer not in ANSWERS:
-                raise ValueError(f"{self.path}, line {lineno}: answer {answer!r} not in {ANSWERS}")
-            if any(s == index[key] for s, _ in self.log):
-                raise ValueError(f"{self.path}, line {lineno}: pair {key} is answered twice")
-            self.log.append((index[key], answer))
+    def _retract(self) -> None:
         self._refresh()
+
+    def _replayed(self) -> None:
+        self._refresh()
+
+    def _row(self, entry: tuple[int, str]) -> dict:
+        i, j = self.candidates[entry[0]]
+        return {"i": int(i), "j": int(j)}
+
+    def _entry(self, row: dict) -> tuple[int, str]:
+        key = (check_int(row["i"], "i"), check_int(row["j"], "j"))  # not 1.5, true, "3", inf
+        if key not in self._index:
+            raise ValueError(f"pair {key} is not a candidate")
+        if self._asked(self._index[key]):
+            raise ValueError(f"pair {key} is answered twice")
+        return self._index[key], row["answer"]
+
+    def _form(self) -> str:
+        return f"'i': int, 'j': int, 'answer': one of {ANSWERS}"
 
 
 def ask(K, candidates, oracle: Callable[[int, int], bool | None], k: int, **options) -> Session:
@@ -195,14 +158,8 @@ def ask(K, candidates, oracle: Callable[[int, int], bool | None], k: int, **opti
     ``oracle_answer``) about ``k`` pairs, one at a time, proposed by a ``Session``
     (``options``: its keywords); ``k`` an integer >= 0."""
     check_oracle(oracle)
-    check_int(k, "k", low=0)
+    k = check_int(k, "k", low=0)
     session = Session(K, candidates, **options)
-    answered = len(session.pairs)
-    question = 0
-    while answered < k and (s := session.propose()) is not None:
-        i, j = (int(x) for x in session.candidates[s])
-        reply = oracle_answer(oracle(i, j), f"ask, question {question} (pair ({i}, {j}))")
-        session.answer(s, reply)
-        answered += reply != "skip"
-        question += 1
-    return session
+    return answer_by_oracle(
+        session, oracle, k, lambda t, q: f"ask, question {t} (pair ({q.first}, {q.second}))"
+    )

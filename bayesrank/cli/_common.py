@@ -1,4 +1,5 @@
-"""What every subcommand shares: strict JSON output, float64 and the compilation cache."""
+"""What every subcommand shares: strict JSON output, float64 and the compilation cache, and the
+question loop of the interactive sessions (``bayesrank active`` and ``bayesrank optimize``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,17 @@ import warnings
 from ..data._io import first_non_finite
 from ..data.checks import MAX_SEED  # the largest --seed
 
-__all__ = ["MAX_K_LIMIT", "MAX_SEED", "data_path", "json_text", "seed", "setup_jax"]
+__all__ = [
+    "MAX_K_LIMIT",
+    "MAX_SEED",
+    "REPLIES",
+    "data_path",
+    "interact",
+    "json_text",
+    "read_reply",
+    "seed",
+    "setup_jax",
+]
 
 #: The largest ``--max-k`` ever accepted (beyond the longest query it only allocates memory).
 MAX_K_LIMIT = 10**6
@@ -79,3 +90,26 @@ def read_reply() -> str | None:
     if reply not in REPLIES:
         print(f"not an answer: {reply!r}")
     return REPLIES.get(reply)
+
+
+def interact(session, k: int, prompt: str, show) -> None:
+    """Ask a person at the terminal about ``session.question()`` (an
+    ``active.interactive.InteractiveSession``) until it holds ``k`` answers, nothing is left to
+    ask, or the person stops; ``prompt``: the question asked of each pair, ``show(question)``:
+    the pair as text (lines, each ending in a newline). Each reply (``read_reply``) is an
+    answer, a skip, an undo or the end."""
+    while len(session.pairs) < k:
+        question = session.question()
+        if question is None:
+            print("every pair has been asked")
+            break
+        print(f"pair {len(session.pairs) + 1} of {k}: {prompt}")
+        print(show(question), end="")
+        choice = read_reply()
+        if choice == "stop":
+            break
+        if choice == "undo":
+            print("undone" if session.undo() else "nothing to undo")
+        elif choice is not None:
+            session.reply(question, choice)
+    print(f"{len(session.pairs)} answers in {session.path}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import read_reply, setup_jax
+from ._common import interact, setup_jax
 
 __all__ = ["add_parser"]
 
@@ -56,29 +56,16 @@ def _cmd_active(args: argparse.Namespace) -> int:
 
 
 def _interact(session, query, k: int) -> int:
-    def show(slot: str, doc: int) -> str:
-        feats = " ".join(f"{v:.3f}" for v in query.X[doc, :4])
-        docid = query.doc_ids[doc] or f"#{doc}"
-        return f"  [{slot}] document {docid} (features 1-4: {feats})"
+    def show(question) -> str:
+        lines = []
+        for slot, doc in (("1", question.first), ("2", question.second)):
+            feats = " ".join(f"{v:.3f}" for v in query.X[doc, :4])
+            docid = query.doc_ids[doc] or f"#{doc}"
+            lines.append(f"  [{slot}] document {docid} (features 1-4: {feats})\n")
+        return "".join(lines)
 
     print(f"query {query.qid}: {len(query.X)} documents; answers kept in {session.path}")
-    while len(session.pairs) < k:
-        s = session.propose()
-        if s is None:
-            print("every pair has been asked")
-            break
-        i, j = (int(x) for x in session.candidates[s])
-        print(f"pair {len(session.pairs) + 1} of {k}: which document is the more relevant?")
-        print(show("1", i))
-        print(show("2", j))
-        choice = read_reply()
-        if choice == "stop":
-            break
-        if choice == "undo":
-            print("undone" if session.undo() else "nothing to undo")
-        elif choice is not None:
-            session.answer(s, choice)
-    print(f"{len(session.pairs)} answers in {session.path}")
+    interact(session, k, "which document is the more relevant?", show)
     return 0
 
 

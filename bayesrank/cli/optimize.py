@@ -10,7 +10,7 @@ import shlex
 import subprocess
 import sys
 
-from ._common import read_reply, seed, setup_jax
+from ._common import interact, seed, setup_jax
 
 __all__ = ["add_parser"]
 
@@ -135,23 +135,14 @@ def _show_best(session) -> None:
 
 
 def _interact(session, k: int, describe: str | None) -> int:
-    print(f"{session.dim}-dimensional designs in [0, 1]; answers kept in {session.path}")
-    while len(session.pairs) < k:
-        a, b = session.propose()
-        print(f"pair {len(session.pairs) + 1} of {k}: which design do you prefer?")
+    def show(question) -> str:
+        a, b = question.first, question.second
         if describe is None:
-            print(f"  [1] {_coordinates(a)}")
-            print(f"  [2] {_coordinates(b)}")
-        else:
-            print(_describe(describe, a, b), end="")
-        choice = read_reply()
-        if choice == "stop":
-            break
-        if choice == "undo":
-            print("undone" if session.undo() else "nothing to undo")
-        elif choice is not None:
-            session.answer(a, b, choice)
-    print(f"{len(session.pairs)} answers in {session.path}")
+            return f"  [1] {_coordinates(a)}\n  [2] {_coordinates(b)}\n"
+        return _describe(describe, a, b)
+
+    print(f"{session.dim}-dimensional designs in [0, 1]; answers kept in {session.path}")
+    interact(session, k, "which design do you prefer?", show)
     _show_best(session)
     return 0
 

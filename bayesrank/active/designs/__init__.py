@@ -5,7 +5,8 @@ variance criterion, BALD); ``belief`` predicts that posterior at new designs fro
 Laplace fit, and learns the kernel's hyperparameters; ``search`` maximises an acquisition
 from many starts in one compiled program, over the cube, a pool or both; ``loop`` runs the
 whole optimisation with a function for the answers, many seeds at once; ``session`` asks a
-person (or any callable), one pair at a time, with an answers file to resume from.
+person (or any callable), one pair at a time, with an answers file to resume from: the designs
+proposer of the interactive session (``active.interactive``).
 """
 
 from . import acquisition, belief, loop, search

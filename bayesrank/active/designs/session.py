@@ -1,6 +1,7 @@
-"""Preferential optimisation with an answering person (or any callable): a host-side loop over
-the unit cube ``[0, 1]^dim`` that proposes one pair of new designs at a time and takes an
-answer, a skip or an undo, with the answers kept in a file that a later session resumes from.
+"""Preferential optimisation with an answering person (or any callable): the designs proposer
+of the interactive session (``active.interactive``), a host-side loop over the unit cube
+``[0, 1]^dim`` that proposes one pair of new designs at a time and takes an answer, a skip or
+an undo, with the answers kept in a file that a later session resumes from.
 
 The answer file holds one JSON object a line: ``{"a": [0.1, 0.5], "b": [0.7, 0.2], "answer":
 "first"}`` (``"first"``: ``a`` is preferred, ``"second"``: ``b`` is, ``"skip"``: not answered);
@@ -20,10 +21,8 @@ the key ``fold_in(key, N)``: after a skip the next proposal is drawn afresh.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import NamedTuple
 
 import jax
@@ -34,7 +33,7 @@ from ...data.batch import bucket_size
 from ...data.checks import check_choice, check_distinct, check_float, check_int
 from ...data.keys import check_key
 from ...inference.ep.sites import Sites
-from ..session import ANSWERS, check_oracle, oracle_answer, write_lines
+from ..interactive import ANSWERS, InteractiveSession, Question, answer_by_oracle, check_oracle
 from . import loop
 from .settings import Settings, check_settings
 
@@ -53,19 +52,6 @@ class _State(NamedTuple):
     sites: tuple[np.ndarray, np.ndarray]
     mean: np.ndarray
     proposal: np.ndarray
-
-
-def _check_path(answers) -> Path | None:
-    if answers is None:
-        return None
-    if not isinstance(answers, str | os.PathLike):
-        raise ValueError(f"answers must be a path or None, got {type(answers).__name__}")
-    path = Path(answers)
-    if path.is_dir():
-        raise ValueError(f"answers {str(path)!r} is a directory, not a file")
-    if not path.parent.is_dir():
-        raise ValueError(f"answers {str(path)!r}: no directory {str(path.parent)!r}")
-    return path
 
 
 def _check_design(x, name: str, dim: int) -> np.ndarray:
@@ -113,7 +99,7 @@ def _check_pool(pool, dim: int, dtype) -> np.ndarray:
     return designs
 
 
-class DesignSession:
+class DesignSession(InteractiveSession):
     """Preferential optimisation over ``[0, 1]^dim`` (module docstring). ``settings``: the
     loop's (``designs.Settings``, default ``Settings()``); ``key``: a PRNG key (default
     ``PRNGKey(0)``); ``answers``: a path (JSON lines, replayed if it exists, rewritten after
@@ -122,7 +108,11 @@ class DesignSession:
     the unit cube, with ``pool_mode`` ``"pool"`` (propose two of them) or ``"mixed"`` (two of
     them, or a pair anywhere in the cube where the acquisition is higher); ``time_budget_s``:
     seconds a proposal's search over the cube may take, at most ``settings.steps`` steps
-    (``loop.propose_within``: the fit always runs; None: no limit but the steps)."""
+    (``loop.propose_within``: the fit always runs; None: no limit but the steps). ``log``:
+    ``(a, b, answer)`` entries, in order; ``undo`` brings back the state before the last one
+    exactly, its proposal included."""
+
+    FIELDS = ("a", "b")
 
     def __init__(
         self,
@@ -143,7 +133,7 @@ class DesignSession:
         self.settings = settings._replace(learn_every=check_int(learn_every, "learn_every", 0))
         self.n_init = check_int(n_init, "n_init", 0)
         self.key = jax.random.PRNGKey(0) if key is None else check_key(key)
-        self.path = _check_path(answers)
+        super().__init__(answers)
         self.dtype = np.dtype(jnp.result_type(float))  # the working precision, fixed here
         self.time_budget_s = None
         if time_budget_s is not None:
@@ -158,12 +148,10 @@ class DesignSession:
             loop.check_mode(self.mode, self.settings)
             self.pool = _check_pool(pool, self.dim, self.dtype)
             self.candidates = np.array(np.triu_indices(len(self.pool), 1), np.int32).T
-        self.log: list[tuple[np.ndarray, np.ndarray, str]] = []  # (a, b, answer), in order
         theta = np.asarray(loop.initial_theta(self.dim, self.dtype))
         self._states: list[_State] = []  # _states[N]: after N log entries
         self._states.append(self._step(theta, (np.zeros(0), np.zeros(0))))
-        if self.path is not None and self.path.exists():
-            self._replay()
+        self._resume()
 
     # --- state -------------------------------------------------------------------------------
 
@@ -262,16 +250,27 @@ class DesignSession:
         """Record ``reply`` (one of ``ANSWERS``) about designs ``a`` and ``b`` (``(dim,)`` each,
         in the unit cube; usually the last ``propose()``) and update."""
         reply = check_choice(reply, "reply", ANSWERS)
-        self._add(_check_design(a, "a", self.dim), _check_design(b, "b", self.dim), reply)
-        self._save()
+        self._commit((_check_design(a, "a", self.dim), _check_design(b, "b", self.dim), reply))
 
-    def _add(self, a: np.ndarray, b: np.ndarray, reply: str) -> None:
+    def question(self) -> Question:
+        """The next pair of designs (``propose``), ``a`` and ``b``: ``(dim,)`` each."""
+        a, b = self.propose()
+        return Question(a, b)
+
+    def reply(self, question: Question, answer: str) -> None:
+        """Record ``answer`` (one of ``ANSWERS``) to a ``question()``."""
+        self.answer(question.first, question.second, answer)
+
+    # --- the base's hooks --------------------------------------------------------------------
+
+    def _record(self, entry: tuple[np.ndarray, np.ndarray, str], *, replay: bool = False) -> None:
+        a, b, _ = entry
         if np.array_equal(a, b):
             raise ValueError(f"a and b are the same design {a.tolist()}: nothing to compare")
         if np.array_equal(a.astype(self.dtype), b.astype(self.dtype)):
             raise ValueError(f"a = {a.tolist()} and b = {b.tolist()} are the same design in "
                              f"the working precision ({self.dtype.name})")  # fmt: skip
-        self.log.append((a, b, reply))
+        self.log.append(entry)
         last = self._states[-1]
         try:
             self._states.append(self._step(last.theta, last.sites))
@@ -279,50 +278,22 @@ class DesignSession:
             self.log.pop()
             raise
 
-    def undo(self) -> tuple[np.ndarray, np.ndarray, str] | None:
-        """Take back the last answer or skip (returned as ``(a, b, reply)``; None if there is
-        none); the state before it comes back exactly, its proposal included."""
-        if not self.log:
-            return None
-        last = self.log.pop()
-        self._states.pop()
-        self._save()
-        return last
+    def _retract(self) -> None:
+        self._states.pop()  # the state before: exactly, its proposal included
 
-    # --- the file ----------------------------------------------------------------------------
+    def _replayed(self) -> None:
+        pass  # each replayed entry took its step: the state is the writer's
 
-    def _save(self) -> None:
-        if self.path is not None:
-            write_lines(self.path, [json.dumps({"a": a.tolist(), "b": b.tolist(), "answer": r})
-                                    for a, b, r in self.log])  # fmt: skip
+    def _row(self, entry: tuple[np.ndarray, np.ndarray, str]) -> dict:
+        return {"a": entry[0].tolist(), "b": entry[1].tolist()}
 
-    def _replay(self) -> None:
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as err:
-            raise ValueError(f"{self.path}: not a UTF-8 text file ({err.reason} at byte "
-                             f"{err.start})") from None  # fmt: skip
-        for lineno, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            where = f"{self.path}, line {lineno}"
-            try:
-                row = json.loads(line)
-            except (ValueError, RecursionError) as err:  # RecursionError: nested too deep
-                raise ValueError(f"{where}: not JSON ({err}): {line[:80]!r}") from None
-            if not isinstance(row, dict) or set(row) != {"a", "b", "answer"}:
-                raise ValueError(
-                    f"{where}: expected {{'a': [{self.dim} numbers], 'b': [{self.dim} "
-                    f"numbers], 'answer': one of {ANSWERS}}}, got {line[:80]!r}"
-                )
-            if row["answer"] not in ANSWERS:
-                raise ValueError(f"{where}: answer {row['answer']!r} not in {ANSWERS}")
-            try:
-                a = _check_design(row["a"], "a", self.dim)
-                b = _check_design(row["b"], "b", self.dim)
-                self._add(a, b, row["answer"])
-            except ValueError as err:
-                raise ValueError(f"{where}: {err}") from None
+    def _entry(self, row: dict) -> tuple[np.ndarray, np.ndarray, str]:
+        a = _check_design(row["a"], "a", self.dim)
+        return a, _check_design(row["b"], "b", self.dim), row["answer"]
+
+    def _form(self) -> str:
+        return (f"'a': [{self.dim} numbers], 'b': [{self.dim} numbers], 'answer': one of "
+                f"{ANSWERS}")  # fmt: skip
 
 
 def optimize(oracle: Callable[[np.ndarray, np.ndarray], bool | None], dim: int, k: int,
@@ -337,12 +308,5 @@ def optimize(oracle: Callable[[np.ndarray, np.ndarray], bool | None], dim: int, 
     check_oracle(oracle)
     k = check_int(k, "k", 0)
     session = DesignSession(dim, **options)
-    answered = len(session.pairs)
-    for t in range(MAX_QUESTIONS_PER_ANSWER * k):
-        if answered >= k:
-            break
-        a, b = session.propose()
-        reply = oracle_answer(oracle(a.copy(), b.copy()), f"optimize, iteration {t}")
-        session.answer(a, b, reply)
-        answered += reply != "skip"
-    return session
+    return answer_by_oracle(session, oracle, k, lambda t, _: f"optimize, iteration {t}",
+                            max_questions=MAX_QUESTIONS_PER_ANSWER * k)  # fmt: skip

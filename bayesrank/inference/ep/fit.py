@@ -34,9 +34,10 @@ from ...data.checks import (
 from ...diagnostics import warn_if_unconverged
 from ...likelihoods import Outcomes
 from ...runtime import is_traced, one_blas_thread, warn_if_float32
+from ..gaussian.factor import covariance, dense
+from ..gaussian.sites import Sites, informative_pairs, pair_mask_or_all
 from ..posterior import GaussianPosterior
 from .evidence import evidence_from_posterior
-from .factor import covariance, dense
 from .host import (
     as_outcomes,
     check_sites,
@@ -49,7 +50,6 @@ from .host import (
 from .loop import convergence_tol
 from .run import run
 from .settings import MAX_ITER_LIMIT, EPSettings, check_settings
-from .sites import Sites, informative_pairs, pair_mask_or_all
 
 __all__ = [
     "EPPosterior",

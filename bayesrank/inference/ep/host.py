@@ -17,8 +17,8 @@ from ...data.checks import (
     check_pairs,
 )
 from ...likelihoods import Outcomes, tie_outcomes
+from ..gaussian.sites import Sites
 from .loop import default_tol
-from .sites import Sites
 
 __all__ = [
     "as_outcomes",

@@ -43,7 +43,8 @@ from .host import (
     check_sites,
     loop_settings,
     pad_outcomes,
-    pad_pairs,
+    pad_pairs,  # the old name of pad_pairs_and_sites, imported from here
+    pad_pairs_and_sites,
     unpad_posterior,
     validate_problem,
 )
@@ -295,7 +296,7 @@ def _fit_eagerly(K, pairs, sites, pair_mask, outcomes=None, **options) -> EPPost
     else:
         K_pad = np.eye(N, dtype=K.dtype)
         K_pad[:n, :n] = K
-    pairs_pad, mask_pad, sites_pad = pad_pairs(pairs, pair_mask, sites, K.dtype)
+    pairs_pad, mask_pad, sites_pad = pad_pairs_and_sites(pairs, pair_mask, sites, K.dtype)
     settings = loop_settings(options["max_iter"], options["tol"], options["damping"], K.dtype)
     result = _fit_jit(
         K_pad,

@@ -23,8 +23,8 @@ Parts (each in its own fresh process, so that its peak resident memory is its ow
 2. ``scaling``: public ``ep.fit(K, pairs)`` at n = 150 ... 5,000, m = 2n (RBF ``K``, random
    pairs), per sweep = (time of ``max_iter = k + 3`` minus ``max_iter = k``) / 3, against the
    floor: one sweep's Cholesky of ``B`` (n x n), its triangular solve with n right-hand sides and
-   its ``M^T (S M)`` product (:func:`bayesrank.inference.ep.factor.from_root`), each timed alone
-   (jitted, steady) in the same run.
+   its ``M^T (S M)`` product (:func:`bayesrank.inference.gaussian.factor.from_root`), each timed
+   alone (jitted, steady) in the same run.
 3. ``mslr``: a synthetic collection with MSLR-WEB30K's shape (documents per query drawn from a
    log-normal fitted to its published mean and maximum; see ``docs/results/scaling.md`` for the
    figures and their source), 136 features, 200 known pairs and 200 pairs to predict per query

@@ -1,9 +1,9 @@
-"""Array plumbing shared by the baselines: float inputs and pair weights for the cores, and the
-host-side (NumPy) padding that gives the estimators' compiled cores bucketed shapes.
+"""Array plumbing shared by the baselines: float inputs and pair weights for the cores.
 
+The estimators pad on the host with ``bayesrank.data.batch``'s ``pad_rows`` and ``pad_pairs``,
+so their compiled cores see bucketed shapes and a new subset of similar size reuses the program.
 Padding convention (what makes a padded problem give the unpadded answer): padded documents are
-zero rows touched by no pair; padded pairs are ``(0, 0)`` with weight 0. Sizes come from
-``bayesrank.data.batch.bucket_size``, so a new subset of similar size reuses the program.
+zero rows touched by no pair; padded pairs are ``(0, 0)`` with weight 0 (``PAIR_FILLER``).
 """
 
 from __future__ import annotations
@@ -11,15 +11,14 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from ..data.batch import bucket_size
+#: The baselines' padded pair (``data.batch.pad_pairs``' ``filler``), int32 like their pairs.
+PAIR_FILLER = (0, 0)
 
 __all__ = [
     "as_float",
     "cast_checked",
     "check_columns",
     "float_dtype",
-    "pad_pairs",
-    "pad_rows",
     "pair_weights",
 ]
 
@@ -51,27 +50,6 @@ def pair_weights(pairs, pair_mask, dtype):
 def float_dtype() -> np.dtype:
     """JAX's default float (float64 under ``jax_enable_x64``, else float32), as a NumPy dtype."""
     return np.dtype(jnp.result_type(float))
-
-
-def pad_rows(X: np.ndarray, dtype, size: int | None = None) -> np.ndarray:
-    """``X: (n, d)`` with zero rows appended up to ``size`` (default ``bucket_size(n)``)."""
-    n = X.shape[0]
-    size = bucket_size(n) if size is None else size
-    out = np.zeros((size, *X.shape[1:]), dtype)
-    out[:n] = X
-    return out
-
-
-def pad_pairs(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``pairs: (m, 2)`` padded with ``(0, 0)`` to ``bucket_size(m)`` rows, and the ``(m_b,)``
-    bool mask that is True on the real pairs."""
-    m = len(pairs)
-    size = bucket_size(m)
-    out = np.zeros((size, 2), np.int32)
-    out[:m] = pairs
-    mask = np.zeros(size, bool)
-    mask[:m] = True
-    return out, mask
 
 
 def cast_checked(X: np.ndarray, dtype, name: str = "X") -> np.ndarray:

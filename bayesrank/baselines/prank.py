@@ -32,8 +32,8 @@ on subsampled streams).
 Everything is a pure function of arrays (never jitted here; static under ``jit``: ``n_grades``,
 ``n_epochs`` and ``averaged``), ``vmap``-able over padded queries: rows with ``mask = False``
 are no steps (no update, not counted in the average). The estimator ``PRank`` pads the
-documents to bucketed sizes (``_arrays.pad_rows``) so that similar sizes reuse the program.
-It shares only the estimator face (``_estimator``) and the padding (``_arrays``) with RankSVM
+documents to bucketed sizes (``data.batch.pad_rows``) so that similar sizes reuse the program.
+It shares only the estimator face (``_estimator``) and the padding (``data.batch``) with RankSVM
 and RankBoost.
 """
 
@@ -46,9 +46,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..data.batch import bucket_size
+from ..data.batch import bucket_size, pad_rows
 from ..data.checks import check_grade_levels, options
-from ._arrays import as_float, cast_checked, check_columns, float_dtype, pad_rows
+from ._arrays import as_float, cast_checked, check_columns, float_dtype
 from ._estimator import Ranker, check_inputs
 
 __all__ = ["PRank", "PRankModel", "fit", "predict_grades", "predict_scores"]
@@ -352,10 +352,9 @@ class PRank(Ranker):
         if self.shuffle:  # padded rows stay at the end: they are no steps wherever they are
             for e in range(n_epochs):
                 order[e, :n] = rng.permutation(n)
-        y_pad = np.zeros(size, np.int32)
-        y_pad[:n] = grades
+        y_pad = pad_rows(grades, size, dtype=np.int32)
         model, first = _fit_jit(
-            pad_rows(_normal_features(X, dtype), dtype, size),
+            pad_rows(_normal_features(X, dtype), size, dtype=dtype),
             y_pad,
             order,
             np.arange(size) < n,
@@ -377,7 +376,9 @@ class PRank(Ranker):
         X = self._check_X(X)
         dtype = float_dtype()
         model = PRankModel(jnp.asarray(self.coef_, dtype), jnp.asarray(self.thresholds_, dtype))
-        scores, grades, lost = _predict_jit(model, pad_rows(_normal_features(X, dtype), dtype))
+        scores, grades, lost = _predict_jit(
+            model, pad_rows(_normal_features(X, dtype), dtype=dtype)
+        )
         if (bad := np.flatnonzero(np.asarray(lost)[: len(X)])).size:
             i = int(bad[0])
             raise ValueError(

@@ -52,15 +52,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..data.batch import bucket_size
+from ..data.batch import bucket_size, pad_pairs, pad_rows
 from ..data.checks import options
 from ._arrays import (
+    PAIR_FILLER,
     as_float,
     cast_checked,
     check_columns,
     float_dtype,
-    pad_pairs,
-    pad_rows,
     pair_weights,
 )
 from ._data import check_X, pairs_within_queries
@@ -354,9 +353,9 @@ class RankBoost(Ranker):
         self.pairs_ = pairs_within_queries(y, qid)
         width = self.candidates_.shape[1]
         width = bucket_size(width) if self.n_thresholds is None else self.n_thresholds
-        P, pair_mask = pad_pairs(self.pairs_)
+        P, pair_mask = pad_pairs(self.pairs_, filler=PAIR_FILLER, dtype=np.int32)
         model, info = _fit_jit(
-            pad_rows(Xd, dtype),
+            pad_rows(Xd, dtype=dtype),
             P,
             _pad_thresholds(self.candidates_, width, dtype),
             n_rounds=int(self.n_rounds),
@@ -382,7 +381,7 @@ class RankBoost(Ranker):
         smooth = self.temperature is not None and self.temperature != 0
         scores = _predict_jit(
             self.model_,
-            pad_rows(cast_checked(X, dtype), dtype),
+            pad_rows(cast_checked(X, dtype), dtype=dtype),
             np.asarray(self.temperature, dtype) if smooth else None,
             np.int32(len(self.alphas_) if n_rounds is None else min(n_rounds, len(self.alphas_))),
         )

@@ -20,10 +20,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..data.batch import pad_pairs, pad_rows
 from ..data.checks import options
 from ..diagnostics import ConvergenceWarning
 from . import newton
-from ._arrays import float_dtype, pad_pairs, pad_rows
+from ._arrays import PAIR_FILLER, float_dtype
 from ._data import pairs_within_queries
 from ._estimator import Ranker, check_inputs
 from .ranksvm import (
@@ -213,9 +214,9 @@ class RankSVM(Ranker):
             lam, c = 1.0, k
         else:  # the same problem divided by C s^2; lam may underflow (the hard-margin limit)
             lam, c = 1.0 / k, 1.0
-        P, pair_mask = pad_pairs(pairs)
+        P, pair_mask = pad_pairs(pairs, filler=PAIR_FILLER, dtype=np.int32)
         sol = _fit_linear_jit(
-            pad_rows(Z, dtype),
+            pad_rows(Z, dtype=dtype),
             P,
             np.asarray(c, dtype),
             pair_mask,
@@ -238,8 +239,8 @@ class RankSVM(Ranker):
     def _fit_rbf(self, X, Z, e, pairs, dtype, settings) -> _Fit:
         """The kernel problem; ``gamma ||x - x'||^2 = (gamma 4^e) ||z - z'||^2`` on ``Z``."""
         self.gamma_ = 1.0 / X.shape[1] if self.gamma is None else float(self.gamma)
-        P, pair_mask = pad_pairs(pairs)
-        Zp = pad_rows(Z, dtype)
+        P, pair_mask = pad_pairs(pairs, filler=PAIR_FILLER, dtype=np.int32)
+        Zp = pad_rows(Z, dtype=dtype)
         doc_mask = np.arange(len(Zp)) < len(X)
         sol, f = _fit_rbf_jit(
             Zp,
@@ -309,9 +310,9 @@ class RankSVM(Ranker):
         Z, e = _scaled_features(X, dtype, self._scale_exp)
         Z_fit, _ = _scaled_features(self.X_fit_, dtype, e)
         scores = _predict_rbf_jit(
-            pad_rows(Z, dtype),
-            pad_rows(Z_fit, dtype),
-            pad_rows(self.dual_coef_, dtype),
+            pad_rows(Z, dtype=dtype),
+            pad_rows(Z_fit, dtype=dtype),
+            pad_rows(self.dual_coef_, dtype=dtype),
             self._rbf_gamma(e, dtype),
         )
         return np.asarray(scores)[: len(X)]

@@ -1,7 +1,11 @@
-"""Padding many queries to one shape, with masks, so one compiled function can ``vmap`` over them.
+"""Padding to size buckets, with masks, so one compiled function serves many sizes and can
+``vmap`` over many queries: the one home of padding.
 
 Padded entries carry ``mask = False``; every function in bayesrank that takes a mask gives the
-unpadded answer on padded input.
+unpadded answer on padded input. One helper per purpose: ``bucket_size`` (the padded size),
+``pad_rows`` (an array's axis, filled with a constant), ``pad_pairs`` (pairs with a harmless
+filler pair and a mask), ``pad_covariance`` (a covariance with a decoupled unit prior on padded
+entities), ``pad_stack`` and ``stack_problems`` (many queries to one shape).
 """
 
 from __future__ import annotations
@@ -14,6 +18,9 @@ import numpy as np
 __all__ = [
     "ProblemBatch",
     "bucket_size",
+    "pad_covariance",
+    "pad_pairs",
+    "pad_rows",
     "pad_stack",
     "size_buckets",
     "stack_problems",
@@ -42,6 +49,61 @@ def bucket_size(size: int, per_octave: int = 16) -> int:
         return MIN_BUCKET
     step = max(MIN_BUCKET, (1 << (size.bit_length() - 1)) // per_octave)
     return -(-size // step) * step
+
+
+def pad_rows(a, size: int | None = None, *, fill=0, dtype=None, axis: int = 0) -> np.ndarray:
+    """``a`` with entries of ``fill`` appended along ``axis`` up to ``size``, on the host.
+
+    ``a: (..., n, ...)`` (``n`` along ``axis``) becomes ``(..., size, ...)``; ``size`` defaults to
+    ``bucket_size(n)``; ``dtype`` (default ``a``'s) is the result's, so the real entries are cast
+    to it.
+    """
+    a = np.asarray(a)
+    axis = axis % a.ndim
+    n = a.shape[axis]
+    size = bucket_size(n) if size is None else int(size)
+    if size < n:
+        raise ValueError(f"size {size} is shorter than the {n} entries to pad")
+    out = np.full(
+        (*a.shape[:axis], size, *a.shape[axis + 1 :]), fill, a.dtype if dtype is None else dtype
+    )
+    out[(slice(None),) * axis + (slice(0, n),)] = a
+    return out
+
+
+def pad_pairs(
+    pairs, size: int | None = None, *, filler=(0, 1), dtype=np.int64
+) -> tuple[np.ndarray, np.ndarray]:
+    """``pairs: (m, 2)`` padded with rows ``filler`` to ``(size, 2)`` of ``dtype``, and the
+    ``(size,)`` bool mask that is True on the real pairs. ``size`` defaults to ``bucket_size(m)``.
+
+    The default filler ``(0, 1)`` is a valid pair of distinct entities (as ``stack_problems``'
+    padded pairs), which keeps a pair's difference variance away from zero; a masked-out pair
+    carries no weight or a zero site.
+    """
+    pairs = np.asarray(pairs)
+    m = pairs.shape[0]
+    size = bucket_size(m) if size is None else int(size)
+    if size < m:
+        raise ValueError(f"size {size} is shorter than the {m} pairs to pad")
+    out = np.tile(np.asarray(filler, dtype), (size, 1))
+    out[:m] = pairs
+    mask = np.zeros(size, bool)
+    mask[:m] = True
+    return out, mask
+
+
+def pad_covariance(cov, size: int) -> np.ndarray:
+    """``cov: (..., n, n)`` padded to ``(..., size, size)`` with a unit variance on each padded
+    entity, uncorrelated with the others (the decoupled prior row of a padded entity)."""
+    cov = np.asarray(cov)
+    n = cov.shape[-1]
+    if size < n:
+        raise ValueError(f"size {size} is smaller than the {n} entities to pad")
+    out = np.zeros((*cov.shape[:-2], size, size), cov.dtype)
+    out[..., :n, :n] = cov
+    out[..., np.arange(n, size), np.arange(n, size)] = 1.0
+    return out
 
 
 def pad_stack(

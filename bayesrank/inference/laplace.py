@@ -1,4 +1,4 @@
-"""The Laplace approximation of the probit pair model, on EP's factorisation.
+"""The Laplace approximation of the probit pair model, on the shared Gaussian factorisation.
 
 Model (as ``bayesrank.inference.ep``): ``xi ~ N(0, K)``, pairs ``s = (i, j)`` with likelihood
 ``Phi(d_s)``, ``d_s = a_s^T xi = xi_i - xi_j``. Laplace replaces the posterior by a Gaussian at its
@@ -10,7 +10,7 @@ mode ``xi_hat`` with the curvature there (Rasmussen & Williams 2006, Sec. 3.4):
 For pairs ``W`` is a weighted graph Laplacian of the compared pairs, not a diagonal (``w_s >= 0``:
 the probit is log-concave). **Newton's step** ``xi <- (K^-1 + W)^-1 (W xi + g)``, ``g = A^T r``,
 is exactly the Gaussian ``N(0, K) prod_s site_s`` of EP's rank-one sites with ``tau_s = w_s`` and
-``nu_s = w_s d_s + r_s``, so it is computed as EP computes a posterior (``ep.factor``): one
+``nu_s = w_s d_s + r_s``, so it is computed as EP computes a posterior (``gaussian.factor``): one
 ``K = M M^T`` per fit, and per step a Cholesky of ``B = I + M^T W M`` (eigenvalues >= 1). ``K`` is
 never inverted: ``alpha = K^-1 xi = eta - W xi`` holds at every Newton iterate, and the objective
 ``Psi(xi) = sum_s log Phi(d_s) - 1/2 xi^T alpha`` is evaluated along the step from ``alpha``
@@ -47,9 +47,8 @@ from ..diagnostics import warn_if_unconverged
 from ..likelihoods import Outcomes, inverse_mills, outcome_curvature
 from ..linalg import prior_root
 from .engine import Engine, GaussianEngine, check_engine_settings
-from .ep.evidence import pseudo_data_precision
-from .ep.factor import covariance, dense, from_root
-from .ep.sites import Sites, informative_pairs, marginals, pair_mask_or_all, to_entities
+from .gaussian.factor import covariance, dense, from_root, pseudo_data_precision
+from .gaussian.sites import Sites, informative_pairs, marginals, pair_mask_or_all, to_entities
 from .posterior import GaussianPosterior
 
 __all__ = [
@@ -244,7 +243,7 @@ def _evidence_at(K, xi_hat, pairs, active, valid, logdet, cov, outcomes=None):
     """``log Z`` at the (stopped) mode ``xi_hat``, differentiable in ``K`` (closed-form VJP).
 
     ``logdet = log|I + K W|`` and ``cov = (K^-1 + W)^-1`` of the mode's curvature (the
-    factorisation ``ep.factor.from_root`` of its sites gives both)."""
+    factorisation ``gaussian.factor.from_root`` of its sites gives both)."""
     n = xi_hat.shape[0]
     d = _differences(xi_hat, pairs)
     log_lik, r, w = _curvature(d, outcomes)

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..data.batch import bucket_size
+from ..data.batch import bucket_size, pad_covariance, pad_rows
 from ..data.checks import check_float, check_index_pairs
 from ..predict import (
     OutcomePrediction,
@@ -57,10 +57,7 @@ def _pad_pairs(pairs: np.ndarray) -> np.ndarray:
     """Pairs padded along their ``p`` axis to ``bucket_size(p, 1)`` (a power of two, at least 8)
     with ``(0, 0)`` rows: prediction costs O(p), so coarse buckets waste little and keep the
     number of compiled programs to one per octave of test-set size."""
-    p = pairs.shape[-2]
-    pad = [(0, 0)] * pairs.ndim
-    pad[-2] = (0, bucket_size(p, per_octave=1) - p)
-    return np.pad(pairs, pad)
+    return pad_rows(pairs, bucket_size(pairs.shape[-2], per_octave=1), axis=-2)
 
 
 def _pad_entities(mean, cov):
@@ -71,13 +68,7 @@ def _pad_entities(mean, cov):
     N = bucket_size(n)
     if N == n:
         return mean, cov
-    mean, cov = np.asarray(mean), np.asarray(cov)
-    mean_pad = np.zeros((*mean.shape[:-1], N), mean.dtype)
-    mean_pad[..., :n] = mean
-    cov_pad = np.zeros((*cov.shape[:-2], N, N), cov.dtype)
-    cov_pad[..., :n, :n] = cov
-    cov_pad[..., np.arange(n, N), np.arange(n, N)] = 1.0
-    return mean_pad, cov_pad
+    return pad_rows(mean, N, axis=-1), pad_covariance(cov, N)
 
 
 def _unpad(prediction, p: int):

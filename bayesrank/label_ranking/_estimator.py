@@ -16,21 +16,16 @@ from ..baselines._estimator import Params
 from ..data.batch import bucket_size
 from ._checks import check_lengths, check_orders, check_X
 
-__all__ = ["LabelRanker", "pad_rows", "padded_size", "warn_unconverged"]
+__all__ = ["LabelRanker", "padded_size", "warn_unconverged"]
 
 
 def padded_size(n: int) -> int:
-    """The rows a fit or prediction on ``n`` rows compiles at (see ``pad_rows``)."""
-    return bucket_size(n, per_octave=2)
-
-
-def pad_rows(a: np.ndarray, size: int) -> np.ndarray:
-    """``a: (n, ...)`` padded with zero rows to ``(size, ...)``. The estimators pad to
-    ``padded_size(n) = data.batch.bucket_size(n, per_octave=2)`` rows (``1.5 * 2^k`` or
-    ``2^(k+1)``: at most 50% more rows) and give the padded rows weight 0, so the folds of a
+    """The rows a fit or prediction on ``n`` rows compiles at: ``bucket_size(n, per_octave=2)``
+    (``1.5 * 2^k`` or ``2^(k+1)``: at most 50% more rows). The estimators pad to it with
+    ``data.batch.pad_rows`` and give the padded rows weight 0, so the folds of a
     cross-validation (train sizes that differ by one) and similar sizes reuse one compiled
     program."""
-    return np.pad(a, [(0, size - a.shape[0])] + [(0, 0)] * (a.ndim - 1))
+    return bucket_size(n, per_octave=2)
 
 
 def warn_unconverged(owner: str, converged, X: np.ndarray, C: float, what: str) -> None:

@@ -33,8 +33,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..data.batch import pad_rows
 from ._checks import check_C, check_positive_int
-from ._estimator import LabelRanker, pad_rows, padded_size, warn_unconverged
+from ._estimator import LabelRanker, padded_size, warn_unconverged
 from .logistic import CONVERGED, default_tol, fit_logistic
 from .metrics import orders_to_positions
 

@@ -22,8 +22,7 @@ import jax.scipy.linalg as jsl
 from jax.flatten_util import ravel_pytree
 
 from ..inference import ep
-from ..inference.ep.evidence import pseudo_data_precision
-from ..inference.ep.sites import informative_pairs
+from ..inference.gaussian import informative_pairs, pseudo_data_precision
 from ..parallel import PreparedBatch, covariances, map_queries
 from ..parallel.batching import outcome_rows, outcomes
 from .config import Config, combine

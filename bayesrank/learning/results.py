@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..data.batch import pad_covariance, pad_rows
 from ..inference import ep
 from ..kernels.xpgp import XPGP
 from .config import Config, combine
@@ -104,13 +105,9 @@ def concatenate(parts: list[FitResult], groups: list[list[int]]) -> FitResult:
     M = max(p.posteriors.sites.tau.shape[1] for p in parts)
 
     def wider(post):
-        B, n = post.mean.shape
-        cov = np.zeros((B, N, N), post.cov.dtype)
-        cov[:, :n, :n] = post.cov
-        cov[:, np.arange(n, N), np.arange(n, N)] = 1.0
-        m = post.sites.tau.shape[1]
-        sites = ep.Sites(*(np.pad(np.asarray(s), ((0, 0), (0, M - m))) for s in post.sites))
-        return post._replace(mean=np.pad(post.mean, ((0, 0), (0, N - n))), cov=cov, sites=sites)
+        sites = ep.Sites(*(pad_rows(s, M, axis=-1) for s in post.sites))
+        mean = pad_rows(post.mean, N, axis=-1)
+        return post._replace(mean=mean, cov=pad_covariance(post.cov, N), sites=sites)
 
     tree = jax.tree_util.tree_map
     return jax.device_put(

@@ -22,10 +22,10 @@ import numpy as np
 
 from ..data.checks import check_int
 from ..inference import ep
-from ..inference.ep.sites import site_precision
+from ..inference.gaussian import predict_new
 from ..kernels.xpgp import check_prior, mask_covariance, with_anchor
 from ..likelihoods import outcome_probabilities
-from ..predict import predict_new, predict_pairs
+from ..predict import predict_pairs
 from ..querymap import map_queries, query_map_method
 from ..runtime import after, one_blas_thread
 from .batching import check_problems, outcomes
@@ -98,8 +98,9 @@ def _one_query(prior, settings, row: _Block, *, options):
         return fit(K, row.pairs)
     K_touched = mask_covariance(K[row.entities[:, None], row.entities[None, :]], row.entity_mask)
     post = fit(K_touched, row.pairs)
-    S, eta = site_precision(len(row.entities), row.pairs, post.sites, row.pair_mask)
-    mean, cov = predict_new(post.mean, post.cov, S, eta, K[row.entities], K)
+    mean, cov = predict_new(
+        post.mean, post.cov, row.pairs, post.sites, K[row.entities], K, row.pair_mask
+    )
     pred = predict_pairs(mean, cov, row.test)
     margin = jnp.zeros((), K.dtype) if prior.margin is None else prior.margin
     return QueryResult(

@@ -9,9 +9,11 @@ positive definite.
 
 The package, one concept a module:
 
-- ``sites``: ``Sites``, moment matching, the sparse ``S = A^T diag(tau) A``;
-- ``factor``: the posterior from a root ``K = M M^T`` and ``B = I + M^T S M`` (eigenvalues
-  >= 1), ``posterior_moments``, ``posterior_from_sites``;
+- ``sites``: moment matching of the sites (``Sites`` and their sparse algebra
+  ``S = A^T diag(tau) A`` are shared with Laplace: ``bayesrank.inference.gaussian``);
+- ``factor``: the posterior from a root ``K = M M^T`` and ``B = I + M^T S M``,
+  ``posterior_moments``, ``posterior_from_sites``, ``predict_new`` (re-exported from
+  ``bayesrank.inference.gaussian``, whose algebra EP and Laplace share);
 - ``state``: ``EPState``, sequential and parallel sweeps, the damping rule;
 - ``acceleration``: Anderson mixing of parallel sweeps;
 - ``loop``: ``init`` / ``step`` (BlackJAX-style: a loop of ``step`` over the state is
@@ -37,13 +39,13 @@ site precision (impossible in exact arithmetic for this log-concave likelihood) 
 """
 
 from ..._moved import moved
+from ..gaussian import posterior_from_sites, posterior_moments, predict_new
+from ..gaussian.sites import Sites
 from .evidence import log_evidence
-from .factor import posterior_from_sites, posterior_moments, predict_new
 from .fit import EPPosterior, fit, fit_core
 from .loop import convergence_tol, default_tol, init, iterate, step
 from .run import run
 from .settings import EP
-from .sites import Sites
 from .state import EPState
 
 # The algorithm and its types. The helpers (settings' checks, padding, the site algebra, the

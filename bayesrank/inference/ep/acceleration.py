@@ -18,7 +18,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from .sites import Sites
+from ..gaussian.sites import Sites
 from .state import EPState, parallel_sweep, refresh
 
 

@@ -14,19 +14,17 @@ from jax.scipy.special import log_ndtr
 
 from ...likelihoods import Outcomes, outcome_tilted_moments
 from ...linalg import prior_root
-from .factor import dense, from_root
-from .sites import (
+from ..gaussian.factor import dense, from_root, pseudo_data_precision
+from ..gaussian.sites import (
     Sites,
     apply_site_precision,
-    cavity,
     factor_marginals,
     informative_pairs,
     marginals,
-    one_copy,
     pair_mask_or_all,
-    tilted,
     to_entities,
 )
+from .sites import cavity, one_copy, tilted
 
 __all__ = ["log_evidence", "pseudo_data_precision"]
 
@@ -108,21 +106,6 @@ def _evidence_fwd(K, ends, cov, logdet, pairs, sites, active, valid, factor, wei
     residuals = (cov, pairs, sites, active, valid, ends, weights)
     value = _evidence(K, ends, cov, logdet, pairs, sites, active, valid, factor, weights)
     return value, residuals
-
-
-def pseudo_data_precision(cov, pairs, sites: Sites, pair_mask=None) -> jax.Array:
-    """``W = (K + S^-1)^-1 = S - S Sigma S: (n, n)`` from ``Sigma = cov = (K^-1 + S)^-1``.
-
-    The precision of the sites' pseudo-observations ``mu_tilde = S^-1 eta ~ N(0, K + S^-1)``
-    (the Gaussian part of ``Z_EP``); ``S - S Sigma S`` also holds where ``S`` is singular.
-    ``log Z_EP``'s gradient with respect to ``K`` contains ``-W / 2``, and the Fisher
-    information of the hyperparameters in that Gaussian is ``1/2 tr(W dK_j W dK_k)``
-    (``learning``). ``S`` is applied sparsely: O(m n). ``pair_mask``: pairs whose site counts.
-    """
-    tau = jnp.where(pair_mask_or_all(pairs, pair_mask), sites.tau, 0.0)
-    S_cov = apply_site_precision(cov, pairs, tau)  # S Sigma
-    eye = jnp.eye(cov.shape[0], dtype=cov.dtype)
-    return apply_site_precision(eye - S_cov.T, pairs, tau)  # S (I - Sigma S) = S P
 
 
 def _evidence_bwd(res, ct):

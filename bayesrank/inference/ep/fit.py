@@ -34,22 +34,23 @@ from ...data.checks import (
 from ...diagnostics import warn_if_unconverged
 from ...likelihoods import Outcomes
 from ...runtime import is_traced, one_blas_thread, warn_if_float32
+from ..gaussian.factor import covariance, dense
+from ..gaussian.sites import Sites, informative_pairs, pair_mask_or_all
 from ..posterior import GaussianPosterior
 from .evidence import evidence_from_posterior
-from .factor import covariance, dense
 from .host import (
     as_outcomes,
     check_sites,
     loop_settings,
     pad_outcomes,
-    pad_pairs,
+    pad_pairs,  # the old name of pad_pairs_and_sites, imported from here
+    pad_pairs_and_sites,
     unpad_posterior,
     validate_problem,
 )
 from .loop import convergence_tol
 from .run import run
 from .settings import EP, MAX_ITER_LIMIT, check_settings
-from .sites import Sites, informative_pairs, pair_mask_or_all
 
 __all__ = [
     "EPPosterior",
@@ -292,7 +293,7 @@ def _fit_eagerly(K, pairs, sites, pair_mask, outcomes=None, **options) -> EPPost
     else:
         K_pad = np.eye(N, dtype=K.dtype)
         K_pad[:n, :n] = K
-    pairs_pad, mask_pad, sites_pad = pad_pairs(pairs, pair_mask, sites, K.dtype)
+    pairs_pad, mask_pad, sites_pad = pad_pairs_and_sites(pairs, pair_mask, sites, K.dtype)
     settings = loop_settings(options["max_iter"], options["tol"], options["damping"], K.dtype)
     result = _fit_jit(
         K_pad,

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...data.batch import bucket_size
+from ...data import batch
 from ...data.checks import (
     check_covariance,
     check_intervals,
@@ -17,16 +17,16 @@ from ...data.checks import (
     check_pairs,
 )
 from ...likelihoods import Outcomes, tie_outcomes
+from ..gaussian.sites import Sites
 from .loop import default_tol
-from .sites import Sites
 
 __all__ = [
     "as_outcomes",
     "check_sites",
     "loop_settings",
     "pad_outcomes",
-    "pad_pairs",
-    "pad_rows",
+    "pad_pairs_and_sites",
+    "pad_ties",
     "unpad_posterior",
     "validate_problem",
 ]
@@ -61,25 +61,29 @@ def check_sites(sites, m: int) -> Sites | None:
     return Sites(*out)
 
 
-def pad_pairs(pairs: np.ndarray, pair_mask, sites, dtype):
-    """``(pairs, pair_mask, sites)`` padded on the host to ``bucket_size(m)`` pairs: padded pairs
-    are ``(0, 1)``, masked out, with zero sites (which leaves the posterior as it is)."""
+def pad_pairs_and_sites(pairs: np.ndarray, pair_mask, sites, dtype):
+    """``(pairs, pair_mask, sites)`` padded on the host to ``bucket_size(m)`` pairs
+    (``data.batch.pad_pairs``): padded pairs are ``(0, 1)``, masked out, with zero sites (which
+    leaves the posterior as it is)."""
     m = len(pairs)
-    M = bucket_size(m)
-    pairs_pad = np.tile(np.array([0, 1], np.int64), (M, 1))
-    pairs_pad[:m] = pairs
-    mask_pad = np.zeros(M, bool)
-    mask_pad[:m] = check_pair_mask(pair_mask, (m,))
+    pairs_pad, _ = batch.pad_pairs(pairs)
+    mask_pad = batch.pad_rows(check_pair_mask(pair_mask, (m,)), len(pairs_pad))
     if sites is not None:
-        sites = Sites(*(np.pad(np.asarray(s, dtype), (0, M - m)) for s in sites))
+        sites = Sites(*(batch.pad_rows(s, len(pairs_pad), dtype=dtype) for s in sites))
     return pairs_pad, mask_pad, sites
 
 
-def pad_rows(tie, weight, m: int, dtype) -> tuple[np.ndarray, np.ndarray]:
+def pad_ties(tie, weight, m: int, dtype) -> tuple[np.ndarray, np.ndarray]:
     """``(tie, weight)`` of ``m`` rows padded on the host to ``bucket_size(m)`` rows (a padded row:
     no tie, weight 1; masked out)."""
-    M = bucket_size(m)
-    return np.pad(tie, (0, M - m)), np.pad(weight, (0, M - m), constant_values=1.0).astype(dtype)
+    M = batch.bucket_size(m)
+    return batch.pad_rows(tie, M), batch.pad_rows(weight, M, fill=1.0, dtype=dtype)
+
+
+# The old names, kept as aliases (``inference/problem.py`` imports them): the padding helpers
+# named ``pad_pairs`` and ``pad_rows`` are ``bayesrank.data.batch``'s.
+pad_pairs = pad_pairs_and_sites
+pad_rows = pad_ties
 
 
 def pad_outcomes(outcomes, m: int, dtype) -> Outcomes | None:
@@ -88,7 +92,7 @@ def pad_outcomes(outcomes, m: int, dtype) -> Outcomes | None:
     (``check_outcomes``: the tie model). A padded row is a win, ``(0, inf)``, of weight 1."""
     if outcomes is None:
         return None
-    M = bucket_size(m)
+    M = batch.bucket_size(m)
     if isinstance(outcomes, Outcomes):
         lower, upper, weight = check_intervals(*outcomes, m=m, dtype=dtype)
     else:
@@ -96,9 +100,9 @@ def pad_outcomes(outcomes, m: int, dtype) -> Outcomes | None:
         lower = np.where(tie, -margin, margin)
         upper = np.where(tie, margin, np.inf)
     return Outcomes(
-        np.pad(lower, (0, M - m)).astype(dtype),
-        np.pad(upper, (0, M - m), constant_values=np.inf).astype(dtype),
-        np.pad(weight, (0, M - m), constant_values=1.0).astype(dtype),
+        batch.pad_rows(lower, M, dtype=dtype),
+        batch.pad_rows(upper, M, fill=np.inf, dtype=dtype),
+        batch.pad_rows(weight, M, fill=1.0, dtype=dtype),
     )
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from ..gaussian.sites import Sites
 from .acceleration import accelerated_step, empty_history
-from .sites import Sites
 from .state import SCHEDULES, EPState, active_pairs, init_plain, plain_step
 
 __all__ = ["convergence_tol", "default_tol", "init", "iterate", "step"]

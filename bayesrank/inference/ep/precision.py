@@ -16,8 +16,8 @@ import jax.numpy as jnp
 
 from ...linalg import prior_root
 from ...runtime import after
+from ..gaussian.sites import informative_pairs
 from .loop import iterate, with_history
-from .sites import informative_pairs
 from .state import EPState, start
 
 #: The float32 sweeps go on until the marginals move by less than this times their scale

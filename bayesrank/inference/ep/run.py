@@ -7,9 +7,9 @@ import jax.numpy as jnp
 
 from ...data.checks import check_float
 from ...runtime import is_traced
+from ..gaussian.sites import Sites
 from .loop import check_schedule, default_tol, init, iterate
 from .precision import check_precision, run_mixed
-from .sites import Sites
 from .state import EPState
 
 __all__ = ["run"]

@@ -35,15 +35,15 @@ import jax
 import jax.numpy as jnp
 
 from ...linalg import prior_root
-from .factor import Factor, from_root
-from .sites import (
+from ..gaussian.factor import Factor, from_root
+from ..gaussian.sites import (
     Sites,
     factor_marginals,
     informative_pairs,
-    new_sites,
     pair_mask_or_all,
     zero_sites,
 )
+from .sites import new_sites
 
 #: Damping is halved down to this floor when the marginals' largest change does not shrink by
 #: ``CONTRACTION`` (a smaller

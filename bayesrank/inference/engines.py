@@ -4,7 +4,7 @@ the one place where an engine's string shorthand (``"ep"``, ``"laplace"``, ``"nu
 
 ``NUTS`` and ``SparseLaplace`` are problem-level engines: they fit a ``PreferenceProblem``
 (``fit_problem``), not a covariance inside a caller's compiled program. NumPyro loads only
-when ``NUTS`` samples. ``SparseLaplace`` lives beside ``Laplace`` (``inference.laplace``).
+when ``NUTS`` samples.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-from ..data.checks import check_choice
-from .engine import Engine, GaussianEngine
+from ..data.checks import check_choice, check_float, check_int
+from ..diagnostics import warn_if_unconverged
+from .engine import Engine, GaussianEngine, check_engine_settings
 from .ep.settings import EP
-from .laplace import Laplace, SparseLaplace
+from .laplace import Laplace
 
 __all__ = [
     "ENGINES",
@@ -64,6 +65,40 @@ class NUTS(Engine):
         from . import nuts  # NumPyro loads only when sampling is asked for
 
         return nuts.sample_problem(key, prior, problem, **self.options())
+
+
+@dataclasses.dataclass(frozen=True)
+class SparseLaplace(Engine):
+    """The Laplace approximation in precision form (``bayesrank.inference.sparse``): no dense
+    ``(n, n)`` matrix, for thousands of entities and more; strict pairs only, at the prior's
+    hyperparameters. The attribute kernel at ``rank`` by pivoted Cholesky with its residual
+    variances kept; relations ``RegularizedLaplacian``. Its posterior predicts pairs by CG (by
+    posterior draws beyond 2,000 pairs) and estimates its evidence by stochastic Lanczos
+    quadrature.
+
+    Attributes: ``rank`` (256), ``max_iter`` (200 Newton steps), ``tol`` (1e-10, on the mode).
+    """
+
+    name: ClassVar[str] = "sparse"
+    advice: ClassVar[str] = "raise max_iter (Newton's iterations)"
+
+    rank: int = 256
+    max_iter: int = 200
+    tol: float | None = 1e-10
+
+    def __post_init__(self):
+        check_int(self.rank, "rank", low=1)
+        check_engine_settings(self)
+        check_float(self.tol, "tol", 0.0, low_open=True)
+
+    def fit_problem(self, prior, problem, sites=None, *, key=None):
+        if sites is not None:
+            raise ValueError("SparseLaplace takes no sites (it fits at the prior's values)")
+        from . import sparse
+
+        result = sparse.fit_problem(prior, problem, self.rank, self.max_iter, self.tol, key)
+        warn_if_unconverged(result.converged, "Laplace fit", self.advice)
+        return result
 
 
 #: The string shorthands: each names its engine at its defaults.

@@ -42,11 +42,9 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import log_ndtr
 
-from ..data.checks import check_float, check_int
-from ..diagnostics import warn_if_unconverged
 from ..likelihoods import Outcomes, inverse_mills, outcome_curvature
 from ..linalg import prior_root
-from .engine import Engine, GaussianEngine, check_engine_settings
+from .engine import GaussianEngine, check_engine_settings
 from .gaussian.factor import covariance, dense, from_root, pseudo_data_precision
 from .gaussian.sites import Sites, informative_pairs, marginals, pair_mask_or_all, to_entities
 from .posterior import GaussianPosterior
@@ -55,7 +53,6 @@ __all__ = [
     "Laplace",
     "LaplacePosterior",
     "LaplaceState",
-    "SparseLaplace",
     "default_tol",
     "fit",
     "log_evidence",
@@ -367,8 +364,10 @@ class Laplace(GaussianEngine):
         """``Laplace()``: learning runs Newton at its own defaults."""
         return Laplace()
 
-    def large(self, n: int, rank: int) -> SparseLaplace:
+    def large(self, n: int, rank: int):
         """``SparseLaplace`` at this engine's settings and ``rank``."""
+        from .engines import SparseLaplace  # the engines' module builds on this one
+
         return SparseLaplace(rank, self.max_iter, 1e-10 if self.tol is None else self.tol)
 
     def fit(self, K, rows, *, pair_mask=None, sites=None, outcomes=None) -> LaplacePosterior:
@@ -382,37 +381,3 @@ class Laplace(GaussianEngine):
             sites=sites,
             outcomes=outcomes,
         )
-
-
-@dataclasses.dataclass(frozen=True)
-class SparseLaplace(Engine):
-    """The Laplace approximation in precision form (``bayesrank.inference.sparse``): no dense
-    ``(n, n)`` matrix, for thousands of entities and more; strict pairs only, at the prior's
-    hyperparameters. The attribute kernel at ``rank`` by pivoted Cholesky with its residual
-    variances kept; relations ``RegularizedLaplacian``. Its posterior predicts pairs by CG (by
-    posterior draws beyond 2,000 pairs) and estimates its evidence by stochastic Lanczos
-    quadrature.
-
-    Attributes: ``rank`` (256), ``max_iter`` (200 Newton steps), ``tol`` (1e-10, on the mode).
-    """
-
-    name: ClassVar[str] = "sparse"
-    advice: ClassVar[str] = "raise max_iter (Newton's iterations)"
-
-    rank: int = 256
-    max_iter: int = 200
-    tol: float | None = 1e-10
-
-    def __post_init__(self):
-        check_int(self.rank, "rank", low=1)
-        check_engine_settings(self)
-        check_float(self.tol, "tol", 0.0, low_open=True)
-
-    def fit_problem(self, prior, problem, sites=None, *, key=None):
-        if sites is not None:
-            raise ValueError("SparseLaplace takes no sites (it fits at the prior's values)")
-        from . import sparse  # its modules build on this one
-
-        result = sparse.fit_problem(prior, problem, self.rank, self.max_iter, self.tol, key)
-        warn_if_unconverged(result.converged, "Laplace fit", self.advice)
-        return result

@@ -17,7 +17,7 @@ import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
-from bayesrank import parallel  # noqa: E402
+from bayesrank import EP, parallel  # noqa: E402
 
 if role == "process":  # before anything starts JAX's backend
     parallel.initialize(sys.argv[6], int(sys.argv[5]), int(sys.argv[4]))
@@ -30,12 +30,14 @@ from sharding_cases import PRIOR, flat, letor_problems, random_problems  # noqa:
 if role == "devices":
     problems, tests = random_problems()
     assert len(jax.devices()) == 4
-    four = parallel.fit_predict(PRIOR, problems, tests, tol=1e-9)
+    four = parallel.fit_predict(PRIOR, problems, tests, engine=EP(tol=1e-9))
     one = parallel.fit_predict(
-        PRIOR, problems, tests, tol=1e-9, mesh=parallel.query_mesh(jax.devices()[:1])
+        PRIOR, problems, tests, engine=EP(tol=1e-9), mesh=parallel.query_mesh(jax.devices()[:1])
     )
-    posts4 = parallel.fit_ep(PRIOR, problems, tol=1e-9)
-    posts1 = parallel.fit_ep(PRIOR, problems, tol=1e-9, mesh=parallel.query_mesh(jax.devices()[:1]))
+    posts4 = parallel.fit_ep(PRIOR, problems, engine=EP(tol=1e-9))
+    posts1 = parallel.fit_ep(
+        PRIOR, problems, engine=EP(tol=1e-9), mesh=parallel.query_mesh(jax.devices()[:1])
+    )
     np.savez(
         out,
         **{f"four_{k}": v for k, v in flat(four).items()},
@@ -50,6 +52,6 @@ else:
     files = sorted(os.listdir(directory))
     mine = parallel.process_share([os.path.join(directory, f) for f in files])
     problems, tests = letor_problems(mine)
-    result = parallel.fit_predict(PRIOR, problems, tests, tol=1e-9)
+    result = parallel.fit_predict(PRIOR, problems, tests, engine=EP(tol=1e-9))
     if jax.process_index() == 0:
         np.savez(out, files=len(mine), devices=len(jax.devices()), **flat(result))

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from bayesrank import (
+    EP,
     RBF,
     XPGP,
     Independent,
@@ -49,10 +50,10 @@ def test_fit_ep_over_a_collection_equals_each_problems_own_fit():
     """Sizes in three size groups (one padded with a repeated query): each posterior equals
     XPGPModel.fit on its problem alone."""
     probs = problems(0, [(12, 20), (30, 70), (13, 22), (50, 40), (11, 19)])
-    posts = parallel.fit_ep(PRIOR, probs, tol=1e-10)
+    posts = parallel.fit_ep(PRIOR, probs, engine=EP(tol=1e-10))
     tol = 1e-8 if jax.config.jax_enable_x64 else 2e-3
     for p, post in zip(probs, posts, strict=True):
-        ref = XPGPModel(PRIOR, tol=1e-10).fit(p)
+        ref = XPGPModel(PRIOR, EP(tol=1e-10)).fit(p)
         assert post.mean.shape == (p.n,) and post.sites.tau.shape == (len(p.pairs),)
         np.testing.assert_allclose(post.mean, ref.mean, atol=tol)
         np.testing.assert_allclose(post.cov, ref.cov, atol=tol)
@@ -96,11 +97,11 @@ def test_collections_with_ties_weights_and_grades_equal_each_problems_own_fit():
     the problem alone (which the engines' own tests check against quadrature and NUTS)."""
     probs = outcome_problems(0)
     tests = [np.array([[0, 1], [2, 3], [4, 1]]) for _ in probs]
-    posts = parallel.fit_ep(OUTCOME_PRIOR, probs, tol=1e-10)
-    preds = parallel.fit_predict(OUTCOME_PRIOR, probs, tests, tol=1e-10)
+    posts = parallel.fit_ep(OUTCOME_PRIOR, probs, engine=EP(tol=1e-10))
+    preds = parallel.fit_predict(OUTCOME_PRIOR, probs, tests, engine=EP(tol=1e-10))
     tol = 1e-8 if jax.config.jax_enable_x64 else 2e-3
     for q, (p, post) in enumerate(zip(probs, posts, strict=True)):
-        ref = XPGPModel(OUTCOME_PRIOR, tol=1e-10).fit(p)
+        ref = XPGPModel(OUTCOME_PRIOR, EP(tol=1e-10)).fit(p)
         assert post.mean.shape == (p.n,) and post.sites.tau.shape == (len(p.rows),)
         np.testing.assert_allclose(post.mean, ref.mean, atol=tol)
         np.testing.assert_allclose(post.log_evidence, ref.log_evidence, rtol=tol)

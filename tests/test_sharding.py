@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from sharding_cases import PRIOR, flat, letor_problems, random_problems, write_letor_files
 
-from bayesrank import RBF, XPGP, parallel
+from bayesrank import EP, RBF, XPGP, parallel
 from bayesrank.inference import ep
 from bayesrank.parallel.plan import make_plan
 from bayesrank.predict import predict_pairs
@@ -85,7 +85,7 @@ def test_two_processes_equal_one_process(tmp_path):
     assert int(r["devices"]) == 4 and int(r["files"]) == 2  # process 0 read 2 of the 3 files
     files = sorted(str(data / f) for f in os.listdir(data))
     problems, tests = letor_problems(files)
-    ref = flat(parallel.fit_predict(PRIOR, problems, tests, tol=1e-9))
+    ref = flat(parallel.fit_predict(PRIOR, problems, tests, engine=EP(tol=1e-9)))
     for k in FIELDS:
         np.testing.assert_allclose(r[k], ref[k], rtol=0, atol=1e-12, err_msg=k)
 
@@ -94,7 +94,7 @@ def test_padded_collection_equals_each_query_alone_unpadded():
     """fit_predict over size groups (padded entities, pairs, test pairs and rows) against EP's
     pure core on each query's own unpadded K; a query without pairs keeps its prior."""
     problems, tests = random_problems()
-    res = parallel.fit_predict(PRIOR, problems, tests, tol=1e-10)
+    res = parallel.fit_predict(PRIOR, problems, tests, engine=EP(tol=1e-10))
     core = jax.jit(partial(ep.fit_core, max_iter=200, tol=1e-10))
     atol = 1e-10 if jax.config.jax_enable_x64 else 2e-3
     for q, (p, t) in enumerate(zip(problems, tests, strict=True)):

@@ -11,19 +11,20 @@ from batching and whose padded rows are then skipped, ``vmap`` on accelerators
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from functools import partial
 from typing import NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ..data.batch import bucket_size, pad_stack
-from ..data.checks import check_index_pairs, check_int
+from ..data.checks import check_index_pairs
 from ..diagnostics import warn_if_unconverged
-from ..inference import ep
-from ..inference.ep.fit import EP_ADVICE, MAX_ITER_LIMIT, check_settings, unpad_posterior
+from ..inference.engine import GaussianEngine
+from ..inference.engines import EP, resolve
+from ..inference.ep.fit import unpad_posterior
 from ..kernels.xpgp import XPGP
 from ..metrics import LetorMetrics
 from ..metrics import letor_metrics as _letor_metrics_one
@@ -66,10 +67,8 @@ def fit_predict(
     mesh=None,
     method: str | None = None,
     per_octave: int = 8,
-    max_iter: int = 200,
-    tol: float | None = None,
-    schedule: str = "parallel",
-    accelerate: bool = False,
+    engine: GaussianEngine | str | None = None,
+    **old_keywords,
 ) -> CollectionPrediction:
     """EP on every problem under one prior and the prediction of its test pairs (paper Eq.
     13-14), in one compiled call over the whole collection, on every device of ``mesh``.
@@ -86,7 +85,10 @@ def fit_predict(
         method: how each device maps its queries, ``"map"`` or ``"vmap"``; default by the
             devices' platform (``query_map_method``). ``plan.describe()`` says which ran.
         per_octave: size buckets per power of two (``make_plan``).
-        max_iter, tol, schedule, accelerate: EP's (``bayesrank.inference.ep.fit``).
+        engine: the inference engine (``bayesrank.inference.engine``; a ``GaussianEngine``,
+            by default ``EP()``), e.g. ``EP(max_iter=300, accelerate=True)`` or ``Laplace()``.
+        old_keywords: ``max_iter``, ``tol``, ``schedule``, ``accelerate``, the old spelling of
+            ``engine=EP(...)`` (a ``DeprecationWarning``).
 
     Returns:
         ``CollectionPrediction``, every query's, on every process. A
@@ -101,7 +103,7 @@ def fit_predict(
         check_index_pairs(t, p.n, name=f"test_pairs[{k}]")
         for k, (p, t) in enumerate(zip(problems, test_pairs, strict=True))
     ]
-    options = _ep_options(max_iter, tol, schedule, accelerate)
+    engine = _engine(engine, old_keywords, "fit_predict")
     plan, anchored, out = run_collection(
         prior,
         problems,
@@ -109,7 +111,7 @@ def fit_predict(
         mesh=mesh,
         method=method,
         per_octave=per_octave,
-        **options,
+        engine=engine,
     )
     Q = len(plan.sizes)
     fields = {k: [None] * Q for k in QueryResult._fields}
@@ -146,16 +148,37 @@ def fit_predict(
             )
         ],
     )
-    if max_iter:
-        warn_if_unconverged(result.converged, "EP fit", EP_ADVICE)
+    if engine.max_iter:
+        warn_if_unconverged(result.converged, f"{engine.describe().upper()} fit", engine.advice)
     return result
 
 
-def _ep_options(max_iter, tol, schedule, accelerate) -> dict:
-    max_iter = check_int(max_iter, "max_iter", low=0, high=MAX_ITER_LIMIT)
-    check_settings(schedule, "full", 1.0, accelerate)
-    tol = ep.default_tol(jnp.result_type(float)) if tol is None else tol
-    return dict(max_iter=max_iter, tol=tol, schedule=schedule, accelerate=accelerate)
+#: The old keywords of the collection façades, each a field of ``EP`` now.
+_OLD_KEYWORDS = ("max_iter", "tol", "schedule", "accelerate")
+
+
+def _engine(engine, old: dict, where: str) -> GaussianEngine:
+    """The façade's engine: ``engine`` resolved, or the old keywords' ``EP`` (with a
+    ``DeprecationWarning``); ``ValueError``/``TypeError`` naming what is at fault."""
+    if unknown := sorted(set(old) - set(_OLD_KEYWORDS)):
+        raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
+    if old:
+        if engine is not None:
+            raise ValueError(
+                f"{sorted(old)} and engine={engine!r} both set the engine: give its settings in "
+                "the engine alone"
+            )
+        engine = EP(**old)
+        warnings.warn(
+            f"{where}({', '.join(f'{k}={v!r}' for k, v in old.items())}) is deprecated: pass "
+            f"engine={engine!r}",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+    engine = resolve(engine, gaussian=True)
+    if getattr(engine, "max_iter", 1) is None:
+        raise ValueError(f"{where} needs the engine's max_iter, got None")
+    return engine
 
 
 def fit_ep(
@@ -165,20 +188,18 @@ def fit_ep(
     mesh=None,
     method: str | None = None,
     per_octave: int = 8,
-    max_iter: int = 200,
-    tol: float | None = None,
-    schedule: str = "parallel",
-    accelerate: bool = False,
-) -> list[ep.EPPosterior]:
-    """EP on every problem under one prior, in one compiled call over the whole collection on
-    every device of ``mesh`` (arguments as ``fit_predict``).
+    engine: GaussianEngine | str | None = None,
+    **old_keywords,
+) -> list:
+    """The engine (default ``EP()``) on every problem under one prior, in one compiled call over
+    the whole collection on every device of ``mesh`` (arguments as ``fit_predict``).
 
-    Returns one ``EPPosterior`` per problem, in order, over its own
+    Returns one posterior (``EPPosterior`` for EP) per problem, in order, over its own
     entities and pairs (padding removed); each predicts (``predict_pairs``). For a large
     collection prefer ``fit_predict``, which returns predictions rather than every
     ``(n, n)`` covariance.
     """
-    options = _ep_options(max_iter, tol, schedule, accelerate)
+    engine = _engine(engine, old_keywords, "fit_ep")
     plan, anchored, out = run_collection(
         prior,
         problems,
@@ -186,7 +207,7 @@ def fit_ep(
         mesh=mesh,
         method=method,
         per_octave=per_octave,
-        **options,
+        engine=engine,
     )
     posts: list = [None] * len(plan.sizes)
     for g, res in zip(plan.groups, out, strict=True):
@@ -194,8 +215,9 @@ def fit_ep(
             n, m, _, _ = plan.sizes[q]
             one = jax.tree_util.tree_map(lambda x, row=row: x[row], res)
             posts[q] = unpad_posterior(one, int(n - anchored[q]), int(m))
-    if max_iter:
-        warn_if_unconverged(np.array([bool(p.converged) for p in posts]), "EP fit", EP_ADVICE)
+    if engine.max_iter:
+        converged = np.array([bool(p.converged) for p in posts])
+        warn_if_unconverged(converged, f"{engine.describe().upper()} fit", engine.advice)
     return posts
 
 

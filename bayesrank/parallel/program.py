@@ -1,5 +1,6 @@
 """The one compiled program of a collection: every size group's block of rows, placed on the
-mesh, each device mapping the single-query computation (covariance, EP, and the prediction of
+mesh, each device mapping the single-query computation (covariance, the engine's fit, e.g. EP,
+and the prediction of
 test pairs or the whole posterior) over its rows.
 
 For prediction, EP runs on the entities that the known pairs touch (the others' posterior is
@@ -21,7 +22,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..data.checks import check_int
-from ..inference import ep
 from ..inference.gaussian import predict_new
 from ..kernels.xpgp import check_prior, mask_covariance, with_anchor
 from ..likelihoods import outcome_probabilities
@@ -80,20 +80,12 @@ class QueryResult(NamedTuple):
     loss: jax.Array
 
 
-def _one_query(prior, settings, row: _Block, *, options):
-    """EP posterior of one query, or (``row.test`` given) EP on its touched entities and the
-    prediction of its test pairs from every entity's posterior."""
-    max_iter, tol = settings
+def _one_query(prior, engine, row: _Block):
+    """The engine's posterior of one query, or (``row.test`` given) its posterior of the touched
+    entities and the prediction of its test pairs from every entity's posterior."""
     K = with_anchor(prior.covariance(row.X, row.graphs, row.mask), row.anchor)
     rows = None if row.tie is None else (row.tie, row.grade, row.weight)
-    fit = partial(
-        ep.fit_core,
-        pair_mask=row.pair_mask,
-        outcomes=outcomes(prior, rows),
-        max_iter=max_iter,
-        tol=tol,
-        **options,
-    )
+    fit = partial(engine.fit, pair_mask=row.pair_mask, outcomes=outcomes(prior, rows))
     if row.test is None:
         return fit(K, row.pairs)
     K_touched = mask_covariance(K[row.entities[:, None], row.entities[None, :]], row.entity_mask)
@@ -115,14 +107,12 @@ def _one_query(prior, settings, row: _Block, *, options):
     )
 
 
-@partial(jax.jit, static_argnames=("mesh", "method", "schedule", "accelerate"))
-def _collection_jit(prior, blocks, settings, *, mesh, method, schedule, accelerate):
-    one = partial(_one_query, options=dict(schedule=schedule, accelerate=accelerate))
-
+@partial(jax.jit, static_argnames=("mesh", "method"))
+def _collection_jit(prior, blocks, engine, *, mesh, method):
     def per_device(shared, rows: _Block):
-        prior, settings = shared
+        prior, engine = shared
         return map_queries(
-            lambda row: one(prior, settings, row), rows, method=method, valid=rows.valid
+            lambda row: _one_query(prior, engine, row), rows, method=method, valid=rows.valid
         )
 
     # one group after another where a group's LAPACK calls run on a CPU (or one at a time)
@@ -131,7 +121,7 @@ def _collection_jit(prior, blocks, settings, *, mesh, method, schedule, accelera
     for block in blocks:
         if previous is not None and chain:
             block = after(block, previous)
-        out = shard_queries(per_device, mesh, (prior, settings), block)
+        out = shard_queries(per_device, mesh, (prior, engine), block)
         results.append(out)
         previous = out.log_evidence
     return tuple(results)
@@ -202,12 +192,12 @@ def _block(prior, problems, tests, rows, local_rows: int, g: Group, kinds) -> _B
     return block._replace(test=test, entities=entities, entity_mask=entity_mask)
 
 
-def run_collection(prior, problems, tests, *, mesh, method, per_octave, **options):
+def run_collection(prior, problems, tests, *, mesh, method, per_octave, engine):
     """Plan, place, run and gather: ``(plan, anchored, per group outputs)``, the outputs
     (padded, on the host, every process's) a ``QueryResult`` per row, stacked, or (``tests``
-    None) an ``EPPosterior`` per row; ``anchored: (Q,)`` bool, whether a query's last entity
-    (``plan.sizes[q, 0] - 1``) is its grades' anchor. ``tests``: each problem's test pairs, or
-    None."""
+    None) the engine's posterior (e.g. an ``EPPosterior``) per row; ``anchored: (Q,)`` bool,
+    whether a query's last entity (``plan.sizes[q, 0] - 1``) is its grades' anchor.
+    ``tests``: each problem's test pairs, or None."""
     problems = check_problems(problems, prior)
     check_prior(prior, next((p.X.shape[1] for p in problems if p.X is not None), None))
     if len({p.X is None for p in problems}) != 1 or len({len(p.relations) for p in problems}) != 1:
@@ -253,15 +243,8 @@ def run_collection(prior, problems, tests, *, mesh, method, per_octave, **option
             kinds,
         )
         blocks.append(place(block, mesh, local_rows * n_processes))
-    settings = (
-        np.asarray(options.pop("max_iter"), np.int32),
-        np.asarray(options.pop("tol"), jnp.result_type(float)),
-    )
+    engine = engine.with_defaults(jnp.result_type(float))
     shared_prior = jax.tree_util.tree_map(np.asarray, prior)
     with one_blas_thread():
-        out = gather(
-            _collection_jit(
-                shared_prior, tuple(blocks), settings, mesh=mesh, method=method, **options
-            )
-        )
+        out = gather(_collection_jit(shared_prior, tuple(blocks), engine, mesh=mesh, method=method))
     return plan, flags[:, 1].astype(bool), out

@@ -15,7 +15,7 @@ A study declares::
         add_protocol_argument(parser, PRESETS, help="...")
         parser.add_argument("--queries", type=int, default=None)   # None: the preset's
 
-    def from_args(args):
+    def check(args):
         p = from_args(args, PRESETS)      # the preset, each option given in its place
         ...                               # the study's checks, ValueError naming the option
 
@@ -33,7 +33,7 @@ import argparse
 import dataclasses
 from collections.abc import Mapping
 
-__all__ = ["Protocol", "add_protocol_argument", "from_args", "preset_of"]
+__all__ = ["Protocol", "add_protocol_argument", "from_args", "given", "preset_of"]
 
 #: The preset a run without ``--protocol`` gets.
 DEFAULT = "reduced"
@@ -79,16 +79,22 @@ def preset_of(
     return name, presets[name]
 
 
+def given(args, cls) -> dict:
+    """``{field: value}`` of every field of the dataclass ``cls`` that ``args`` gives: an
+    attribute of the same name, not None; lists become tuples."""
+    out = {}
+    for f in dataclasses.fields(cls):
+        value = getattr(args, f.name, None)
+        if value is not None:
+            out[f.name] = tuple(value) if isinstance(value, list) else value
+    return out
+
+
 def from_args(
     args, presets: Mapping[str, Protocol], *, default: str = DEFAULT, **fixed
 ) -> Protocol:
-    """The preset of ``args.protocol`` with every field that ``args`` gives (an attribute of
-    the same name, not None; lists become tuples) in its place, then ``fixed``. Unchecked: the
-    study checks the values it gets (``ValueError`` naming the option)."""
+    """The preset of ``args.protocol`` with every field that ``args`` gives (``given``) in its
+    place, then ``fixed``. Unchecked: the study checks the values it gets (``ValueError``
+    naming the option)."""
     _, base = preset_of(args, presets, default)
-    given = {}
-    for f in dataclasses.fields(base):
-        value = getattr(args, f.name, None)
-        if f.name not in fixed and value is not None:
-            given[f.name] = tuple(value) if isinstance(value, list) else value
-    return dataclasses.replace(base, **given, **fixed)
+    return dataclasses.replace(base, **{**given(args, type(base)), **fixed})

@@ -37,7 +37,7 @@ def main(argv=None):
     active.add_arguments(p, protocol="full", allow_all=True)
     args = p.parse_args(argv)
     enable_compilation_cache()
-    collection = args.collection or active.PROTOCOLS[args.protocol]["collection"]
+    collection = args.collection or active.PRESETS[args.protocol].collection
     out = args.out or REPO_ROOT / "experiments" / "out" / "active"
     total = 0.0
     for c in ALL if collection == "all" else (collection,):

@@ -3,11 +3,18 @@ the scripts in ``experiments/`` are front ends for the full-data runs.
 
 ``relational`` (a subpackage: ``bayesrank.experiments.relational``) is the relational study of
 Kersting & Xu (2009, Sec. 6) with its controls; ``StudyConfig`` is its protocol, from the
-bundled sample (the command's default) to the full study over three collections. The five
-subpackages below are each one implementation with two protocols: ``--protocol reduced`` (the
-default: the bundled OHSUMED sample, about a minute at most) and ``--protocol full`` (the
-full-data study whose results are in ``docs/results/``; ``experiments/<script>.py`` runs it on
-``../shared/data``). An option given explicitly overrides its protocol's value.
+bundled sample (the command's default) to the full study over three collections (no
+``--protocol``: its defaults follow the collection). The seven experiments below are each one
+implementation with two protocols: ``--protocol reduced`` (the default: the bundled OHSUMED
+sample, about a minute at most) and ``--protocol full`` (the full-data study whose results are
+in ``docs/results/``; ``experiments/<script>.py`` runs it on ``../shared/data``). An option
+given explicitly overrides its protocol's value.
+
+Each spells its protocol in one shape (``protocol``): a frozen dataclass of its settings
+(a ``protocol.Protocol``; ``StudyConfig`` is one too), ``PRESETS = {"reduced": ..., "full":
+...}`` of it, ``--protocol`` added by ``protocol.add_protocol_argument``, and the run's settings
+built by ``protocol.from_args`` (the preset, every option given in its place) before the
+study's own checks (``ValueError`` naming the option).
 
 =================  ==========================================================================
 ``active``         ``active``: active exploration, variance ratio / mutual information /

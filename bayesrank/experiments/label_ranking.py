@@ -20,22 +20,32 @@ recalled in ``PUBLISHED``: the paper itself was not at hand to check them (docs/
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 
 import numpy as np
 
 from ._common import Progress, write_outputs
+from .protocol import Protocol, add_protocol_argument, from_args, preset_of
 
-__all__ = ["HELP", "NAME", "PUBLISHED", "add_arguments", "run"]
+__all__ = ["HELP", "NAME", "PRESETS", "PUBLISHED", "Settings", "add_arguments", "run"]
 
 NAME = "label-ranking"
 HELP = "label rankers (RPC, constraint classification, the GP) on iris and wine: Kendall tau"
 
 METHODS = ("RPC", "CC", "GP")
-PRESETS = {
-    "reduced": {"datasets": ("iris",), "folds": 3},
-    "full": {"datasets": ("iris", "wine"), "folds": 10},
-}
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings(Protocol):
+    """The settings ``--protocol`` presets (module docstring)."""
+
+    datasets: tuple[str, ...] = ("iris",)
+    folds: int = 3
+
+
+#: The presets (``experiments.protocol``); an option given overrides its value.
+PRESETS = {"reduced": Settings(), "full": Settings(datasets=("iris", "wine"), folds=10)}
 #: Cheng, Hühn & Hüllermeier (2009), complete rankings: (mean, sd) of Kendall tau, as recalled
 #: (not checked against the paper here; see docs/results/label-ranking.md).
 PUBLISHED = {
@@ -45,10 +55,9 @@ PUBLISHED = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--protocol",
-        choices=tuple(PRESETS),
-        default="reduced",
+    add_protocol_argument(
+        parser,
+        PRESETS,
         help="reduced (default: iris, 3 folds) or full (iris and wine, 10 folds)",
     )
     parser.add_argument("--datasets", nargs="+", choices=("iris", "wine"), default=None)
@@ -65,9 +74,9 @@ def run(args: argparse.Namespace) -> dict:
     """The cross-validation of every method on every data set (module docstring)."""
     from ..label_ranking import load_label_ranking
 
-    preset = PRESETS[args.protocol]
-    datasets = list(args.datasets or preset["datasets"])
-    folds = preset["folds"] if args.folds is None else args.folds
+    protocol, _ = preset_of(args, PRESETS)
+    p = from_args(args, PRESETS)
+    datasets, folds = list(p.datasets), p.folds
     if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
         raise ValueError(f"--folds must be an integer >= 2, got {folds!r}")
     start = time.perf_counter()
@@ -88,7 +97,7 @@ def run(args: argparse.Namespace) -> dict:
             rows.append({"dataset": name, "method": method, "tau": taus, "seconds": seconds})
             progress(f"{name} {method}")
     results = {
-        "settings": {"protocol": args.protocol, "datasets": datasets, "folds": folds,
+        "settings": {"protocol": protocol, "datasets": datasets, "folds": folds,
                      "seed": int(args.seed)},
         "rows": rows,
         "published": PUBLISHED,

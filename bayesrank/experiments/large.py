@@ -38,31 +38,45 @@ nothing of HetRec is bundled).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import resource
 import time
 
 import numpy as np
 
 from ._common import Progress, check_positive, median_rho, write_outputs
+from .protocol import Protocol, add_protocol_argument, from_args, preset_of
 
-__all__ = ["HELP", "NAME", "add_arguments", "run"]
+__all__ = ["HELP", "NAME", "PRESETS", "Settings", "add_arguments", "run"]
 
 NAME = "large"
 HELP = "XPGP on all 10,197 HetRec movies without a dense matrix, against choix and dense"
 
+
+@dataclasses.dataclass(frozen=True)
+class Settings(Protocol):
+    """The settings ``--protocol`` presets (module docstring)."""
+
+    n_train: int = 20_000
+    n_test: int = 5_000
+    rank: int = 64
+    dense_sizes: tuple[int, ...] = (1000,)
+    em_steps: int = 15
+
+
+#: The presets (``experiments.protocol``); an option given overrides its value.
 PRESETS = {
-    "reduced": {"n_train": 20_000, "n_test": 5_000, "rank": 64, "dense_sizes": (1000,),
-                "em_steps": 15},
-    "full": {"n_train": 1_000_000, "n_test": 100_000, "rank": 128, "dense_sizes": (2000, 5000),
-             "em_steps": 15},
-}  # fmt: skip
+    "reduced": Settings(),
+    "full": Settings(n_train=1_000_000, n_test=100_000, rank=128, dense_sizes=(2000, 5000)),
+}
 RELATIONS = ("co_director", "co_genre")
 ENTITY_VARIANCE = 0.5
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--protocol", choices=tuple(PRESETS), default="reduced",
-                        help="reduced (default: 20,000 pairs) or full (10^6 pairs)")  # fmt: skip
+    add_protocol_argument(
+        parser, PRESETS, help="reduced (default: 20,000 pairs) or full (10^6 pairs)"
+    )
     parser.add_argument("--n-train", type=int, default=None, help="training pairs")
     parser.add_argument("--n-test", type=int, default=None, help="held-out pairs")
     parser.add_argument("--rank", type=int, default=None, help="rank of the attribute kernel")
@@ -236,17 +250,16 @@ def _dense_subset(X, memberships, train, test, counts, size, rank, seed, max_pai
 
 def run(args: argparse.Namespace) -> dict:
     """The global fits, choix and the dense subsets (module docstring)."""
-    preset = PRESETS[args.protocol]
-    n_train = check_positive(preset["n_train"] if args.n_train is None else args.n_train,
-                             "--n-train")  # fmt: skip
-    n_test = check_positive(preset["n_test"] if args.n_test is None else args.n_test, "--n-test")
-    rank = check_positive(preset["rank"] if args.rank is None else args.rank, "--rank")
+    protocol, _ = preset_of(args, PRESETS)
+    p = from_args(args, PRESETS)
+    n_train = check_positive(p.n_train, "--n-train")
+    n_test = check_positive(p.n_test, "--n-test")
+    rank = check_positive(p.rank, "--rank")
     samples = check_positive(args.samples, "--samples", low=2)
     probes = check_positive(args.probes, "--probes", low=2)
-    sizes = preset["dense_sizes"] if args.dense_sizes is None else tuple(args.dense_sizes)
+    sizes = p.dense_sizes
     dense_pairs = check_positive(args.dense_pairs, "--dense-pairs")
-    em_steps = preset["em_steps"] if args.em_steps is None else args.em_steps
-    em_steps = check_positive(em_steps, "--em-steps", low=0)
+    em_steps = check_positive(p.em_steps, "--em-steps", low=0)
     start = time.perf_counter()
     progress = Progress(5 + len(sizes) + 4 * bool(em_steps))
     ids, X, pairs, memberships = load(args.data_dir)
@@ -285,7 +298,7 @@ def run(args: argparse.Namespace) -> dict:
                                      dense_pairs))  # fmt: skip
         progress(f"dense subset of {size}")
     results = {
-        "settings": {"protocol": args.protocol, "n_movies": len(ids), "pooled_pairs": len(pairs),
+        "settings": {"protocol": protocol, "n_movies": len(ids), "pooled_pairs": len(pairs),
                      "n_train": n_train, "n_test": n_test, "rank": rank, "samples": samples,
                      "probes": probes, "dense_sizes": list(sizes), "seed": int(args.seed),
                      "rated_movies": int(np.count_nonzero(np.bincount(pairs.ravel())))},

@@ -62,7 +62,16 @@ error over queries.
 
 from __future__ import annotations
 
-from .protocol import COLLECTIONS, CRITERIA, ENGINES, MODELS, PROTOCOLS, add_arguments
+from .protocol import (
+    COLLECTIONS,
+    CRITERIA,
+    ENGINES,
+    MODELS,
+    PRESETS,
+    PROTOCOLS,
+    Settings,
+    add_arguments,
+)
 from .runner import NAME, run
 
 HELP = "active exploration: variance ratio, mutual information and random questions"
@@ -74,7 +83,9 @@ __all__ = [
     "HELP",
     "MODELS",
     "NAME",
+    "PRESETS",
     "PROTOCOLS",
+    "Settings",
     "add_arguments",
     "run",
 ]

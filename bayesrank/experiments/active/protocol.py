@@ -8,6 +8,7 @@ Host-side only; nothing here compiles.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import NamedTuple
 
 import numpy as np
@@ -20,15 +21,18 @@ from .._common import (
     rbf_entity_prior,
     rng_for,
 )
+from ..protocol import Protocol, add_protocol_argument, from_args, preset_of
 
 __all__ = [
     "COLLECTIONS",
     "CRITERIA",
     "ENGINES",
     "MODELS",
+    "PRESETS",
     "PROTOCOLS",
     "RELATIONS",
     "ActiveQuery",
+    "Settings",
     "add_arguments",
     "check",
     "covariance",
@@ -51,14 +55,31 @@ RELATIONS = {
     "OHSUMED": ("keyword",),
     "MovieLens": ("co_director", "co_genre"),
 }
-#: The presets of ``--protocol``; an option given on the command line overrides its value.
-#: ``models`` None: every model the collection supports (XPGP only with relations).
-PROTOCOLS = {
-    "reduced": dict(
-        collection="letor", queries=5, k=10, repeats=5, min_pairs=20, models=("GP+entity",)
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings(Protocol):
+    """The settings ``--protocol`` presets (``add_arguments`` says what each means); ``models``
+    None: every model the collection supports (XPGP only with relations)."""
+
+    collection: str = "letor"
+    queries: int = 5
+    k: int = 10
+    repeats: int = 5
+    min_pairs: int = 20
+    models: tuple[str, ...] | None = ("GP+entity",)
+
+
+#: The presets of ``--protocol`` (``experiments.protocol``); an option given on the command
+#: line overrides its value.
+PRESETS = {
+    "reduced": Settings(),
+    "full": Settings(
+        collection="OHSUMED", queries=10, k=50, repeats=20, min_pairs=200, models=None
     ),
-    "full": dict(collection="OHSUMED", queries=10, k=50, repeats=20, min_pairs=200, models=None),
 }
+#: The old name of ``PRESETS``.
+PROTOCOLS = PRESETS
 
 
 class ActiveQuery(NamedTuple):
@@ -76,10 +97,10 @@ def add_arguments(
     """The protocol's options (the common ``--data-dir``, ``--out``, ``--seed`` are the
     CLI's). ``protocol``: the preset by default; ``allow_all``: ``--collection all`` (for a
     front end that runs the three collections in turn)."""
-    full = PROTOCOLS["full"]
-    parser.add_argument(
-        "--protocol",
-        choices=tuple(PROTOCOLS),
+    full = PRESETS["full"]
+    add_protocol_argument(
+        parser,
+        PRESETS,
         default=protocol,
         help="the defaults of the options below: reduced (the bundled sample in seconds) or "
         f"full (Kersting & Xu's Fig. 4 on a collection of --data-dir; default {protocol})",
@@ -92,7 +113,7 @@ def add_arguments(
         "no relation; sample: the bundled sample with its keyword graph; OHSUMED, MQ2008, "
         "MovieLens: --data-dir is the benchmark data's folder"
         + ("; all: those three in turn" if allow_all else "")
-        + f" (default: reduced letor, full {full['collection']})",
+        + f" (default: reduced letor, full {full.collection})",
     )
     parser.add_argument("--k", type=int, default=None, help="answers per query (10; full 50)")
     parser.add_argument(
@@ -135,19 +156,12 @@ def add_arguments(
     )
 
 
-def _given(args, name, preset):
-    value = getattr(args, name, None)
-    return preset[name] if value is None else value
-
-
 def check(args) -> dict:
     """The options with the preset's values filled in, checked (``ValueError`` naming the
     option)."""
-    protocol = getattr(args, "protocol", None) or "reduced"
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"--protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
-    preset = PROTOCOLS[protocol]
-    collection = _given(args, "collection", preset)
+    protocol, _ = preset_of(args, PRESETS)
+    p = from_args(args, PRESETS)
+    collection = p.collection
     if collection not in COLLECTIONS:
         raise ValueError(
             f"--collection must be one of {', '.join(COLLECTIONS)}, got {collection!r}"
@@ -161,7 +175,7 @@ def check(args) -> dict:
     if args.engine not in ENGINES:
         raise ValueError(f"--engine must be one of {', '.join(ENGINES)}, got {args.engine!r}")
     has = collection in RELATIONS
-    models = _given(args, "models", preset)
+    models = p.models
     models = list(dict.fromkeys(models)) if models else [m for m in MODELS if has or m != "XPGP"]
     for m in models:
         if m not in MODELS:
@@ -174,10 +188,10 @@ def check(args) -> dict:
     return {
         "protocol": protocol,
         "collection": collection,
-        "k": check_positive(_given(args, "k", preset), "--k"),
-        "repeats": check_positive(_given(args, "repeats", preset), "--repeats"),
-        "queries": check_positive(_given(args, "queries", preset), "--queries"),
-        "min_pairs": check_positive(_given(args, "min_pairs", preset), "--min-pairs", low=2),
+        "k": check_positive(p.k, "--k"),
+        "repeats": check_positive(p.repeats, "--repeats"),
+        "queries": check_positive(p.queries, "--queries"),
+        "min_pairs": check_positive(p.min_pairs, "--min-pairs", low=2),
         "test_fraction": check_fraction(args.test_fraction, "--test-fraction"),
         "models": models,
         "criteria": criteria,

@@ -55,7 +55,7 @@ queries, band +- one standard error.
 """
 
 from .methods import METHODS, PEERS
-from .protocol import COLLECTIONS, PROTOCOLS, add_arguments
+from .protocol import COLLECTIONS, PRESETS, PROTOCOLS, Settings, add_arguments
 from .runner import run
 
 NAME = "baselines"
@@ -64,4 +64,15 @@ HELP = (
     "folds (--protocol full: the LETOR protocol)"
 )
 
-__all__ = ["COLLECTIONS", "HELP", "METHODS", "NAME", "PEERS", "PROTOCOLS", "add_arguments", "run"]
+__all__ = [
+    "COLLECTIONS",
+    "HELP",
+    "METHODS",
+    "NAME",
+    "PEERS",
+    "PRESETS",
+    "PROTOCOLS",
+    "Settings",
+    "add_arguments",
+    "run",
+]

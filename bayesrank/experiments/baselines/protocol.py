@@ -1,45 +1,57 @@
 """The study's two protocol presets, its options, their checks, and what data they run on.
 
-``reduced`` (the default) and ``full`` differ only in their defaults (``PROTOCOLS``); every
-option given on the command line overrides its preset's value.
+``reduced`` (the default) and ``full`` differ only in their defaults (``PRESETS``, of
+``Settings``: ``experiments.protocol``'s shape); every option given on the command line
+overrides its preset's value.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 from pathlib import Path
 
 import numpy as np
 
 from .._common import check_positive, fold_files
+from ..protocol import Protocol, add_protocol_argument, from_args, preset_of
 from .methods import METHODS
 
-__all__ = ["COLLECTIONS", "PROTOCOLS", "add_arguments", "plan", "settings"]
+__all__ = ["COLLECTIONS", "PRESETS", "PROTOCOLS", "Settings", "add_arguments", "plan", "settings"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings(Protocol):
+    """The settings ``--protocol`` presets: the methods, each method's grid, and the benchmark
+    collections (None: the query folds of the sample or ``--data-dir``)."""
+
+    methods: tuple[str, ...] = ("RankSVM", "RankBoost")
+    C: tuple[float, ...] = (1.0,)
+    rounds: tuple[int, ...] = (300,)
+    trees: tuple[int, ...] = (100,)
+    hidden: tuple[int, ...] = (10,)
+    epochs: tuple[int, ...] = (5,)
+    n_docs: tuple[int, ...] = (300,)
+    collection: tuple[str, ...] | None = None
+
 
 #: The presets: the default of every option that is not given.
-PROTOCOLS = {
-    "reduced": {
-        "methods": ("RankSVM", "RankBoost"),
-        "C": (1.0,),
-        "rounds": (300,),
-        "trees": (100,),
-        "hidden": (10,),
-        "epochs": (5,),
-        "n_docs": (300,),
-        "collection": None,
-    },
-    "full": {
-        "methods": METHODS,
-        "C": (1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1),
-        "rounds": (10, 25, 50, 100, 200, 300, 500),
-        "trees": (25, 50, 100, 200),
-        "hidden": (10, 20),
-        "epochs": (1, 5, 20),
-        "n_docs": (1500,),
-        "collection": ("OHSUMED", "MQ2008"),
-    },
+PRESETS = {
+    "reduced": Settings(),
+    "full": Settings(
+        methods=METHODS,
+        C=(1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1),
+        rounds=(10, 25, 50, 100, 200, 300, 500),
+        trees=(25, 50, 100, 200),
+        hidden=(10, 20),
+        epochs=(1, 5, 20),
+        n_docs=(1500,),
+        collection=("OHSUMED", "MQ2008"),
+    ),
 }
+#: The old name of ``PRESETS``.
+PROTOCOLS = PRESETS
 
 #: The benchmark collections, by their folder under ``--data-dir``: LETOR 3.0 OHSUMED
 #: (QueryLevelNorm) and LETOR 4.0 MQ2008, five folds each.
@@ -47,15 +59,14 @@ COLLECTIONS = {"OHSUMED": Path("OHSUMED/QueryLevelNorm"), "MQ2008": Path("MQ2008
 
 
 def _grid(preset: str, name: str) -> str:
-    return " ".join(f"{v:g}" for v in PROTOCOLS[preset][name])
+    return " ".join(f"{v:g}" for v in getattr(PRESETS[preset], name))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The study's options (the common ``--data-dir``, ``--out``, ``--seed`` are the CLI's)."""
-    parser.add_argument(
-        "--protocol",
-        choices=tuple(PROTOCOLS),
-        default="reduced",
+    add_protocol_argument(
+        parser,
+        PRESETS,
         help="the defaults of the options below: reduced (default: RankSVM and RankBoost at "
         "one value each) or full (the LETOR protocol: every method, grids chosen on vali, the "
         "5 folds of OHSUMED and MQ2008 under --data-dir)",
@@ -115,27 +126,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def settings(args) -> dict:
     """The run's settings: the preset's values where an option is not given, each checked
     (``ValueError`` naming the option)."""
-    preset = PROTOCOLS[args.protocol]
-
-    def given(name):
-        value = getattr(args, name, None)
-        return preset[name] if value is None else value
-
+    protocol, _ = preset_of(args, PRESETS)
+    p = from_args(args, PRESETS)
     explicit = args.methods is not None
-    methods = list(dict.fromkeys(given("methods")))
+    methods = list(dict.fromkeys(p.methods))
     for m in methods:
         if m not in METHODS:
             raise ValueError(f"--methods: {m!r} is not one of {', '.join(METHODS)}")
     if not methods:
         raise ValueError("--methods: name at least one method")
-    C = [float(c) for c in given("C")]
+    C = [float(c) for c in p.C]
     if not C or not all(np.isfinite(c) and c > 0 for c in C):
         raise ValueError(f"--C must be one or more positive finite numbers, got {args.C!r}")
-    rounds = [check_positive(t, "--rounds") for t in given("rounds")]
-    trees = [check_positive(t, "--trees") for t in given("trees")]
-    hidden = [check_positive(h, "--hidden") for h in given("hidden")]
-    epochs = [check_positive(e, "--epochs") for e in given("epochs")]
-    n_docs = [check_positive(e, "--n-docs", low=2) for e in given("n_docs")]
+    rounds = [check_positive(t, "--rounds") for t in p.rounds]
+    trees = [check_positive(t, "--trees") for t in p.trees]
+    hidden = [check_positive(h, "--hidden") for h in p.hidden]
+    epochs = [check_positive(e, "--epochs") for e in p.epochs]
+    n_docs = [check_positive(e, "--n-docs", low=2) for e in p.n_docs]
     if not rounds or not trees or not hidden or not epochs or not n_docs:
         raise ValueError(
             "--rounds, --trees, --hidden, --epochs and --n-docs: give at least one number each"
@@ -144,7 +151,7 @@ def settings(args) -> dict:
     if folds is not None:
         folds = list(dict.fromkeys(check_positive(f, "--letor-folds") for f in folds))
     return {
-        "protocol": args.protocol,
+        "protocol": protocol,
         "methods": methods,
         "methods_explicit": explicit,
         "C": list(dict.fromkeys(C)),
@@ -154,7 +161,7 @@ def settings(args) -> dict:
         "epochs": list(dict.fromkeys(epochs)),
         "n_docs": list(dict.fromkeys(n_docs)),
         "n_thresholds": check_positive(args.n_thresholds, "--n-thresholds"),
-        "collection": args.collection,
+        "collection": args.collection,  # None: the preset's, which ``plan`` resolves
         "letor_folds": folds,
         "folds": check_positive(args.folds, "--folds", low=2),
         "max_k": check_positive(args.max_k, "--max-k"),
@@ -190,7 +197,7 @@ def plan(data_dir, opt: dict) -> tuple[str, list]:
     names under ``--data-dir``)."""
     names = opt["collection"]
     if names is None and opt["protocol"] == "full":
-        names = PROTOCOLS["full"]["collection"]
+        names = PRESETS["full"].collection
         if data_dir is None:
             raise ValueError(
                 "--protocol full needs --data-dir: the folder that holds OHSUMED/ and MQ2008/ "

@@ -72,36 +72,56 @@ share of pairs beyond 2 MCSE), each problem's summary and every test pair (``pai
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 import numpy as np
 
 from .._common import Progress, check_positive, recorded_warnings, write_outputs
+from ..protocol import Protocol, add_protocol_argument, from_args, preset_of
 from .comparison import BEYOND_2, compare, pair_z
 from .problems import load, query_settings, synthetic_settings
 from .report import figure, markdown, table
 
-__all__ = ["HELP", "NAME", "PROTOCOLS", "add_arguments", "figure", "markdown", "run", "table"]
+__all__ = [
+    "HELP",
+    "NAME",
+    "PRESETS",
+    "PROTOCOLS",
+    "Settings",
+    "add_arguments",
+    "figure",
+    "markdown",
+    "run",
+    "table",
+]
 
 NAME = "ep-vs-nuts"
 HELP = "EP against NUTS at fixed hyperparameters, per pair, with NUTS's Monte Carlo error"
 
-#: The protocols' settings; an option given on the command line overrides its preset.
-PROTOCOLS = {
-    "reduced": dict(
-        collection=None,
-        queries=2,
-        known=[20],
-        test=200,
-        prior="rbf",
-        synthetic=0,
-        warmup=500,
-        samples=500,
-        chains=2,
-    ),
-    "full": dict(
+
+@dataclasses.dataclass(frozen=True)
+class Settings(Protocol):
+    """The settings ``--protocol`` presets (the table above; ``collection`` None: ``sample``,
+    or ``letor`` with ``--data-dir``)."""
+
+    collection: str | None = None
+    queries: int = 2
+    known: tuple[int, ...] = (20,)
+    test: int = 200
+    prior: str = "rbf"
+    synthetic: int = 0
+    warmup: int = 500
+    samples: int = 500
+    chains: int = 2
+
+
+#: The protocols' settings (``experiments.protocol``); an option given overrides its preset.
+PRESETS = {
+    "reduced": Settings(),
+    "full": Settings(
         collection="OHSUMED",
         queries=10,
-        known=[100, 200],
+        known=(100, 200),
         test=0,
         prior="em-fit",
         synthetic=4,
@@ -110,6 +130,8 @@ PROTOCOLS = {
         chains=4,
     ),
 }
+#: The old name of ``PRESETS``.
+PROTOCOLS = PRESETS
 
 COLLECTIONS = ("sample", "letor", "OHSUMED", "MQ2008", "MovieLens", "dir")
 PRIORS = ("rbf", "em-fit")
@@ -118,16 +140,15 @@ PRIORS = ("rbf", "em-fit")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The protocol's options (the common ``--data-dir``, ``--out``, ``--seed`` are the CLI's);
     ``None`` defaults are the ``--protocol``'s."""
-    r, f = PROTOCOLS["reduced"], PROTOCOLS["full"]
+    r, f = PRESETS["reduced"], PRESETS["full"]
 
     def preset(name):
-        return f"(reduced {_show(r[name])}, full {_show(f[name])})"
+        return f"(reduced {_show(getattr(r, name))}, full {_show(getattr(f, name))})"
 
     add = parser.add_argument
-    add(
-        "--protocol",
-        choices=sorted(PROTOCOLS),
-        default="reduced",
+    add_protocol_argument(
+        parser,
+        PRESETS,
         help="the presets of the options below (default reduced: the bundled sample in under "
         "a minute; full: the published table, --data-dir holding OHSUMED/)",
     )
@@ -175,17 +196,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _show(value) -> str:
     if value is None:
         return "auto"
-    return " ".join(map(str, value)) if isinstance(value, list) else str(value)
+    return " ".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
 
 
 def _check(args) -> dict:
-    protocol = getattr(args, "protocol", "reduced")
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"--protocol must be one of {sorted(PROTOCOLS)}, got {protocol!r}")
-    opt = {
-        k: v if getattr(args, k, None) is None else getattr(args, k)
-        for k, v in PROTOCOLS[protocol].items()
-    }
+    protocol, _ = preset_of(args, PRESETS)
+    opt = from_args(args, PRESETS).settings()
     if opt["collection"] is None:
         opt["collection"] = "sample" if args.data_dir is None else "letor"
     if opt["collection"] not in COLLECTIONS:

@@ -65,14 +65,14 @@ HELP = "EP, Laplace (and NUTS) with learned hyperparameters: pair error, log-lik
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The protocol's options (the common ``--data-dir``, ``--out``, ``--seed`` are the CLI's);
     None keeps the preset's value."""
+    from ..protocol import add_protocol_argument
     from .methods import METHODS
     from .protocol import PRESETS, PROBLEMS, THETA
 
     r, f = PRESETS["reduced"], PRESETS["full"]
-    parser.add_argument(
-        "--protocol",
-        choices=list(PRESETS),
-        default="reduced",
+    add_protocol_argument(
+        parser,
+        PRESETS,
         help="the preset: reduced (default: the bundled sample or --data-dir's LETOR queries, "
         "two methods, shared theta) or full (--data-dir the benchmark data: the 32 problems, "
         "seven methods per problem, NUTS); the options below override it",

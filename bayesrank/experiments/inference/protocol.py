@@ -7,6 +7,9 @@ from __future__ import annotations
 import dataclasses
 
 from .._common import check_positive
+from ..protocol import Protocol as _Base
+from ..protocol import from_args as _preset_with_options
+from ..protocol import preset_of
 
 __all__ = ["PRESETS", "PROBLEMS", "THETA", "Protocol"]
 
@@ -16,8 +19,9 @@ THETA = ("shared", "per-query")
 
 
 @dataclasses.dataclass(frozen=True)
-class Protocol:
-    """One run's settings (the package docstring says what each means)."""
+class Protocol(_Base):
+    """One run's settings (the package docstring says what each means); ``settings()`` is the
+    results' copy."""
 
     problems: str = "queries"
     queries: int | None = 5  # at most this many problems; None: all
@@ -31,11 +35,8 @@ class Protocol:
     chains: int = 2
     seed: int = 0
 
-    def settings(self) -> dict:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in vars(self).items()}
 
-
-#: The two presets; an option given on the command line overrides its value.
+#: The two presets (``experiments.protocol``); an option given overrides its value.
 PRESETS = {
     "reduced": Protocol(),
     "full": Protocol(
@@ -66,26 +67,18 @@ def from_args(args, peers=()) -> Protocol:
     offers (allowed in ``--methods`` besides bayesrank's)."""
     from .methods import METHODS
 
-    preset = getattr(args, "protocol", None) or "reduced"
-    if preset not in PRESETS:
-        raise ValueError(f"--protocol must be one of {', '.join(PRESETS)}, got {preset!r}")
-    given = {
-        f.name: getattr(args, f.name)
-        for f in dataclasses.fields(Protocol)
-        if getattr(args, f.name, None) is not None
-    }
-    given.pop("seed", None)
-    base = PRESETS[preset]
-    if given.get("problems", base.problems) != "queries":
-        if "known" in given:
+    _, base = preset_of(args, PRESETS)
+    p = _preset_with_options(args, PRESETS, seed=int(getattr(args, "seed", 0) or 0))
+    known_given = getattr(args, "known", None) is not None
+    if p.problems != "queries":
+        if known_given:
             raise ValueError(
                 "--known is for --problems queries (the accuracy problems fix their known pairs "
                 "per collection: OHSUMED 150, MQ2008 60, HetRec 300; hetrec21 150)"
             )
-        given["known"] = None
-    elif base.known is None:
-        given.setdefault("known", PRESETS["reduced"].known)
-    p = dataclasses.replace(base, **given, seed=int(getattr(args, "seed", 0) or 0))
+        p = dataclasses.replace(p, known=None)
+    elif base.known is None and not known_given:
+        p = dataclasses.replace(p, known=PRESETS["reduced"].known)
     if p.problems not in PROBLEMS:
         raise ValueError(f"--problems must be one of {', '.join(PROBLEMS)}, got {p.problems!r}")
     if p.theta not in THETA:

@@ -61,13 +61,13 @@ HELP = "ties or grades against pairs alone at equal labelling cost: pair error, 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The protocol's options (the common ``--data-dir``, ``--out``, ``--seed`` are the CLI's);
     None keeps the preset's value."""
+    from ..protocol import add_protocol_argument
     from .protocol import COLLECTIONS, PRESETS
 
     r, f = PRESETS["reduced"], PRESETS["full"]
-    parser.add_argument(
-        "--protocol",
-        choices=list(PRESETS),
-        default="reduced",
+    add_protocol_argument(
+        parser,
+        PRESETS,
         help="the preset: reduced (default: the bundled sample) or full (--data-dir the "
         "benchmark data); the options below override it",
     )

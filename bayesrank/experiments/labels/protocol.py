@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 from .._common import check_positive
+from ..protocol import Protocol as _Base
+from ..protocol import from_args as _preset_with_options
 
 __all__ = ["COLLECTIONS", "PRESETS", "WAYS", "Protocol", "from_args"]
 
@@ -16,8 +18,9 @@ WAYS = ("pairs", "ties", "grades")
 
 
 @dataclasses.dataclass(frozen=True)
-class Protocol:
-    """One run's settings (the package docstring says what each means)."""
+class Protocol(_Base):
+    """One run's settings (the package docstring says what each means); ``settings()`` is the
+    results' copy."""
 
     collection: str = "sample"
     queries: int = 3
@@ -25,10 +28,8 @@ class Protocol:
     repeats: int = 1
     seed: int = 0
 
-    def settings(self) -> dict:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in vars(self).items()}
 
-
+#: The two presets (``experiments.protocol``); an option given overrides its value.
 PRESETS = {
     "reduced": Protocol(),
     "full": Protocol(collection="OHSUMED", queries=30, budget=(25, 50, 100), repeats=2),
@@ -37,17 +38,10 @@ PRESETS = {
 
 def from_args(args) -> Protocol:
     """The preset of ``args.protocol`` with every option given overriding it (checked)."""
-    preset = PRESETS[args.protocol]
-    given = {
-        name: getattr(args, name)
-        for name in ("collection", "queries", "budget", "repeats")
-        if getattr(args, name, None) is not None
-    }
-    if "budget" in given:
-        given["budget"] = tuple(check_positive(b, "--budget", low=2) for b in given["budget"])
+    p = _preset_with_options(args, PRESETS, seed=int(getattr(args, "seed", 0) or 0))
+    budget = tuple(check_positive(b, "--budget", low=2) for b in p.budget)
     for name in ("queries", "repeats"):
-        if name in given:
-            check_positive(given[name], f"--{name}")
-    if given.get("collection", preset.collection) not in COLLECTIONS:
+        check_positive(getattr(p, name), f"--{name}")
+    if p.collection not in COLLECTIONS:
         raise ValueError(f"--collection must be one of {COLLECTIONS}")
-    return dataclasses.replace(preset, seed=int(getattr(args, "seed", 0) or 0), **given)
+    return dataclasses.replace(p, budget=budget)

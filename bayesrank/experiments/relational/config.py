@@ -6,6 +6,7 @@ import dataclasses
 from pathlib import Path
 
 from ...data.checks import check_choice, check_int
+from ..protocol import Protocol, given
 
 __all__ = ["DEFAULT_KNOWN", "THETA", "StudyConfig"]
 
@@ -25,7 +26,7 @@ DEFAULT_KNOWN = {
 
 
 @dataclasses.dataclass(frozen=True)
-class StudyConfig:
+class StudyConfig(Protocol):
     """One run: ``collection`` (see ``collections``), read from ``data_dir``; ``queries``
     chosen (seeded by ``seed``; default every query folder of ``dir``, 10 of the others); for
     each ``k`` in ``known``, ``repeats`` random splits;
@@ -48,13 +49,11 @@ class StudyConfig:
     @classmethod
     def from_args(cls, args, **overrides) -> StudyConfig:
         """The config of parsed command-line ``args`` (an ``argparse.Namespace`` with any of
-        the fields; ``--queries 0`` means all, lists become tuples), ``overrides`` last: the
-        one translation the command line, the study's child processes and the experiment
-        script share."""
-        values = {
-            f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)
-        }
-        values.update(overrides)
+        the fields, None: the default; ``--queries 0`` means all, lists become tuples),
+        ``overrides`` last: the one translation the command line, the study's child processes
+        and the experiment script share (``experiments.protocol.given``; the study has no
+        ``--protocol``: its defaults depend on the collection, ``__post_init__``)."""
+        values = {**given(args, cls), **overrides}
         if values.get("queries") == 0:
             values["queries"] = None
         for name in ("known", "models"):

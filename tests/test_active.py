@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from bayesrank import active
+from bayesrank import EP, Laplace, active
 from bayesrank.inference import ep
 from bayesrank.kernels import RBF
 
@@ -91,7 +91,7 @@ def test_compiled_loop_equals_a_python_loop(criterion):
         pytest.skip("argmax ties resolve at float64 resolution")
     K, cands, outcome = problem()
     k = 6
-    got = active.explore(K, cands, outcome, k, criterion, tol=1e-10)
+    got = active.explore(K, cands, outcome, k, criterion, engine=EP(tol=1e-10))
     asked, pairs, mean, cov = python_loop(
         K, cands, outcome, k, criterion, lambda p: ep.fit(K, p, tol=1e-10)
     )
@@ -127,7 +127,7 @@ def test_a_callable_oracle_asks_what_the_compiled_loop_asks():
     K, cands, outcome = problem(seed=4)
     lookup = {tuple(c): bool(o) for c, o in zip(cands, outcome, strict=True)}
     session = active.ask(K, cands, lambda i, j: lookup[(i, j)], 5, tol=1e-10)
-    compiled = active.explore(K, cands, outcome, 5, tol=1e-10)
+    compiled = active.explore(K, cands, outcome, 5, engine=EP(tol=1e-10))
     assert [s for s, _ in session.log] == list(np.asarray(compiled.chosen))
     np.testing.assert_allclose(session.mean, compiled.mean, atol=1e-6)
 
@@ -175,7 +175,7 @@ def test_batch_rounds_follow_the_believer_rule():
         pytest.skip("argmax ties resolve at float64 resolution")
     K, cands, outcome = problem(seed=5)
     k, q = 6, 3
-    got = active.explore(K, cands, outcome, k, batch=q, tol=1e-10)
+    got = active.explore(K, cands, outcome, k, batch=q, engine=EP(tol=1e-10))
     asked, real = [], []
     mean, cov = np.zeros(len(K)), K
     for _ in range(k // q):
@@ -228,14 +228,14 @@ def test_the_laplace_engine_loop_equals_a_python_loop_of_laplace_fits():
 
     K, cands, outcome = problem(seed=8)
     k = 4
-    got = active.explore(K, cands, outcome, k, engine="laplace", tol=1e-12)
+    got = active.explore(K, cands, outcome, k, engine=Laplace(tol=1e-12))
     reference = jax.jit(lambda p: laplace.fit(K, p, tol=1e-12))  # one compile per pair count
     asked, _, mean, cov = python_loop(K, cands, outcome, k, "variance_ratio", reference)
     assert list(np.asarray(got.chosen)) == asked
     np.testing.assert_allclose(got.mean, mean, atol=1e-8)
     np.testing.assert_allclose(got.cov, cov, atol=1e-8)
     # and it is not EP's posterior: the engines differ once answers arrive
-    ep_run = active.explore(K, cands, outcome, k, tol=1e-12)
+    ep_run = active.explore(K, cands, outcome, k, engine=EP(tol=1e-12))
     assert np.max(np.abs(np.asarray(ep_run.mean) - mean)) > 1e-3
 
 
@@ -252,7 +252,7 @@ def test_a_collection_in_one_call_equals_each_query_alone(criterion):
     key = jax.random.PRNGKey(1)
     repeats = 3 if criterion == "random" else None
     many = active.explore_queries(
-        Ks, cands, outs, 4, criterion, key, repeats=repeats, tests=tests, tol=1e-10
+        Ks, cands, outs, 4, criterion, key, repeats=repeats, tests=tests, engine=EP(tol=1e-10)
     )
     for q, (K, c, o) in enumerate(problems):
         one = active.explore(
@@ -264,7 +264,7 @@ def test_a_collection_in_one_call_equals_each_query_alone(criterion):
             jax.random.fold_in(key, q),
             repeats=repeats,
             test=tests[q],
-            tol=1e-10,
+            engine=EP(tol=1e-10),
         )
         np.testing.assert_array_equal(many[q].chosen, one.chosen)
         np.testing.assert_array_equal(many[q].pairs, one.pairs)

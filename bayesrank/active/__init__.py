@@ -10,15 +10,15 @@ over candidate pairs (``bayesrank active --interactive``), ``designs.session`` i
 new designs (``bayesrank optimize --interactive``).
 """
 
+from .._moved import moved
 from .collection import explore, explore_queries
 from .criteria import CRITERIA, mutual_information, score, variance_ratio
-from .loop import ENGINES, Exploration, explore_core, next_pair
+from .loop import Exploration, explore_core, next_pair
 from .session import ANSWERS, Session, ask
 
 __all__ = [
     "ANSWERS",
     "CRITERIA",
-    "ENGINES",
     "Exploration",
     "Session",
     "ask",
@@ -30,3 +30,6 @@ __all__ = [
     "score",
     "variance_ratio",
 ]
+
+# The loop's engines by name are the one registry of engines now.
+__getattr__ = moved(__name__, {"ENGINES": "bayesrank.inference.engines"})

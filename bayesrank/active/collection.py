@@ -10,6 +10,8 @@ one compiled program. The rows (query, repetition) then go through
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
 from collections.abc import Sequence
 from functools import partial
 
@@ -20,11 +22,12 @@ import numpy as np
 from ..data.batch import bucket_size
 from ..data.checks import check_choice, check_index_pairs, check_int
 from ..data.keys import check_key
-from ..inference import ep, laplace
+from ..inference.engine import GaussianEngine
+from ..inference.engines import resolve
 from ..parallel import map_queries
 from ..runtime import warn_if_float32
 from .criteria import CRITERIA
-from .loop import ENGINES, Exploration, explore_core
+from .loop import Exploration, explore_core
 
 __all__ = ["explore", "explore_queries"]
 
@@ -78,8 +81,8 @@ def _pad_rows(queries, with_test: bool):
     return Ks, cands, outcome, available, test, test_mask
 
 
-@partial(jax.jit, static_argnames=("k", "criterion", "batch", "engine", "method"))
-def _explore_rows(data, rows, keys, max_iter, tol, *, k, criterion, batch, engine, method):
+@partial(jax.jit, static_argnames=("k", "criterion", "batch", "method"))
+def _explore_rows(data, rows, keys, engine, *, k, criterion, batch, method):
     """Every row ``(query index, key)``: its query's loop, mapped over the rows."""
     Ks, cands, outcome, available, test, test_mask = data
 
@@ -93,8 +96,6 @@ def _explore_rows(data, rows, keys, max_iter, tol, *, k, criterion, batch, engin
             criterion=criterion,
             batch=batch,
             engine=engine,
-            max_iter=max_iter,
-            tol=tol,
             available=available[q],
             test=None if test is None else test[q],
             test_mask=None if test_mask is None else test_mask[q],
@@ -103,7 +104,7 @@ def _explore_rows(data, rows, keys, max_iter, tol, *, k, criterion, batch, engin
     return map_queries(one, rows, keys, method=method)
 
 
-def _run(queries, keys, k, criterion, batch, engine, max_iter, tol, method):
+def _run(queries, keys, k, criterion, batch, engine, method):
     """The loops of ``queries`` (checked host tuples ``(K, candidates, outcome, test)``), query
     ``q`` once per key of ``keys[q]: (R, 2)``; returns one ``Exploration`` per query with
     a leading repetition axis, unpadded. Queries run in groups of similar size (``n`` within
@@ -111,9 +112,7 @@ def _run(queries, keys, k, criterion, batch, engine, max_iter, tol, method):
     for q, (_, cand, _, _) in enumerate(queries):
         if len(cand) < k:
             raise ValueError(f"query {q} has {len(cand)} candidates, fewer than k={k}")
-    dtype = queries[0][0].dtype
-    if tol is None:
-        tol = laplace.default_tol(dtype) if engine == "laplace" else ep.default_tol(dtype)
+    engine = engine.with_defaults(queries[0][0].dtype)
     groups: dict[int, list[int]] = {}
     for q, (K, *_) in enumerate(queries):
         groups.setdefault(bucket_size(len(K), per_octave=GROUPS_PER_OCTAVE), []).append(q)
@@ -125,12 +124,10 @@ def _run(queries, keys, k, criterion, batch, engine, max_iter, tol, method):
             data,
             rows,
             jnp.concatenate([keys[q] for q in members]),
-            np.asarray(max_iter, np.int32),
-            np.asarray(tol, dtype),
+            engine,
             k=k,
             criterion=criterion,
             batch=batch,
-            engine=engine,
             method=method,
         )
         out = jax.device_get(out)
@@ -143,13 +140,25 @@ def _run(queries, keys, k, criterion, batch, engine, max_iter, tol, method):
     return results
 
 
-def _check_options(k, criterion, batch, engine, repeats, smallest: int):
+def _check_options(k, criterion, batch, engine, repeats, smallest: int, old: dict, where: str):
+    """The checked options; ``engine`` resolved, or spelled by the old ``max_iter``/``tol``
+    keywords (a ``DeprecationWarning``)."""
+    if unknown := sorted(set(old) - {"max_iter", "tol"}):
+        raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
+    engine = resolve(engine, gaussian=True)
+    if old := {name: value for name, value in old.items() if value is not None}:
+        engine = dataclasses.replace(engine, **old)
+        warnings.warn(
+            f"{where}({', '.join(f'{k}={v!r}' for k, v in old.items())}) is deprecated: pass "
+            f"engine={engine!r}",
+            DeprecationWarning,
+            stacklevel=3,
+        )
     k = check_int(k, "k", low=1, high=smallest)
     batch = check_int(batch, "batch", low=1, high=k)
     if k % batch:
         raise ValueError(f"k={k} must be a multiple of batch={batch}")
     criterion = check_choice(criterion, "criterion", CRITERIA)
-    engine = check_choice(engine, "engine", tuple(ENGINES))
     if repeats is not None:
         repeats = check_int(repeats, "repeats", low=1)
     return k, criterion, batch, engine, repeats
@@ -168,12 +177,11 @@ def explore(
     key=None,
     *,
     batch: int = 1,
-    engine: str = "ep",
+    engine: GaussianEngine | str = "ep",
     repeats: int | None = None,
     test=None,
-    max_iter: int = 100,
-    tol: float | None = None,
     method: str | None = None,
+    **old_keywords,
 ) -> Exploration:
     """Ask ``k`` of the ``candidates`` one at a time, greedily by ``criterion``, starting from no
     known pair.
@@ -191,14 +199,15 @@ def explore(
             "believer" approximation), and the posterior updated before the next pick; the real
             answers then replace the fantasies. ``batch = 1``: the paper's one-at-a-time rule.
         engine: the posterior update after each answer, warm-started from the previous sites:
-            ``"ep"`` (``bayesrank.inference.ep``) or ``"laplace"``
-            (``bayesrank.inference.laplace``).
+            a ``GaussianEngine`` (``bayesrank.inference.engine``): ``EP(...)`` (default),
+            ``Laplace(...)`` or your own; ``"ep"`` and ``"laplace"`` name the first two.
         repeats: run the loop this many times, with keys ``jax.random.split(key, repeats)``, in
             one compiled call (``"random"`` repetitions); every field then has a leading axis.
         test: ``(p, 2)`` held-out pairs, winner first: the result's ``curve`` is the pairwise
             error on them after each round.
-        max_iter, tol: each update's (EP sweeps or Newton steps; default tolerance the engine's).
         method: how repetitions are mapped (``query_map_method``).
+        old_keywords: ``max_iter``, ``tol``: the old spelling of the engine's settings (a
+            ``DeprecationWarning``).
 
     Returns:
         ``Exploration``. No candidate is asked twice.
@@ -206,12 +215,10 @@ def explore(
     warn_if_float32("active.explore")
     query = _check_query(K, candidates, outcome, test, "")
     k, criterion, batch, engine, repeats = _check_options(
-        k, criterion, batch, engine, repeats, len(query[1])
+        k, criterion, batch, engine, repeats, len(query[1]), old_keywords, "explore"
     )
     key = jax.random.PRNGKey(0) if key is None else check_key(key)
-    (out,) = _run(
-        [query], [_keys(key, repeats)], k, criterion, batch, engine, max_iter, tol, method
-    )
+    (out,) = _run([query], [_keys(key, repeats)], k, criterion, batch, engine, method)
     return out if repeats is not None else jax.tree_util.tree_map(lambda x: x[0], out)
 
 
@@ -224,12 +231,11 @@ def explore_queries(
     key=None,
     *,
     batch: int = 1,
-    engine: str = "ep",
+    engine: GaussianEngine | str = "ep",
     repeats: int | None = None,
     tests: Sequence | None = None,
-    max_iter: int = 100,
-    tol: float | None = None,
     method: str | None = None,
+    **old_keywords,
 ) -> list[Exploration]:
     """``explore`` on every query of a collection, with its repetitions, in one compiled
     call: ``Ks[q]: (n_q, n_q)``, ``candidates[q]: (c_q, 2)``, ``outcomes[q]: (c_q,)`` and
@@ -256,9 +262,16 @@ def explore_queries(
         for q, (K, c, o) in enumerate(zip(Ks, candidates, outcomes, strict=True))
     ]
     k, criterion, batch, engine, repeats = _check_options(
-        k, criterion, batch, engine, repeats, max(len(c) for _, c, _, _ in queries)
+        k,
+        criterion,
+        batch,
+        engine,
+        repeats,
+        max(len(c) for _, c, _, _ in queries),
+        old_keywords,
+        "explore_queries",
     )
     key = jax.random.PRNGKey(0) if key is None else check_key(key)
     keys = [_keys(jax.random.fold_in(key, q), repeats) for q in range(len(queries))]
-    out = _run(queries, keys, k, criterion, batch, engine, max_iter, tol, method)
+    out = _run(queries, keys, k, criterion, batch, engine, method)
     return out if repeats is not None else [jax.tree_util.tree_map(lambda x: x[0], o) for o in out]

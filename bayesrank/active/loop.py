@@ -17,16 +17,13 @@ import jax
 import jax.numpy as jnp
 
 from .._moved import moved
-from ..inference import ep, laplace
-from ..inference.ep.sites import zero_sites
+from ..inference.engine import GaussianEngine
+from ..inference.engines import resolve
+from ..inference.gaussian.sites import Sites, zero_sites
 from ..predict import predict_pairs
 from .criteria import score
 
-__all__ = ["ENGINES", "Exploration", "explore_core", "next_pair"]
-
-#: The posterior updates the loop can run: name -> pure fit ``(K, pairs, *, sites, pair_mask,
-#: max_iter, tol) -> posterior`` with ``mean``, ``cov``, ``sites`` and ``n_iter``.
-ENGINES = {"ep": ep.fit_core, "laplace": laplace.fit}
+__all__ = ["Exploration", "explore_core", "next_pair"]
 
 
 class Exploration(NamedTuple):
@@ -41,7 +38,7 @@ class Exploration(NamedTuple):
     pairs: jax.Array
     mean: jax.Array
     cov: jax.Array
-    sites: ep.Sites
+    sites: Sites
     n_iter: jax.Array
     curve: jax.Array | None = None
 
@@ -90,22 +87,21 @@ def explore_core(
     k: int,
     criterion: str,
     batch: int = 1,
-    engine: str = "ep",
-    max_iter=100,
-    tol=None,
+    engine: GaussianEngine | str = "ep",
     available=None,
     test=None,
     test_mask=None,
 ):
     """``explore`` as a pure function: ``K: (n, n)``, ``candidates: (c,
-    2)``, ``outcome: (c,)`` bool (True: the first of the pair wins); ``k``, ``batch`` and
-    ``engine`` (a key of ``ENGINES``) static. ``available: (c,)`` bool, the candidates that
+    2)``, ``outcome: (c,)`` bool (True: the first of the pair wins); ``k`` and ``batch``
+    static; ``engine`` a ``GaussianEngine`` (its numbers may be traced) or its name, the
+    posterior update after each answer. ``available: (c,)`` bool, the candidates that
     may be asked (default all: padded candidates are unavailable); ``test: (p, 2)`` held-out
     pairs, winner first, or None, and ``test_mask: (p,)`` the real ones among them."""
     K = jnp.asarray(K)
     dtype = K.dtype
     n = K.shape[0]
-    fit = partial(ENGINES[engine], max_iter=max_iter, tol=tol)
+    fit = resolve(engine, gaussian=True).fit
     error = partial(_error, test=test, test_mask=test_mask)
 
     def one_round(state, r):
@@ -175,4 +171,8 @@ def explore_core(
 
 
 # explore (a collection's exploration) moved to active.collection.
-__getattr__ = moved(__name__, {"explore": "bayesrank.active.collection"})
+# ENGINES (the loop's engines by name) is the one registry of engines now.
+__getattr__ = moved(
+    __name__,
+    {"explore": "bayesrank.active.collection", "ENGINES": "bayesrank.inference.engines"},
+)

@@ -75,6 +75,10 @@ class Posterior:
     learning: object | None = None
     engine: Engine = dataclasses.field(default_factory=EP)
 
+    def __post_init__(self):
+        if not isinstance(self.engine, Engine):  # a name: the engine at its defaults
+            object.__setattr__(self, "engine", resolve(self.engine))
+
     @property
     def inference(self) -> str:
         """The engine's name (``"ep"``, ``"laplace"``, ``"nuts"``, ``"sparse"``; a class name
@@ -256,7 +260,7 @@ class XPGPModel:
         self.rank = rank
         self._spelled = (engine, inference, approximation, rank, old_keywords)
         old = {k: v for k, v in old_keywords.items() if v is not None}
-        if inference is not None or old or approximation == "sparse":
+        if inference is not None or old or approximation not in ("dense", "auto"):
             if engine is not None:
                 raise ValueError(
                     f"engine={engine!r} and the old keyword(s) "
@@ -270,10 +274,10 @@ class XPGPModel:
         import warnings
 
         spelled = [f"inference={inference!r}"] if inference is not None else []
-        spelled += [f"approximation={approximation!r}"] if approximation == "sparse" else []
+        spelled += [f"approximation={approximation!r}"] if approximation != "dense" else []
         spelled += [f"{k}={v!r}" for k, v in old.items()]
         try:
-            new = repr(engine_from_keywords(inference, old, approximation == "sparse", rank))
+            new = repr(engine_from_keywords(inference, old, approximation, rank))
         except ValueError:
             new = "EP(...), Laplace(...), NUTS(...) or SparseLaplace(...)"
         warnings.warn(
@@ -290,7 +294,7 @@ class XPGPModel:
         if engine is not None:
             return resolve(engine)
         old = {k: v for k, v in old.items() if v is not None}
-        return engine_from_keywords(inference, old, approximation == "sparse", rank)
+        return engine_from_keywords(inference, old, approximation, rank)
 
     @property
     def inference(self) -> str:

@@ -127,13 +127,18 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     import jax
 
     from ..data.problem import PreferenceProblem
+    from ..inference.engines import EP, SparseLaplace, engine_from_keywords
     from ..io import save
     from ..kernels import RBF, XPGP, Independent, RegularizedLaplacian
     from ..kernels.xpgp import default_trainable, start_thresholds
     from ..learning import fit_hyperparameters
     from ..model import XPGPModel
 
-    if args.approximation == "sparse" and (args.inference != "laplace" or not args.fixed):
+    try:
+        engine = engine_from_keywords(args.inference, {}, args.approximation, args.rank)
+    except ValueError:  # the sparse form of an engine that has none
+        engine = None
+    if engine is None or (isinstance(engine, SparseLaplace) and not args.fixed):
         raise ValueError(
             "--approximation sparse needs --inference laplace and --fixed (its hyperparameters "
             "are learned in Python: bayesrank.learning.sparse_em)"
@@ -173,18 +178,16 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
     if not args.fixed:
         say(f"learning the hyperparameters on {len(problems)} queries ...")
-        method = "laplace" if args.inference == "laplace" else "ep"
+        learner = engine.learning_engine()  # EP's evidence for NUTS, the engine's own else
         trainable = None
-        if (n_ties or top) and method == "laplace":  # only EP's evidence has their gradients
-            frozen = dict(margin=False, threshold=False, threshold_gaps=False)
+        if (n_ties or top) and not isinstance(learner, EP):  # only EP's evidence has their
+            frozen = dict(margin=False, threshold=False, threshold_gaps=False)  # gradients
             trainable = dataclasses.replace(default_trainable(prior), **frozen)
-            say("the tie margin and thresholds stay as they start (--inference laplace)")
-        prior = fit_hyperparameters(prior, problems, inference=method, trainable=trainable).prior
+            say(f"the tie margin and thresholds stay as they start (--inference {args.inference})")
+        prior = fit_hyperparameters(prior, problems, engine=learner, trainable=trainable).prior
     say(f"prior: {prior}")
     args.out.mkdir(parents=True, exist_ok=True)
-    model = XPGPModel(
-        prior, inference=args.inference, approximation=args.approximation, rank=args.rank
-    )
+    model = XPGPModel(prior, engine)
     index = []
     key = jax.random.PRNGKey(args.seed)
     for k, (problem, (qid, _, _, _, rows, doc_ids)) in enumerate(

@@ -134,17 +134,18 @@ def resolve(engine, name: str = "engine", *, gaussian: bool = False) -> Engine:
     return engine
 
 
-def engine_from_keywords(inference, settings: dict, sparse: bool = False, rank: int = 256):
-    """The engine that ``XPGPModel``'s old keywords spelled: ``inference`` (a name, default
-    ``"ep"``), its ``settings`` (``schedule``, ``max_iter``, ``tol``, ``damping``,
-    ``precision``; ``nuts_options``, a dict, for NUTS and ignored by the others, as before),
-    ``approximation="sparse"`` (``sparse``) at ``rank``. ``ValueError`` naming a keyword that
-    the engine does not have."""
+def engine_from_keywords(inference, settings: dict, approximation="dense", rank: int = 256):
+    """The engine that ``XPGPModel``'s old keywords (and ``bayesrank fit``'s options) spell:
+    ``inference`` (a name, default ``"ep"``), its ``settings`` (``schedule``, ``max_iter``,
+    ``tol``, ``damping``, ``precision``; ``nuts_options``, a dict, for NUTS and ignored by the
+    others, as before), ``approximation`` (``"sparse"``: the sparse form, at ``rank``; other
+    values leave the engine dense). ``ValueError`` naming a keyword the engine does not
+    have."""
     names = tuple(n for n in ENGINES if n != "sparse")
     name = "ep" if inference is None else check_choice(inference, "inference", names)
     settings = dict(settings)
     options = settings.pop("nuts_options", None) or {}
-    if sparse:
+    if approximation == "sparse":
         if name != "laplace":
             raise ValueError(
                 f"approximation='sparse' works with inference='laplace' only, got {name!r} "

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..data.checks import check_float, check_int
 from ..runtime import is_traced
+from .posterior import GaussianPosterior
 
 __all__ = ["MAX_ITER_LIMIT", "Engine", "GaussianEngine", "GaussianFit", "check_engine_settings"]
 
@@ -43,12 +44,7 @@ __all__ = ["MAX_ITER_LIMIT", "Engine", "GaussianEngine", "GaussianFit", "check_e
 MAX_ITER_LIMIT = 2**31 - 1
 
 
-class GaussianFit(NamedTuple):
-    """What a ``GaussianEngine.fit`` gives at least (``EPPosterior`` and ``LaplacePosterior`` have
-    these fields first, and more diagnostics after): ``mean: (n,)``, ``cov: (n, n)``,
-    ``log_evidence`` (the engine's approximation of ``log p(data | K)``), ``sites``
-    (``Sites``, ``(m,)`` each), ``n_iter``, ``converged``, ``max_change``."""
-
+class _GaussianFitFields(NamedTuple):
     mean: jax.Array
     cov: jax.Array
     log_evidence: jax.Array
@@ -56,6 +52,16 @@ class GaussianFit(NamedTuple):
     n_iter: jax.Array
     converged: jax.Array
     max_change: jax.Array
+
+
+class GaussianFit(_GaussianFitFields, GaussianPosterior):
+    """What a ``GaussianEngine.fit`` gives at least (``EPPosterior`` and ``LaplacePosterior`` have
+    these fields first, and more diagnostics after): ``mean: (n,)``, ``cov: (n, n)``,
+    ``log_evidence`` (the engine's approximation of ``log p(data | K)``), ``sites``
+    (``Sites``, ``(m,)`` each), ``n_iter``, ``converged``, ``max_change``. Predicts through
+    ``GaussianPosterior`` (Eq. 13-14)."""
+
+    __slots__ = ()
 
 
 def _flatten(engine):

@@ -148,7 +148,7 @@ def fit_predict(
             )
         ],
     )
-    if engine.max_iter:
+    if getattr(engine, "max_iter", 1):  # 0 sweeps: the posterior at the sites, no cap hit
         warn_if_unconverged(result.converged, f"{engine.describe().upper()} fit", engine.advice)
     return result
 
@@ -175,10 +175,7 @@ def _engine(engine, old: dict, where: str) -> GaussianEngine:
             DeprecationWarning,
             stacklevel=3,
         )
-    engine = resolve(engine, gaussian=True)
-    if getattr(engine, "max_iter", 1) is None:
-        raise ValueError(f"{where} needs the engine's max_iter, got None")
-    return engine
+    return resolve(engine, gaussian=True)
 
 
 def fit_ep(
@@ -215,7 +212,7 @@ def fit_ep(
             n, m, _, _ = plan.sizes[q]
             one = jax.tree_util.tree_map(lambda x, row=row: x[row], res)
             posts[q] = unpad_posterior(one, int(n - anchored[q]), int(m))
-    if engine.max_iter:
+    if getattr(engine, "max_iter", 1):
         converged = np.array([bool(p.converged) for p in posts])
         warn_if_unconverged(converged, f"{engine.describe().upper()} fit", engine.advice)
     return posts

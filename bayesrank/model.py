@@ -347,7 +347,7 @@ class XPGPModel:
                 f"problem must be a PreferenceProblem (PreferenceProblem.create), got "
                 f"{type(problem).__name__}"
             )
-        engine = self._check_settings(problem)
+        self._check_settings(problem)
         if not (
             isinstance(learn_hyperparameters, bool | np.bool_)
             or (isinstance(learn_hyperparameters, str) and learn_hyperparameters in LEARNING)
@@ -363,6 +363,7 @@ class XPGPModel:
                 "learn_hyperparameters, which would ignore them: pass learn_hyperparameters=True "
                 "(or 'em', 'nuts') to learn the hyperparameters, or drop them"
             )
+        engine = self._engine_for(problem)
         if not isinstance(engine, GaussianEngine):
             if key is None and isinstance(engine, NUTS):
                 raise ValueError("NUTS needs a key: XPGPModel(prior, NUTS()).fit(problem, key=...)")
@@ -378,17 +379,18 @@ class XPGPModel:
             import inspect
 
             from .learning import fit_hyperparameters
-            from .learning.options import DEPRECATED
+            from .learning.options import DEPRECATED, OLD_ENGINE_KEYWORDS
 
             named = inspect.signature(fit_hyperparameters).parameters
             known = (set(named) - {"prior", "problems", "deprecated"}) | set(DEPRECATED)
+            known |= set(OLD_ENGINE_KEYWORDS)
             if unknown := sorted(set(learning_options) - known):
                 raise ValueError(
                     f"unknown learning option(s) {unknown}; fit_hyperparameters takes "
                     f"{sorted(known)}"
                 )
             method = learn_hyperparameters if isinstance(learn_hyperparameters, str) else "evidence"
-            if not {"engine", "ep", "inference"} & set(learning_options):
+            if not {"engine", *OLD_ENGINE_KEYWORDS} & set(learning_options):
                 learning_options["engine"] = engine.learning_engine()
             if key is not None:  # restarts draw from it (NUTS, if asked for, from another)
                 learning_options.setdefault("key", jax.random.fold_in(key, 1))
@@ -456,13 +458,15 @@ class XPGPModel:
 
         return isinstance(self.engine, EP) and learning_engine(options) == self.engine
 
-    def _check_settings(self, problem: PreferenceProblem) -> Engine:
-        """The engine for ``problem`` (``approximation="auto"``: sparse beyond
-        ``AUTO_DENSE_UP_TO`` entities); ``ValueError`` naming a setting or hyperparameter at
-        fault."""
+    def _check_settings(self, problem: PreferenceProblem) -> None:
+        """``ValueError`` naming a model setting or hyperparameter at fault."""
         check_prior(self.prior, None if problem.X is None else problem.X.shape[1])
         check_choice(self.approximation, "approximation", ("dense", "sparse", "auto"))
         check_int(self.rank, "rank", low=1)
+
+    def _engine_for(self, problem: PreferenceProblem) -> Engine:
+        """The engine for ``problem`` (``approximation="auto"``: its large-scale form beyond
+        ``AUTO_DENSE_UP_TO`` entities); ``ValueError`` naming a setting at fault."""
         engine = self.engine
         if self.approximation == "auto" and problem.n > AUTO_DENSE_UP_TO:
             engine = engine.large(problem.n, self.rank)

@@ -23,7 +23,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import bayesrank.learning
-from bayesrank import ARD, BFGS, RBF, XPGP, Optax, PreferenceProblem, XPGPModel
+from bayesrank import ARD, BFGS, RBF, XPGP, Optax, PreferenceProblem, SparseLaplace, XPGPModel
 from bayesrank.learning import (
     LearningConvergenceWarning,
     NonFiniteStartError,
@@ -242,7 +242,8 @@ def test_learning_options_without_learning_are_refused(options, learn, approxima
     def accepted(*args, **kw):
         raise _Accepted
 
-    model = XPGPModel(XPGP(ARD(1.0, np.ones(2)), weights=np.ones(1)), approximation=approximation)
+    engine = SparseLaplace() if approximation == "sparse" else None
+    model = XPGPModel(XPGP(ARD(1.0, np.ones(2)), weights=np.ones(1)), engine)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(bayesrank.learning, "fit_hyperparameters", accepted)
         try:

@@ -26,7 +26,10 @@ from .design import GlobalStart, check_design
 from .hyperpriors import check_hyperprior
 from .settings import BFGS, Optax, Start
 
-__all__ = ["DEPRECATED", "Options", "learning_engine", "resolve"]
+__all__ = ["DEPRECATED", "OLD_ENGINE_KEYWORDS", "Options", "learning_engine", "resolve"]
+
+#: The old keywords that set the whole engine: ``ep=EP(...)`` and ``inference="laplace"``.
+OLD_ENGINE_KEYWORDS = ("ep", "inference")
 
 #: The old keywords: each one field of a group (``n_iter``: the optimiser's cap or count).
 DEPRECATED = {
@@ -77,7 +80,7 @@ def resolve(method, optimizer, engine, start, deprecated: dict, **plain) -> Opti
     """The ``Options`` of ``fit_hyperparameters``' keywords (``plain``: those that stay
     keywords; ``deprecated``: the old ones). ``TypeError`` for an unknown keyword,
     ``DeprecationWarning`` for an old one, ``ValueError`` naming what is at fault."""
-    if unknown := sorted(set(deprecated) - set(DEPRECATED) - {"ep", "inference"}):
+    if unknown := sorted(set(deprecated) - set(DEPRECATED) - set(OLD_ENGINE_KEYWORDS)):
         raise TypeError(f"fit_hyperparameters() got an unexpected keyword argument {unknown[0]!r}")
     check_choice(method, "method", ("em", "evidence"))
     notes = []
@@ -104,7 +107,7 @@ def resolve(method, optimizer, engine, start, deprecated: dict, **plain) -> Opti
 def learning_engine(options: dict) -> GaussianEngine:
     """The engine a fit with keywords ``options`` runs, without a warning: for callers that
     pass keywords through (``XPGPModel.fit``)."""
-    old = {k: v for k, v in options.items() if k in DEPRECATED or k in ("ep", "inference")}
+    old = {k: v for k, v in options.items() if k in DEPRECATED or k in OLD_ENGINE_KEYWORDS}
     engine = _engine(options.get("engine"), old, [])
     return _engine_fields(engine, old, [])
 
@@ -112,7 +115,7 @@ def learning_engine(options: dict) -> GaussianEngine:
 def _engine(engine, deprecated: dict, notes: list) -> GaussianEngine | None:
     """The ``engine`` group: as given (``None``: ``EP()``, a name resolved), or the old
     ``ep=`` (an ``EP``) or ``inference=`` (a name) in its place."""
-    old = [name for name in ("ep", "inference") if deprecated.get(name) is not None]
+    old = [name for name in OLD_ENGINE_KEYWORDS if deprecated.get(name) is not None]
     if old and engine is not None:
         raise ValueError(
             f"{old[0]}={deprecated[old[0]]!r} and engine={engine!r} both set the engine: give "

@@ -59,7 +59,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .data.checks._format import _at, _first, _show
+from .data.checks.formatting import first_index, index_text, show_value
 from .metrics._checks import _numpy
 from .ordering import greedy_order
 from .runtime import is_traced
@@ -110,7 +110,7 @@ def _check_beta(beta) -> None:
         return
     value = _numpy(beta, "beta")
     if not 0 <= value <= 1:  # NaN fails too
-        raise ValueError(f"beta = {_show(value[()])} is outside [0, 1]")
+        raise ValueError(f"beta = {show_value(value[()])} is outside [0, 1]")
 
 
 def _bool_values(x, name: str):
@@ -119,9 +119,9 @@ def _bool_values(x, name: str):
         return None
     arr = _numpy(x, name)
     if arr.dtype.kind != "b":
-        idx = _first(~np.isin(arr, (0, 1)))
+        idx = first_index(~np.isin(arr, (0, 1)))
         if idx is not None:
-            raise ValueError(f"{name}{_at(idx)} = {_show(arr[idx])} is not a bool")
+            raise ValueError(f"{name}{index_text(idx)} = {show_value(arr[idx])} is not a bool")
     return arr.astype(bool)
 
 
@@ -159,22 +159,24 @@ def _check_problem(R, feedback, feedback_mask, mask, *, lead: int, names, primit
         raise ValueError(f"{f_name} must hold integer item indices, got dtype {fb.dtype}")
     pairs = _bool_values(feedback_mask, fm_name)
     valid = np.ones(f_shape[:-1], dtype=bool) if pairs is None else pairs
-    idx = _first(valid[..., None] & ((fb < 0) | (fb >= n)))
-    if idx is not None:
-        raise ValueError(f"{f_name}{_at(idx)} = {_show(fb[idx])} is out of range [0, {n})")
-    idx = _first(valid & (fb[..., 0] == fb[..., 1]))
+    idx = first_index(valid[..., None] & ((fb < 0) | (fb >= n)))
     if idx is not None:
         raise ValueError(
-            f"{f_name}{_at(idx)} = ({fb[idx][0]}, {fb[idx][1]}) pairs an item with itself"
+            f"{f_name}{index_text(idx)} = {show_value(fb[idx])} is out of range [0, {n})"
+        )
+    idx = first_index(valid & (fb[..., 0] == fb[..., 1]))
+    if idx is not None:
+        raise ValueError(
+            f"{f_name}{index_text(idx)} = ({fb[idx][0]}, {fb[idx][1]}) pairs an item with itself"
         )
     if items is not None:
         safe = np.where(valid[..., None], fb, 0).reshape(*head, -1)
         real = np.take_along_axis(items, safe, -1).reshape(fb.shape)
-        idx = _first(valid[..., None] & ~real)
+        idx = first_index(valid[..., None] & ~real)
         if idx is not None:
-            at = _at((*idx[:lead], fb[idx]))
+            at = index_text((*idx[:lead], fb[idx]))
             raise ValueError(
-                f"{f_name}{_at(idx)} = {fb[idx]} is a padded item ({m_name}{at} = False)"
+                f"{f_name}{index_text(idx)} = {fb[idx]} is a padded item ({m_name}{at} = False)"
             )
 
 
@@ -189,9 +191,9 @@ def _check_unit_interval(R, name: str, items, axis, diagonal=True) -> None:
         keep = keep & (pair if axis is None else np.expand_dims(pair, axis))
     with np.errstate(invalid="ignore"):
         values = arr.astype(np.float64)
-        idx = _first(np.broadcast_to(keep, arr.shape) & ~((values >= 0) & (values <= 1)))
+        idx = first_index(np.broadcast_to(keep, arr.shape) & ~((values >= 0) & (values <= 1)))
     if idx is not None:
-        raise ValueError(f"{name}{_at(idx)} = {_show(arr[idx])} is outside [0, 1]")
+        raise ValueError(f"{name}{index_text(idx)} = {show_value(arr[idx])} is outside [0, 1]")
 
 
 # --- the computation -------------------------------------------------------------------------

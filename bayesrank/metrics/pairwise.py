@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..data.checks import check_pair_array
-from ..data.checks._format import _show
+from ..data.checks.formatting import show_value
 from . import _checks
 from ._common import _average_ranks, _ftype, _masked_mean, _safe_div, _valid
 
@@ -42,7 +42,7 @@ def _check_scored_pairs(scores, pairs, mask):
     if (bad := np.argwhere(((arr < 0) | (arr >= n)) & valid[:, None])).size:
         row, col = (int(i) for i in bad[0])
         raise ValueError(
-            f"pairs row {row}: index {_show(arr[row, col])} is out of range for n={n} scores"
+            f"pairs row {row}: index {show_value(arr[row, col])} is out of range for n={n} scores"
         )
     if values is not None:
         used = np.zeros(n, dtype=bool)

@@ -60,7 +60,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .data.checks.formatting import first_index, index_text, show_value
-from .metrics._checks import _numpy
+from .metrics.checks import as_numpy
 from .ordering import greedy_order
 from .runtime import is_traced
 
@@ -108,7 +108,7 @@ def _check_beta(beta) -> None:
         raise ValueError(f"beta must be a scalar, got shape {np.shape(beta)}")
     if is_traced(beta):
         return
-    value = _numpy(beta, "beta")
+    value = as_numpy(beta, "beta")
     if not 0 <= value <= 1:  # NaN fails too
         raise ValueError(f"beta = {show_value(value[()])} is outside [0, 1]")
 
@@ -117,7 +117,7 @@ def _bool_values(x, name: str):
     """``x`` as a NumPy bool array (None: None); bools or 0/1 only."""
     if x is None:
         return None
-    arr = _numpy(x, name)
+    arr = as_numpy(x, name)
     if arr.dtype.kind != "b":
         idx = first_index(~np.isin(arr, (0, 1)))
         if idx is not None:
@@ -154,7 +154,7 @@ def _check_problem(R, feedback, feedback_mask, mask, *, lead: int, names, primit
         _check_unit_interval(R, r_name, items, lead if primitives else None)
     if is_traced(feedback, feedback_mask):
         return
-    fb = _numpy(feedback, f_name)
+    fb = as_numpy(feedback, f_name)
     if fb.dtype.kind not in "iu":
         raise ValueError(f"{f_name} must hold integer item indices, got dtype {fb.dtype}")
     pairs = _bool_values(feedback_mask, fm_name)
@@ -184,7 +184,7 @@ def _check_unit_interval(R, name: str, items, axis, diagonal=True) -> None:
     """Every entry of ``R: (*head, N, n, n)`` that counts (off the diagonal unless ``diagonal``
     is False, between real items) in ``[0, 1]``; ``items: (*head, n)`` is expanded at ``axis``
     (the primitives'; None for an ``R`` without one)."""
-    arr = _numpy(R, name)
+    arr = as_numpy(R, name)
     keep = ~np.eye(arr.shape[-1], dtype=bool) if diagonal else np.ones(arr.shape, bool)
     if items is not None:
         pair = items[..., :, None] & items[..., None, :]  # (*head, n, n)
@@ -307,7 +307,7 @@ def ranking_preference(scores, mask=None) -> jax.Array:
     if mask is not None and np.shape(mask) != np.shape(scores):
         raise ValueError(f"mask must have shape {np.shape(scores)}, got {np.shape(mask)}")
     if not is_traced(scores):
-        _numpy(scores, "scores")
+        as_numpy(scores, "scores")
     if not is_traced(mask):
         _bool_values(mask, "mask")
     return _ranking_jit(*_arrays(scores, mask))

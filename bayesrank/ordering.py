@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .data.checks.formatting import show_value
-from .metrics._checks import mask_values
+from .metrics.checks import mask_values
 from .runtime import is_traced
 
 __all__ = [

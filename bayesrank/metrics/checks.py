@@ -1,4 +1,5 @@
-"""Host-side checks of the metrics' inputs, at their public entry points.
+"""Host-side checks of the metrics' inputs, at their public entry points (``ordering`` and
+``order_learning`` check their masks and arrays with the same functions).
 
 Shapes are static, so they are checked always (under ``jit`` and ``vmap`` too); values only where
 the arrays are concrete (a tracer has none). Entries that a ``mask`` marks as padding are never
@@ -45,7 +46,7 @@ def threshold(value, name: str = "relevant_threshold"):
     return value
 
 
-def _numpy(x, name: str) -> np.ndarray:
+def as_numpy(x, name: str) -> np.ndarray:
     """A concrete real array as NumPy (bfloat16 and friends widened to float32)."""
     if isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jnp.floating):
         if np.dtype(x.dtype).kind != "f":
@@ -60,7 +61,7 @@ def vector(x, name: str):
         if np.ndim(x) != 1:
             raise ValueError(f"{name} must be 1-D, got shape {np.shape(x)}")
         return x, None
-    arr = _numpy(x, name)
+    arr = as_numpy(x, name)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
     return x, arr

@@ -61,9 +61,9 @@ from pathlib import Path
 import numpy as np
 
 from .._moved import moved
-from ._io import as_path, read_bytes
 from ._letor_automaton import _parse_features_fast
 from .checks import check_int
+from .files import as_path, read_bytes
 
 __all__ = ["MAX_FEATURE_ID", "Query", "load_letor", "read_query_file"]
 

@@ -29,10 +29,10 @@ It bounds the combined preference function's loss, not the greedy order's
 Followed as written: these equations, the steps' order (the round's order uses ``w^t``, before
 the update), uniform ``w^1`` (the paper allows any ``w^1`` on the simplex; ``ln N`` is for the
 uniform one). Sources: ``R_f``, the combination, Eq. 1 and the update as the lecture notes
-``shared/seeds/001_329a8b334a23286f.txt`` state them (they list ``1/2`` for unranked items; a
-tie is the "otherwise" case); the greedy order and its worked example as
-``shared/seeds/000_6995cfd5df83aaa3.txt`` has them; the bound's constants as Freund & Schapire
-state them for Hedge. This module's conventions where the paper says nothing:
+"Preference Learning: Modelli e Metodi" state them (they list ``1/2`` for unranked items; a
+tie is the "otherwise" case); the greedy order and its worked example as J. Rousu's lecture notes
+on preference learning (Aalto CS-E4710, 2023) have them; the bound's constants as Freund &
+Schapire state them for Hedge. This module's conventions where the paper says nothing:
 
 - no feedback (``|F^t| = 0``: a padded round): every loss ``0``, weights unchanged;
 - ``beta = 0``: a primitive with positive loss gets weight 0; if all have one, ``Z_t = 0``

@@ -476,5 +476,5 @@ def load_letor(
     return queries
 
 
-# read_scores moved to bayesrank.data.scores (issue 33); the old path keeps working.
+# read_scores moved to bayesrank.data.scores; the old path keeps working.
 __getattr__ = moved(__name__, {"read_scores": "bayesrank.data.scores"})

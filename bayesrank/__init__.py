@@ -7,6 +7,7 @@ evaluation. The public API is re-exported here; submodules hold the rest.
 
 from . import active, metrics, ordering, parallel, predict, runtime
 from ._moved import moved
+from ._version import __version__ as __version__
 from .baselines import PRank, RankBoost, RankSVM, SortNet
 from .data.letor import Query, load_letor
 from .data.pairs import pairs_from_grades, sample_pairs, split_pairs, validate_pairs
@@ -39,8 +40,6 @@ from .learning import (
     fit_hyperparameters,
 )
 from .model import Posterior, XPGPModel
-
-__version__ = "0.1.0.dev0"
 
 __all__ = [
     "ARD",

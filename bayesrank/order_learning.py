@@ -29,10 +29,10 @@ It bounds the combined preference function's loss, not the greedy order's
 Followed as written: these equations, the steps' order (the round's order uses ``w^t``, before
 the update), uniform ``w^1`` (the paper allows any ``w^1`` on the simplex; ``ln N`` is for the
 uniform one). Sources: ``R_f``, the combination, Eq. 1 and the update as the lecture notes
-``shared/seeds/001_329a8b334a23286f.txt`` state them (they list ``1/2`` for unranked items; a
-tie is the "otherwise" case); the greedy order and its worked example as
-``shared/seeds/000_6995cfd5df83aaa3.txt`` has them; the bound's constants as Freund & Schapire
-state them for Hedge. This module's conventions where the paper says nothing:
+"Preference Learning: Modelli e Metodi" state them (they list ``1/2`` for unranked items; a
+tie is the "otherwise" case); the greedy order and its worked example as J. Rousu's lecture notes
+on preference learning (Aalto CS-E4710, 2023) have them; the bound's constants as Freund &
+Schapire state them for Hedge. This module's conventions where the paper says nothing:
 
 - no feedback (``|F^t| = 0``: a padded round): every loss ``0``, weights unchanged;
 - ``beta = 0``: a primitive with positive loss gets weight 0; if all have one, ``Z_t = 0``
@@ -59,8 +59,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .data.checks._format import _at, _first, _show
-from .metrics._checks import _numpy
+from .data.checks.formatting import first_index, index_text, show_value
+from .metrics.checks import as_numpy
 from .ordering import greedy_order
 from .runtime import is_traced
 
@@ -108,20 +108,20 @@ def _check_beta(beta) -> None:
         raise ValueError(f"beta must be a scalar, got shape {np.shape(beta)}")
     if is_traced(beta):
         return
-    value = _numpy(beta, "beta")
+    value = as_numpy(beta, "beta")
     if not 0 <= value <= 1:  # NaN fails too
-        raise ValueError(f"beta = {_show(value[()])} is outside [0, 1]")
+        raise ValueError(f"beta = {show_value(value[()])} is outside [0, 1]")
 
 
 def _bool_values(x, name: str):
     """``x`` as a NumPy bool array (None: None); bools or 0/1 only."""
     if x is None:
         return None
-    arr = _numpy(x, name)
+    arr = as_numpy(x, name)
     if arr.dtype.kind != "b":
-        idx = _first(~np.isin(arr, (0, 1)))
+        idx = first_index(~np.isin(arr, (0, 1)))
         if idx is not None:
-            raise ValueError(f"{name}{_at(idx)} = {_show(arr[idx])} is not a bool")
+            raise ValueError(f"{name}{index_text(idx)} = {show_value(arr[idx])} is not a bool")
     return arr.astype(bool)
 
 
@@ -154,27 +154,29 @@ def _check_problem(R, feedback, feedback_mask, mask, *, lead: int, names, primit
         _check_unit_interval(R, r_name, items, lead if primitives else None)
     if is_traced(feedback, feedback_mask):
         return
-    fb = _numpy(feedback, f_name)
+    fb = as_numpy(feedback, f_name)
     if fb.dtype.kind not in "iu":
         raise ValueError(f"{f_name} must hold integer item indices, got dtype {fb.dtype}")
     pairs = _bool_values(feedback_mask, fm_name)
     valid = np.ones(f_shape[:-1], dtype=bool) if pairs is None else pairs
-    idx = _first(valid[..., None] & ((fb < 0) | (fb >= n)))
-    if idx is not None:
-        raise ValueError(f"{f_name}{_at(idx)} = {_show(fb[idx])} is out of range [0, {n})")
-    idx = _first(valid & (fb[..., 0] == fb[..., 1]))
+    idx = first_index(valid[..., None] & ((fb < 0) | (fb >= n)))
     if idx is not None:
         raise ValueError(
-            f"{f_name}{_at(idx)} = ({fb[idx][0]}, {fb[idx][1]}) pairs an item with itself"
+            f"{f_name}{index_text(idx)} = {show_value(fb[idx])} is out of range [0, {n})"
+        )
+    idx = first_index(valid & (fb[..., 0] == fb[..., 1]))
+    if idx is not None:
+        raise ValueError(
+            f"{f_name}{index_text(idx)} = ({fb[idx][0]}, {fb[idx][1]}) pairs an item with itself"
         )
     if items is not None:
         safe = np.where(valid[..., None], fb, 0).reshape(*head, -1)
         real = np.take_along_axis(items, safe, -1).reshape(fb.shape)
-        idx = _first(valid[..., None] & ~real)
+        idx = first_index(valid[..., None] & ~real)
         if idx is not None:
-            at = _at((*idx[:lead], fb[idx]))
+            at = index_text((*idx[:lead], fb[idx]))
             raise ValueError(
-                f"{f_name}{_at(idx)} = {fb[idx]} is a padded item ({m_name}{at} = False)"
+                f"{f_name}{index_text(idx)} = {fb[idx]} is a padded item ({m_name}{at} = False)"
             )
 
 
@@ -182,16 +184,16 @@ def _check_unit_interval(R, name: str, items, axis, diagonal=True) -> None:
     """Every entry of ``R: (*head, N, n, n)`` that counts (off the diagonal unless ``diagonal``
     is False, between real items) in ``[0, 1]``; ``items: (*head, n)`` is expanded at ``axis``
     (the primitives'; None for an ``R`` without one)."""
-    arr = _numpy(R, name)
+    arr = as_numpy(R, name)
     keep = ~np.eye(arr.shape[-1], dtype=bool) if diagonal else np.ones(arr.shape, bool)
     if items is not None:
         pair = items[..., :, None] & items[..., None, :]  # (*head, n, n)
         keep = keep & (pair if axis is None else np.expand_dims(pair, axis))
     with np.errstate(invalid="ignore"):
         values = arr.astype(np.float64)
-        idx = _first(np.broadcast_to(keep, arr.shape) & ~((values >= 0) & (values <= 1)))
+        idx = first_index(np.broadcast_to(keep, arr.shape) & ~((values >= 0) & (values <= 1)))
     if idx is not None:
-        raise ValueError(f"{name}{_at(idx)} = {_show(arr[idx])} is outside [0, 1]")
+        raise ValueError(f"{name}{index_text(idx)} = {show_value(arr[idx])} is outside [0, 1]")
 
 
 # --- the computation -------------------------------------------------------------------------
@@ -305,7 +307,7 @@ def ranking_preference(scores, mask=None) -> jax.Array:
     if mask is not None and np.shape(mask) != np.shape(scores):
         raise ValueError(f"mask must have shape {np.shape(scores)}, got {np.shape(mask)}")
     if not is_traced(scores):
-        _numpy(scores, "scores")
+        as_numpy(scores, "scores")
     if not is_traced(mask):
         _bool_values(mask, "mask")
     return _ranking_jit(*_arrays(scores, mask))

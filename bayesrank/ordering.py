@@ -35,8 +35,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .data.checks._format import _show
-from .metrics._checks import mask_values
+from .data.checks.formatting import show_value
+from .metrics.checks import mask_values
 from .runtime import is_traced
 
 __all__ = [
@@ -88,7 +88,7 @@ def _check_values(F, mask) -> None:
         bad = keep & ~np.isfinite(arr.astype(np.float64))
     if bad.any():
         i, j = (int(x) for x in np.argwhere(bad)[0])
-        raise ValueError(f"F[{i}, {j}] = {_show(arr[i, j])} is not finite")
+        raise ValueError(f"F[{i}, {j}] = {show_value(arr[i, j])} is not finite")
 
 
 def _prepare_shapes(F, mask) -> None:
@@ -253,7 +253,7 @@ def agreement(F, order, mask=None) -> jax.Array:
             raise ValueError(f"order must hold integer entity indices, got dtype {arr.dtype}")
         if ((arr < 0) | (arr >= n)).any():
             i = int(np.argmax((arr < 0) | (arr >= n)))
-            raise ValueError(f"order[{i}] = {_show(arr[i])} is out of range [0, {n})")
+            raise ValueError(f"order[{i}] = {show_value(arr[i])} is out of range [0, {n})")
         seen = np.zeros(n, dtype=bool)
         for i, x in enumerate(arr.tolist()):
             if seen[x]:

@@ -47,8 +47,8 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bayesrank.baselines import RankBoost, RankSVM  # noqa: E402
-from bayesrank.baselines._data import pairs_within_queries  # noqa: E402
 from bayesrank.data.letor import load_letor  # noqa: E402
+from bayesrank.data.pairs import pairs_within_queries  # noqa: E402
 from bayesrank.data.userdata import queries_to_arrays  # noqa: E402
 
 

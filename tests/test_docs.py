@@ -331,3 +331,43 @@ def test_the_readme_tour_imports_from_the_top_level():
     assert "bayesrank" in modules and len(modules - {"bayesrank"}) <= 1, modules
     assert set(names) <= set(bayesrank.__all__), set(names) - set(bayesrank.__all__)
     assert all(hasattr(bayesrank, name) for name in bayesrank.__all__)
+
+
+#: What a user cannot follow: the project's issue numbers ("issue 31", "#31") and its seed notes
+#: (the source documents the project started from, outside the repository). Development notes
+#: (``docs/development/``) and the tests may name them.
+_INTERNAL = re.compile(
+    r"\bissues? #?\d+|(?<![\w/&#])#\d{1,3}\b|\bseed notes?\b|shared/seeds/|\bthe seed `",
+    re.IGNORECASE,
+)
+#: Docstrings still to be mended by their owners (remove an entry once its file is clean).
+_PENDING = {"experiments/inference/__init__.py", "experiments/inference/problems.py"}
+
+
+def _docstrings(path: Path):
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            doc = ast.get_docstring(node, clean=False)
+            if doc:
+                yield getattr(node, "lineno", 1), doc
+
+
+def test_user_pages_and_docstrings_name_no_issue_numbers_or_seed_notes():
+    found = []
+    for page in doc_files():
+        if DOCS / "development" in page.parents:
+            continue
+        for k, line in enumerate(page.read_text(encoding="utf-8").splitlines(), start=1):
+            if match := _INTERNAL.search(line):
+                found.append(f"{page.relative_to(ROOT)}:{k}: {match[0]!r}")
+    package = ROOT / "bayesrank"
+    for path in sorted(package.rglob("*.py")):
+        if str(path.relative_to(package)) in _PENDING:
+            continue
+        for lineno, doc in _docstrings(path):
+            if match := _INTERNAL.search(doc):
+                found.append(f"{path.relative_to(ROOT)}:{lineno}: {match[0]!r}")
+    assert not found, "\n".join(found)

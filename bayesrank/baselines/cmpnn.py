@@ -1,6 +1,5 @@
 """CmpNN: the comparator network of SortNet (Rigutini, Papini, Maggini & Scarselli, "SortNet:
-learning to rank by a neural preference function", IEEE TNN 22(9), 2011; the seed
-``002_*``).
+learning to rank by a neural preference function", IEEE TNN 22(9), 2011).
 
 A feed-forward network on the pair ``[x, y]`` (``2d`` inputs), one hidden layer of ``2h``
 sigmoid units, two sigmoid outputs ``N_>([x, y])`` (evidence of ``x > y``) and ``N_<([x, y])``
@@ -14,12 +13,12 @@ swapped (``w_{i', >} = w_{i, <}``, ``w_{i', <} = w_{i, >}``), with shared biases
     N_<([x, y]) = sigmoid(w_< . sigmoid(a) + w_> . sigmoid(a') + b_o),
 
 so ``N_>([x, y]) = N_<([y, x])`` and ``N_>([x, x]) = N_<([x, x])`` hold for every weight (the
-seed's reflexivity and equivalence of ``>`` and ``<``). The preference
+paper's reflexivity and equivalence of ``>`` and ``<``). The preference
 
     P(x > y) = (1 + N_>([x, y]) - N_<([x, y])) / 2
 
 is then ``1 - P(y > x)`` by construction, and ``1/2`` on ``x = y``. Training minimises the
-seed's squared error over preference pairs ``x > y`` (target ``[1, 0]``):
+paper's squared error over preference pairs ``x > y`` (target ``[1, 0]``):
 
     E = (1 - N_>([x, y]))^2 + N_<([x, y])^2
 

@@ -1,7 +1,8 @@
 """PRank (Crammer & Singer 2001), the perceptron ranker with ordered thresholds, one ``lax.scan``.
 
-K. Crammer and Y. Singer, "Pranking with ranking", NIPS 14 (2001), Figure 2 (also in the seed
-notes), on examples ``(x^t, y^t)`` with ranks ``y^t`` in ``{1, ..., k}``::
+K. Crammer and Y. Singer, "Pranking with ranking", NIPS 14 (2001), Figure 2 (also in the lecture
+notes "Preference Learning: Modelli e Metodi"), on examples ``(x^t, y^t)`` with ranks ``y^t`` in
+``{1, ..., k}``::
 
     Initialize: w^1 = 0, b^1_1 = ... = b^1_{k-1} = 0, b^1_k = +inf
     for t = 1, 2, ..., T:

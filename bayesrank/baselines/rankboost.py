@@ -1,7 +1,8 @@
 """RankBoost (Freund, Iyer, Schapire & Singer 2003), threshold weak rankers, one ``lax.scan``.
 
-The seed notes' pseudo-code, on preference pairs ``p = (w_p, l_p)`` (``w_p`` preferred to
-``l_p``; in the notes' notation ``x'_p = x_{w_p}``, ``x_p = x_{l_p}``, ``y_p = +1``)::
+The pseudo-code of J. Rousu's lecture notes on preference learning (Aalto CS-E4710, 2023), on
+preference pairs ``p = (w_p, l_p)`` (``w_p`` preferred to ``l_p``; in the notes' notation
+``x'_p = x_{w_p}``, ``x_p = x_{l_p}``, ``y_p = +1``)::
 
     D_1(p) = 1 / m                                          (over the unmasked pairs)
     for t = 1..T:
@@ -173,7 +174,7 @@ def fit(
     smoothing: float = 1e-12,
     complements: bool = True,
 ) -> tuple[RankBoostModel, RankBoostInfo]:
-    """``n_rounds`` rounds of RankBoost (the seed's pseudo-code; see the module docstring).
+    """``n_rounds`` rounds of RankBoost (the pseudo-code of the module docstring).
 
     Args:
         X: ``(n, d)`` documents (one query, or a whole collection stacked).

@@ -1,9 +1,9 @@
 """RankSVM (Joachims 2002) on within-query pairs, solved in the primal by Newton's method.
 
 For preference pairs ``(i, j)`` (``i`` preferred to ``j``) with difference vectors
-``dx_p = x_i - x_j`` the linear RankSVM solves (the seed notes' primal, with the pairwise
-transform of the seed tutorial; ``C`` multiplies the *sum* over pairs, as in SVMlight and
-scikit-learn's ``LinearSVC``, not the mean)::
+``dx_p = x_i - x_j`` the linear RankSVM solves (the primal of J. Rousu's lecture notes on
+preference learning, with F. Pedregosa's pairwise transform; ``C`` multiplies the *sum* over
+pairs, as in SVMlight and scikit-learn's ``LinearSVC``, not the mean)::
 
     J(w) = 1/2 ||w||^2 + C sum_p mask_p l(1 - w . dx_p)
 

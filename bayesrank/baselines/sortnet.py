@@ -1,4 +1,4 @@
-"""SortNet (Rigutini, Papini, Maggini & Scarselli, IEEE TNN 22(9), 2011; the seed ``002_*``):
+"""SortNet (Rigutini, Papini, Maggini & Scarselli, IEEE TNN 22(9), 2011):
 rank by sorting with a learned comparator (``cmpnn``), trained on the pairs the sort gets wrong.
 
 **Sorting.** A query's documents are sorted with the comparator ``x`` before ``y`` iff
@@ -6,12 +6,12 @@ rank by sorting with a learned comparator (``cmpnn``), trained on the pairs the 
 is Batcher's bitonic sorting network: ``log2(N) (log2(N) + 1) / 2`` stages of ``N / 2``
 compare-exchanges each (``N``: the documents padded to a power of two; a padded one loses to
 every real one), ``O(N log^2 N)`` comparisons, every stage one vectorised call of the network:
-jittable and ``vmap``-able over queries. (The seed names an ``O(n log n)`` comparison sort; on
+jittable and ``vmap``-able over queries. (The paper names an ``O(n log n)`` comparison sort; on
 a consistent comparator every sort gives the same order, on an intransitive one each gives its
 own. The network's fixed schedule is what makes it one compiled program.) ``SortResult``
 records each compare-exchange that ordered two documents of different grades the wrong way.
 
-**Training** (the seed's Algorithm 1)::
+**Training** (the paper's Algorithm 1)::
 
     P_T, P_V = {}, {}; C_0 = a random network
     for i = 0 .. max_iter:

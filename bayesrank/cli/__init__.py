@@ -45,7 +45,7 @@ EPILOG = (
 
 
 def _parser() -> argparse.ArgumentParser:
-    from .. import __version__
+    from .._version import __version__
     from . import active, data, experiment, model, optimize
 
     parser = argparse.ArgumentParser(prog="bayesrank", description=DESCRIPTION, epilog=EPILOG)

@@ -8,8 +8,8 @@ import json
 import sys
 import warnings
 
-from ..data._io import first_non_finite
 from ..data.checks import MAX_SEED  # the largest --seed
+from ..data.files import first_non_finite
 
 __all__ = [
     "MAX_K_LIMIT",

@@ -61,9 +61,9 @@ from pathlib import Path
 import numpy as np
 
 from .._moved import moved
-from ._io import as_path, read_bytes
 from ._letor_automaton import _parse_features_fast
 from .checks import check_int
+from .files import as_path, read_bytes
 
 __all__ = ["MAX_FEATURE_ID", "Query", "load_letor", "read_query_file"]
 
@@ -476,5 +476,5 @@ def load_letor(
     return queries
 
 
-# read_scores moved to bayesrank.data.scores (issue 33); the old path keeps working.
+# read_scores moved to bayesrank.data.scores; the old path keeps working.
 __getattr__ = moved(__name__, {"read_scores": "bayesrank.data.scores"})

@@ -8,8 +8,8 @@ import os
 
 import numpy as np
 
-from ._io import as_path
 from .checks import check_int
+from .files import as_path
 from .letor import _Bad, _error, _number, _read_text, _show, _split_lines, _tokens
 
 __all__ = ["read_scores"]

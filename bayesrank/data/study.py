@@ -34,8 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ._io import as_path, csv_rows
 from .checks import check_adjacency, check_features
+from .files import as_path, csv_rows
 from .pairs import pairs_from_grades, split_pairs
 from .userdata import read_judgements
 

@@ -50,8 +50,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._io import as_path, csv_rows
 from .checks import check_distinct, check_grades, check_pair_array, check_pairs, options
+from .files import as_path, csv_rows
 from .letor import Query
 from .pairs import pairs_from_grades
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data._io import first_non_finite
+from ..data.files import first_non_finite
 
 __all__ = [
     "Progress",

@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> dict:
 def figure(results):
     """Kendall tau of each method per data set (bars: the mean over folds, whiskers: the sd),
     the published figures as ticks."""
-    from ..plot._base import pyplot
+    from ..plot.base import pyplot
 
     plt = pyplot()
     datasets = results["settings"]["datasets"]

@@ -100,6 +100,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from .._version import __version__
 from ..data.problem import PreferenceProblem
 from ..inference.engines import ENGINES, resolve
 from ..kernels.xpgp import XPGP, check_prior
@@ -148,8 +149,6 @@ def _learning_summary(learning: FitResult) -> dict:
 def _document(posterior: Posterior) -> tuple[dict, dict]:
     """The JSON document and the arrays of a posterior (``ValueError`` for what cannot be
     saved)."""
-    import bayesrank
-
     problem, result, engine = posterior.problem, posterior.result, posterior.engine.name
     if not isinstance(problem, PreferenceProblem):
         raise ValueError(f"posterior.problem must be a PreferenceProblem, got {type(problem)}")
@@ -195,7 +194,7 @@ def _document(posterior: Posterior) -> tuple[dict, dict]:
     meta = {
         "format": FORMAT,
         "format_version": 2 if problem.has_outcomes or _likelihood_params(posterior.prior) else 1,
-        "bayesrank_version": getattr(bayesrank, "__version__", "unknown"),
+        "bayesrank_version": __version__,
         "jax_version": jax.__version__,
         "numpy_version": np.__version__,
         "engine": engine,

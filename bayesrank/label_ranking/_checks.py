@@ -13,7 +13,7 @@ import numbers
 
 import numpy as np
 
-from ..data.checks._format import _as_array, _at, _first_bool, _show, _value_at
+from ..data.checks.formatting import as_array, first_bool, index_text, show_value, value_at
 
 __all__ = ["check_C", "check_X", "check_lengths", "check_orders", "check_positive_int"]
 
@@ -58,10 +58,10 @@ def check_orders(orders, name: str = "rankings", n_labels: int | None = None):
             entry that is not an integer label in ``0..c-1``, or the first row that is not a
             permutation of ``0..c-1``.
     """
-    if isinstance(orders, list | tuple) and (where := _first_bool(orders)) is not None:
-        value = _show(_value_at(orders, where))
-        raise ValueError(f"{name}{_at(where)} = {value} is a bool, not an integer label")
-    arr = _as_array(orders, name, "iuf", "an array of integer labels")
+    if isinstance(orders, list | tuple) and (where := first_bool(orders)) is not None:
+        value = show_value(value_at(orders, where))
+        raise ValueError(f"{name}{index_text(where)} = {value} is a bool, not an integer label")
+    arr = as_array(orders, name, "iuf", "an array of integer labels")
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] < 2:
         raise ValueError(
             f"{name} must be 2-D (n, c) with n >= 1 rows of c >= 2 labels, got shape {arr.shape}"

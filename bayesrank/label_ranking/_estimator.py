@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from ..baselines._estimator import Params
+from ..baselines.params import Params
 from ..data.batch import bucket_size
 from ._checks import check_lengths, check_orders, check_X
 

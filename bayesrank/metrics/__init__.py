@@ -2,7 +2,8 @@
 
 Modules: ``ranking`` (LETOR: NDCG@k, P@k, AP), ``pairwise`` (error, AUC), ``correlation``
 (Kendall, Spearman, position error), ``calibration`` (Brier, log loss, reliability, ECE); every
-name is importable from ``bayesrank.metrics`` itself.
+name is importable from ``bayesrank.metrics`` itself. ``checks`` holds the host-side checks of their
+inputs, which ``ordering`` and ``order_learning`` use too.
 
 Every function scores ONE query (one set of pairs, one set of predictions) given fixed-shape arrays
 and an optional boolean ``mask`` of the same leading length (True = real item; None = all real).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jax import lax
 
-from ._checks import MAX_CUTOFF, static_int
+from .checks import MAX_CUTOFF, static_int
 
 
 def _static_int(name, value, minimum=1, maximum=MAX_CUTOFF):

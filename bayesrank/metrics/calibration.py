@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _checks
+from . import checks
 from ._common import _ftype, _masked_mean, _safe_div, _static_int, _valid
 
 __all__ = [
@@ -22,9 +22,9 @@ __all__ = [
 
 def _check_probs(probs, outcomes, mask) -> None:
     """Shapes always; where concrete, valid ``probs`` finite in [0, 1] and ``outcomes`` 0 or 1."""
-    pv, ov, valid = _checks.paired(probs, outcomes, mask, "probs", "outcomes")
-    _checks.probabilities(pv, valid, "probs")
-    _checks.outcomes01(ov, valid, "outcomes")
+    pv, ov, valid = checks.paired(probs, outcomes, mask, "probs", "outcomes")
+    checks.probabilities(pv, valid, "probs")
+    checks.outcomes01(ov, valid, "outcomes")
 
 
 class ReliabilityCurve(NamedTuple):
@@ -99,7 +99,7 @@ def reliability_curve(probs, outcomes, mask=None, n_bins=10):
       ``ReliabilityCurve`` of ``(n_bins,)`` arrays; the means are 0 in empty bins (``counts``
       tells which bins are empty).
     """
-    n_bins = _static_int("n_bins", n_bins, maximum=_checks.MAX_BINS)
+    n_bins = _static_int("n_bins", n_bins, maximum=checks.MAX_BINS)
     _check_probs(probs, outcomes, mask)
     probs, outcomes = jnp.asarray(probs), jnp.asarray(outcomes)
     dt = _ftype(probs, outcomes)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from ..data.checks import check_bool
-from . import _checks
+from . import checks
 from ._common import _average_ranks, _ftype, _positions, _safe_div, _valid
 
 __all__ = [
@@ -22,8 +22,8 @@ __all__ = [
 
 def _check_ab(a, b, mask) -> None:
     """``a`` and ``b`` 1-D of one length (and the mask's); valid concrete entries finite."""
-    _, bv, valid = _checks.paired(a, b, mask, "a", "b")
-    _checks.finite(bv, valid, "b")
+    _, bv, valid = checks.paired(a, b, mask, "a", "b")
+    checks.finite(bv, valid, "b")
 
 
 def _pair_counts(a, b, mask):
@@ -162,8 +162,8 @@ def position_error(scores, labels, mask=None):
       ValueError: for shapes that differ or are not 1-D, or naming the first valid (concrete)
         score or label that is not finite.
     """
-    _, lv, valid = _checks.paired(scores, labels, mask)
-    _checks.finite(lv, valid, "labels")
+    _, lv, valid = checks.paired(scores, labels, mask)
+    checks.finite(lv, valid, "labels")
     scores, labels = jnp.asarray(scores), jnp.asarray(labels)
     valid = _valid(labels, mask)
     dt = _ftype(scores, labels)

@@ -6,8 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..data.checks import check_pair_array
-from ..data.checks._format import _show
-from . import _checks
+from ..data.checks.formatting import show_value
+from . import checks
 from ._common import _average_ranks, _ftype, _masked_mean, _safe_div, _valid
 
 __all__ = ["pairwise_auc", "pairwise_error", "pairwise_error_from_scores"]
@@ -19,35 +19,35 @@ def _pair_errors(winner, loser):
 
 def _check_pair_probs(probs, mask) -> None:
     """``probs`` 1-D, the mask of its length; valid concrete ones finite in [0, 1]."""
-    probs, values = _checks.vector(probs, "probs")
-    valid = _checks.mask_values(mask, np.shape(probs)[0], "probs")
-    _checks.probabilities(values, valid, "probs")
+    probs, values = checks.vector(probs, "probs")
+    valid = checks.mask_values(mask, np.shape(probs)[0], "probs")
+    checks.probabilities(values, valid, "probs")
 
 
 def _check_scored_pairs(scores, pairs, mask):
     """Shapes always; where concrete: valid pairs' indices in [0, n) (naming the row and the
     index) and the scores they refer to finite. Returns ``pairs`` (``(m, 2)`` int where
     concrete)."""
-    scores, values = _checks.vector(scores, "scores")
+    scores, values = checks.vector(scores, "scores")
     n = np.shape(scores)[0]
-    if _checks.is_traced(pairs):
+    if checks.is_traced(pairs):
         if np.ndim(pairs) != 2 or np.shape(pairs)[1] != 2:
             raise ValueError(f"pairs must have shape (m, 2), got {np.shape(pairs)}")
-        _checks.mask_values(mask, np.shape(pairs)[0], "pairs")
+        checks.mask_values(mask, np.shape(pairs)[0], "pairs")
         return pairs
     arr = check_pair_array(pairs, "pairs")
-    valid = _checks.mask_values(mask, arr.shape[0], "pairs")
+    valid = checks.mask_values(mask, arr.shape[0], "pairs")
     if valid is None:
         return arr
     if (bad := np.argwhere(((arr < 0) | (arr >= n)) & valid[:, None])).size:
         row, col = (int(i) for i in bad[0])
         raise ValueError(
-            f"pairs row {row}: index {_show(arr[row, col])} is out of range for n={n} scores"
+            f"pairs row {row}: index {show_value(arr[row, col])} is out of range for n={n} scores"
         )
     if values is not None:
         used = np.zeros(n, dtype=bool)
         used[arr[valid].reshape(-1)] = True
-        _checks.finite(values, used, "scores")
+        checks.finite(values, used, "scores")
     return arr
 
 

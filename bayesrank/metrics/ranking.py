@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..data.checks import check_choice
-from . import _checks
+from . import checks
 from ._common import _ftype, _positions, _safe_div, _static_int, _valid
 
 __all__ = [
@@ -49,9 +49,9 @@ def check_gain_labels(labels, mask=None, name: str = "labels") -> None:
             ``labels[3] = 2000.0: its NDCG gain 2**label - 1 is not finite in float64``,
             ``labels[0] = -1 is negative: relevance labels must be >= 0``.
     """
-    _, raw = _checks.vector(labels, name)
-    valid = _checks.mask_values(mask, raw.shape[0], name)
-    _checks.relevance(raw, valid, name, grades=True)
+    _, raw = checks.vector(labels, name)
+    valid = checks.mask_values(mask, raw.shape[0], name)
+    checks.relevance(raw, valid, name, grades=True)
     labels = raw.astype(np.float64)
     with np.errstate(over="ignore", invalid="ignore"):  # the overflow is the test
         bad = valid & ~(np.isfinite(labels) & np.isfinite(np.exp2(labels) - 1))
@@ -67,12 +67,12 @@ def _check_inputs(scores, labels, mask, *, grades: bool, relevant_threshold=1):
     """Shapes always (``scores``, ``labels`` and ``mask`` of one length); where concrete, valid
     scores finite and labels non-negative (whole numbers with a finite gain with ``grades``,
     ``check_gain_labels``), and ``relevant_threshold`` finite."""
-    _, lv, valid = _checks.paired(scores, labels, mask)
+    _, lv, valid = checks.paired(scores, labels, mask)
     if grades and lv is not None and valid is not None:
         check_gain_labels(lv, valid)
     else:
-        _checks.relevance(lv, valid, "labels")
-    _checks.threshold(relevant_threshold)
+        checks.relevance(lv, valid, "labels")
+    checks.threshold(relevant_threshold)
 
 
 def _check_short_query(short_query):

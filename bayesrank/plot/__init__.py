@@ -22,7 +22,7 @@ naming the argument.
 
 from __future__ import annotations
 
-from ._base import save
+from .base import save
 from .calibration import reliability
 from .curves import learning_curves
 from .pairs import ranked_pairs

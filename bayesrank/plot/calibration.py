@@ -6,7 +6,7 @@ import numpy as np
 
 from ..data.checks import check_bool
 from ..metrics.calibration import expected_calibration_error, reliability_curve
-from ._base import axes, pyplot
+from .base import axes, pyplot
 
 __all__ = ["reliability"]
 

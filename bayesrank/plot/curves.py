@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..data.checks import check_float
-from ._base import axes, draw_curve, pyplot, vector
+from .base import axes, draw_curve, pyplot, vector
 
 __all__ = ["BANDS", "learning_curves"]
 

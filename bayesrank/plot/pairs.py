@@ -10,7 +10,7 @@ import numpy as np
 
 from ..data.checks import check_covariance, check_float, check_int
 from ..predict import PairPrediction
-from ._base import axes, pyplot, vector
+from .base import axes, pyplot, vector
 
 __all__ = ["ranked_pairs"]
 

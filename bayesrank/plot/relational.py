@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ..data.checks import check_choice
-from ._base import draw_curve, pyplot
+from .base import draw_curve, pyplot
 
 __all__ = ["METRIC_LABELS", "paired", "study"]
 

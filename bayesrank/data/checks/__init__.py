@@ -16,8 +16,10 @@ Two message dialects exist for pairs, both kept because they are published, test
 (``pairs row 1: index 5 is out of range for n=5 entities``); the prediction and problem checks
 name the element (``pairs[1, 1] = 9 is not an entity index (n = 7): ...``).
 
-One module a kind of input (``options``, ``arrays``, ``pairs``,
-``covariance``); everything is imported from ``bayesrank.data.checks``. Layer 0: NumPy only.
+One module a kind of input (``options``, ``arrays``, ``pairs``, ``outcomes``,
+``covariance``); everything is imported from ``bayesrank.data.checks``. ``formatting`` holds the
+message helpers (``show_value``, ``index_text``, ...) that other packages' checks use too. Layer 0:
+NumPy only.
 """
 
 from .arrays import (

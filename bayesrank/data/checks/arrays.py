@@ -6,7 +6,15 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-from ._format import _as_array, _at, _first, _first_bool, _show, _show_typed, _value_at
+from .formatting import (
+    as_array,
+    first_bool,
+    first_index,
+    index_text,
+    show_typed,
+    show_value,
+    value_at,
+)
 
 #: of arithmetic, so only rounding-level asymmetry is forgiven).
 ADJACENCY_SYMMETRY_RTOL = 1e-10
@@ -26,15 +34,15 @@ def check_matrix(M, name: str = "M", *, square: bool = False, nonnegative: bool 
             naming the first (row-major) entry that is not finite (``V[1, 0] = nan is not
             finite``) or negative (``A[0, 1] = -2.0 is negative``).
     """
-    arr = np.array(_as_array(M, name, "biuf", "a real numeric array"), dtype=np.float64)
+    arr = np.array(as_array(M, name, "biuf", "a real numeric array"), dtype=np.float64)
     if arr.ndim != 2:
         raise ValueError(f"{name} must be 2-D, got shape {arr.shape}")
     if square and arr.shape[0] != arr.shape[1]:
         raise ValueError(f"{name} must be square (n, n), got shape {arr.shape}")
-    if (bad := _first(~np.isfinite(arr))) is not None:
-        raise ValueError(f"{name}{_at(bad)} = {_show(arr[bad])} is not finite")
-    if nonnegative and (bad := _first(arr < 0)) is not None:
-        raise ValueError(f"{name}{_at(bad)} = {_show(arr[bad])} is negative")
+    if (bad := first_index(~np.isfinite(arr))) is not None:
+        raise ValueError(f"{name}{index_text(bad)} = {show_value(arr[bad])} is not finite")
+    if nonnegative and (bad := first_index(arr < 0)) is not None:
+        raise ValueError(f"{name}{index_text(bad)} = {show_value(arr[bad])} is negative")
     return arr
 
 
@@ -77,20 +85,20 @@ def check_adjacency(W, name: str = "W") -> np.ndarray:
     """
     W = check_matrix(W, name, square=True, nonnegative=True)
     tolerance = ADJACENCY_SYMMETRY_RTOL * (float(W.max()) if W.size else 0.0)
-    if (bad := _first(np.abs(W - W.T) > tolerance)) is not None:
+    if (bad := first_index(np.abs(W - W.T) > tolerance)) is not None:
         i, j = bad
         raise ValueError(
-            f"{name} is not symmetric: {name}[{i}, {j}] = {_show(W[i, j])} but "
-            f"{name}[{j}, {i}] = {_show(W[j, i])}"
+            f"{name} is not symmetric: {name}[{i}, {j}] = {show_value(W[i, j])} but "
+            f"{name}[{j}, {i}] = {show_value(W[j, i])}"
         )
     W = W / 2 + W.T / 2  # not (W + W^T) / 2: that overflows for weights near 1e308
     np.fill_diagonal(W, 0.0)
     with np.errstate(over="ignore"):
         degrees = W.sum(axis=1)
-    if (bad := _first(~np.isfinite(degrees))) is not None:
+    if (bad := first_index(~np.isfinite(degrees))) is not None:
         (i,) = bad
         raise ValueError(
-            f"{name}'s row {i} sums to inf (its weights reach {_show(W[i].max())}): a graph "
+            f"{name}'s row {i} sums to inf (its weights reach {show_value(W[i].max())}): a graph "
             "kernel needs finite degrees; rescale the weights"
         )
     return W
@@ -113,15 +121,15 @@ def check_features(X, n_features: int | None = None, name: str = "X", n: int | N
             of rows or features, or naming the first entry that is not finite
             (``X[2, 1] = inf is not finite``).
     """
-    X = np.asarray(_as_array(X, name, "biuf", "a real numeric array"), dtype=np.float64)
+    X = np.asarray(as_array(X, name, "biuf", "a real numeric array"), dtype=np.float64)
     if X.ndim != 2:
         raise ValueError(f"{name} must be 2-D (n, d), got shape {X.shape}")
     if X.shape[1] == 0:
         raise ValueError(f"{name} has shape {X.shape}: it needs at least one feature column")
     if n is not None and X.shape[0] != n:
         raise ValueError(f"{name} has {X.shape[0]} rows, expected n = {n} (one per entity)")
-    if (bad := _first(~np.isfinite(X))) is not None:
-        raise ValueError(f"{name}{_at(bad)} = {_show(X[bad])} is not finite")
+    if (bad := first_index(~np.isfinite(X))) is not None:
+        raise ValueError(f"{name}{index_text(bad)} = {show_value(X[bad])} is not finite")
     if n_features is not None and X.shape[1] != n_features:
         raise ValueError(f"{name} has {X.shape[1]} features; the model was fitted on {n_features}")
     return X
@@ -162,25 +170,25 @@ def check_grades(
     """
     kinds = "biuf" if bools else "iuf"
     if not bools and isinstance(grades, list | tuple):  # NumPy would read True among ints as 1
-        if (where := _first_bool(grades)) is not None:
-            value = _value_at(grades, where)
-            raise ValueError(f"{name}{_at(where)} = {value!r} is a bool, not a number")
+        if (where := first_bool(grades)) is not None:
+            value = value_at(grades, where)
+            raise ValueError(f"{name}{index_text(where)} = {value!r} is a bool, not a number")
     try:
-        arr = np.asarray(_as_array(grades, name, kinds, "a real numeric array"), dtype=np.float64)
+        arr = np.asarray(as_array(grades, name, kinds, "a real numeric array"), dtype=np.float64)
     except ValueError as error:
         if (found := _first_not_real(grades, kinds)) is None:
             raise
         i, value = found
-        shown = _show_typed(value)
+        shown = show_typed(value)
         raise ValueError(f"{error}: {name}[{i}] = {shown} is not a real number") from None
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
     if n is not None and arr.shape != (n,):
         raise ValueError(f"{name} has shape {arr.shape}, expected ({n},): one value per row")
     bad = ~np.isfinite(arr) & ~(missing & np.isnan(arr))
-    if (found := _first(bad)) is not None:
+    if (found := first_index(bad)) is not None:
         why = " (NaN marks a missing value)" if missing else ""
-        raise ValueError(f"{name}{_at(found)} = {_show(arr[found])} is not finite{why}")
+        raise ValueError(f"{name}{index_text(found)} = {show_value(arr[found])} is not finite{why}")
     return arr
 
 
@@ -197,18 +205,21 @@ def check_variances(variances, name: str = "variances", dtype=np.float64) -> np.
         ValueError: ``variances[0] = 1e-320: its precision 1 / variances[0] = inf is not a
             finite normal float64``.
     """
-    if isinstance(variances, list | tuple) and (where := _first_bool(variances)) is not None:
-        value = _value_at(variances, where)
-        raise ValueError(f"{name}{_at(where)} = {value!r} is a bool, not a variance")
-    arr = check_grades(np.asarray(_as_array(variances, name, "iuf", "a real array")), name=name)
-    if (bad := _first(~(arr > 0))) is not None:
-        raise ValueError(f"{name}{_at(bad)} = {_show(arr[bad])} is not positive (a variance > 0)")
+    if isinstance(variances, list | tuple) and (where := first_bool(variances)) is not None:
+        value = value_at(variances, where)
+        raise ValueError(f"{name}{index_text(where)} = {value!r} is a bool, not a variance")
+    arr = check_grades(np.asarray(as_array(variances, name, "iuf", "a real array")), name=name)
+    if (bad := first_index(~(arr > 0))) is not None:
+        raise ValueError(
+            f"{name}{index_text(bad)} = {show_value(arr[bad])} is not positive (a variance > 0)"
+        )
     info = np.finfo(dtype)
     with np.errstate(over="ignore", divide="ignore"):
         precision = 1.0 / arr
-    if (bad := _first(~((precision >= info.tiny) & (precision <= info.max)))) is not None:
+    if (bad := first_index(~((precision >= info.tiny) & (precision <= info.max)))) is not None:
         raise ValueError(
-            f"{name}{_at(bad)} = {_show(arr[bad])}: its precision 1 / {name}{_at(bad)} = "
+            f"{name}{index_text(bad)} = {show_value(arr[bad])}: its precision 1 / "
+            f"{name}{index_text(bad)} = "
             f"{precision[bad]:.3g} is not a finite normal {info.dtype.name} (variances in "
             f"[{1 / info.max:.2g}, {1 / info.tiny:.2g}]); rescale the prior"
         )
@@ -253,10 +264,10 @@ def check_fits_dtype(arr, name: str, dtype) -> np.ndarray:
     arr = np.asarray(arr)
     info = np.finfo(dtype)
     if arr.dtype.kind == "f" and np.finfo(arr.dtype).max > info.max:
-        if (bad := _first(np.abs(arr) > info.max)) is not None:
+        if (bad := first_index(np.abs(arr) > info.max)) is not None:
             raise ValueError(
-                f"{name}{_at(bad)} = {_show(arr[bad])} overflows {info.dtype.name} (max "
-                f"{info.max:.3g}); rescale it, or enable float64 "
+                f"{name}{index_text(bad)} = {show_value(arr[bad])} overflows {info.dtype.name} "
+                f"(max {info.max:.3g}); rescale it, or enable float64 "
                 "(jax.config.update('jax_enable_x64', True))"
             )
     return arr

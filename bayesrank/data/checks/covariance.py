@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._format import _as_array, _at, _first, _show
+from .formatting import as_array, first_index, index_text, show_value
 from .pairs import _entity_indices, _integer_array, check_pair_mask
 
 #: Covariance symmetry: ``|K[i, j] - K[j, i]| <= 1e-8 * max(1, max|K|)`` (a kernel matrix is the
@@ -42,7 +42,7 @@ def check_covariance(K, name: str = "K", *, batched: bool = False) -> np.ndarray
             symmetric: K[0, 2] = 1.5 but K[2, 0] = 0.5``, ``K is not positive semi-definite:
             K[0, 1] = 2.0 but K[0, 0] * K[1, 1] = 1.0 * 1.0 < K[0, 1]^2``.
     """
-    arr = _as_array(K, name, "f", "a real floating array")
+    arr = as_array(K, name, "f", "a real floating array")
     lead = 1 if batched else 0
     full = arr.ndim == 2 + lead and arr.shape[-1] == arr.shape[-2]
     if not (full or arr.ndim == 1 + lead):
@@ -53,36 +53,39 @@ def check_covariance(K, name: str = "K", *, batched: bool = False) -> np.ndarray
     if arr.size == 0:
         need = "at least one problem and one entity" if batched else "at least one entity"
         raise ValueError(f"{name} has shape {arr.shape}: a covariance needs {need}")
-    if (bad := _first(~np.isfinite(arr))) is not None:
-        raise ValueError(f"{name}{_at(bad)} = {_show(arr[bad])} is not finite")
+    if (bad := first_index(~np.isfinite(arr))) is not None:
+        raise ValueError(f"{name}{index_text(bad)} = {show_value(arr[bad])} is not finite")
     diag = np.diagonal(arr, axis1=-2, axis2=-1) if full else arr
-    if (bad := _first(diag < 0)) is not None:
+    if (bad := first_index(diag < 0)) is not None:
         where = (*bad, bad[-1]) if full else bad
         raise ValueError(
-            f"{name}{_at(where)} = {_show(diag[bad])} is negative: a variance must be >= 0"
+            f"{name}{index_text(where)} = {show_value(diag[bad])} is negative: "
+            "a variance must be >= 0"
         )
     if not full:
         return arr
     x = arr.astype(np.float64)
     scale = np.maximum(1.0, np.abs(x).max(axis=(-2, -1), keepdims=True))
     xt = np.swapaxes(x, -1, -2)
-    if (bad := _first(np.abs(x - xt) > COVARIANCE_SYMMETRY_RTOL * scale)) is not None:
+    if (bad := first_index(np.abs(x - xt) > COVARIANCE_SYMMETRY_RTOL * scale)) is not None:
         ij, ji = bad, (*bad[:-2], bad[-1], bad[-2])
         raise ValueError(
-            f"{name} is not symmetric: {name}{_at(ij)} = {_show(arr[ij])} but "
-            f"{name}{_at(ji)} = {_show(arr[ji])}"
+            f"{name} is not symmetric: {name}{index_text(ij)} = {show_value(arr[ij])} but "
+            f"{name}{index_text(ji)} = {show_value(arr[ji])}"
         )
     d = np.diagonal(x, axis1=-2, axis2=-1)
     bound = d[..., :, None] * d[..., None, :] * (1 + COVARIANCE_PSD_RTOL)
     bound += np.finfo(arr.dtype).eps * scale**2
     upper = np.triu(np.ones(x.shape[-2:], dtype=bool), k=1)
-    if (bad := _first((x * xt > bound) & upper)) is not None:  # x * xt: K_ij^2, symmetrised
+    if (bad := first_index((x * xt > bound) & upper)) is not None:  # x * xt: K_ij^2, symmetrised
         *b, i, j = bad
         ii, jj, ij = (*b, i, i), (*b, j, j), (*b, i, j)
         raise ValueError(
-            f"{name} is not positive semi-definite: {name}{_at(ij)} = {_show(arr[ij])} but "
-            f"{name}{_at(ii)} * {name}{_at(jj)} = {_show(arr[ii])} * {_show(arr[jj])} < "
-            f"{name}{_at(ij)}^2 (a correlation above 1)"
+            f"{name} is not positive semi-definite: "
+            f"{name}{index_text(ij)} = {show_value(arr[ij])} but "
+            f"{name}{index_text(ii)} * {name}{index_text(jj)} = "
+            f"{show_value(arr[ii])} * {show_value(arr[jj])} < "
+            f"{name}{index_text(ij)}^2 (a correlation above 1)"
         )
     return arr
 
@@ -118,7 +121,7 @@ def check_problem(
         raise ValueError(f"pairs must be {what}, got shape {raw.shape}")
     pairs = _entity_indices(raw, n, "pairs", 1 if batched else 0, what)
     pair_mask = check_pair_mask(pair_mask, pairs.shape[:-1])
-    if (bad := _first((pairs[..., 0] == pairs[..., 1]) & pair_mask)) is not None:
+    if (bad := first_index((pairs[..., 0] == pairs[..., 1]) & pair_mask)) is not None:
         i = int(pairs[bad][0])
-        raise ValueError(f"pairs{_at(bad)} = ({i}, {i}) is a self-pair")
+        raise ValueError(f"pairs{index_text(bad)} = ({i}, {i}) is a self-pair")
     return K, pairs, pair_mask

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._format import _is_bool, _show, _show_typed
+from .formatting import _is_bool, show_typed, show_value
 
 #: The largest seed (``random_state``, ``--seed``) taken: ``jax.random.key`` holds an int64 (a
 #: larger one is an ``OverflowError``), NumPy's generators any non-negative integer.
@@ -46,11 +46,11 @@ def check_int(
         return None
     phrase = _int_phrase(low, high, allow_none)
     if _is_bool(value):
-        raise ValueError(f"{name} must be {phrase}, got {_show_typed(value)}")
+        raise ValueError(f"{name} must be {phrase}, got {show_typed(value)}")
     try:
         out = operator.index(value)
     except TypeError:
-        raise ValueError(f"{name} must be {phrase}, got {_show_typed(value)}") from None
+        raise ValueError(f"{name} must be {phrase}, got {show_typed(value)}") from None
     if (low is not None and out < low) or (high is not None and out > high):
         raise ValueError(f"{name} must be {phrase}, got {out}")
     return out
@@ -106,7 +106,7 @@ def check_float(
         except (TypeError, ValueError):
             arr = None
     if arr is None or arr.ndim != 0 or arr.dtype.kind not in "iuf":
-        raise ValueError(f"{name} must be {phrase}, got {_show_typed(value)}")
+        raise ValueError(f"{name} must be {phrase}, got {show_typed(value)}")
     out = float(arr)
     if np.isnan(out):
         if allow_nan:
@@ -115,9 +115,9 @@ def check_float(
     below = low is not None and (out <= low if low_open else out < low)
     above = high is not None and (out >= high if high_open else out > high)
     if below or above:
-        raise ValueError(f"{name} must be {bound}, got {_show(out)}")
+        raise ValueError(f"{name} must be {bound}, got {show_value(out)}")
     if np.isinf(out) and not allow_inf:
-        raise ValueError(f"{name} must be {phrase}, got {_show(out)}")
+        raise ValueError(f"{name} must be {phrase}, got {show_value(out)}")
     return out
 
 
@@ -128,7 +128,7 @@ def check_bool(value, name: str) -> bool:
     """
     if _is_bool(value) and np.ndim(value) == 0:
         return bool(value)
-    raise ValueError(f"{name} must be True or False, got {_show_typed(value)}")
+    raise ValueError(f"{name} must be True or False, got {show_typed(value)}")
 
 
 def _same(a, b) -> bool:
@@ -143,7 +143,7 @@ def _same(a, b) -> bool:
 
 
 def _or_list(choices: Sequence) -> str:
-    shown = [_show(c) for c in choices]
+    shown = [show_value(c) for c in choices]
     if len(shown) == 1:
         return shown[0]
     if len(shown) == 2:
@@ -162,7 +162,7 @@ def check_choice(value, name: str, choices: Sequence):
     for choice in choices:
         if _same(value, choice):
             return choice
-    raise ValueError(f"{name} must be {_or_list(choices)}, got {_show(value)}")
+    raise ValueError(f"{name} must be {_or_list(choices)}, got {show_value(value)}")
 
 
 def check_representable(value, name: str, dtype) -> float:
@@ -179,10 +179,12 @@ def check_representable(value, name: str, dtype) -> float:
     out = float(value)
     info = np.finfo(dtype)
     if np.isfinite(out) and abs(out) > float(info.max):
-        raise ValueError(f"{name} = {_show(out)} overflows {info.dtype.name} (max {info.max:.3g})")
+        raise ValueError(
+            f"{name} = {show_value(out)} overflows {info.dtype.name} (max {info.max:.3g})"
+        )
     if out != 0 and abs(out) < float(info.tiny):
         raise ValueError(
-            f"{name} = {_show(out)} is below the smallest normal {info.dtype.name} "
+            f"{name} = {show_value(out)} is below the smallest normal {info.dtype.name} "
             f"({info.tiny:.3g})"
         )
     return out

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._format import _as_array, _at, _first_bool, _is_bool, _show, _value_at
+from .formatting import _is_bool, as_array, first_bool, index_text, show_value, value_at
 from .pairs import _integer_array, _whole, check_pair_mask
 
 #: The error a weighted EP site may carry, by float width: EP's default tolerances
@@ -41,10 +41,10 @@ def check_weights(weight, m: int, name: str = "weight", dtype=np.float64) -> np.
         ValueError: ``weights[3] = -1.0 is not a finite number > 0``; ``weights[0] = 1e+12 is
             above 4.5e+09, the largest weight EP fits correctly in float64``.
     """
-    if isinstance(weight, list | tuple) and (where := _first_bool(weight)) is not None:
+    if isinstance(weight, list | tuple) and (where := first_bool(weight)) is not None:
         # NumPy casts a bool among numbers to 0 or 1: [2.0, True] would be the weights (2, 1)
-        value = _value_at(weight, where)
-        raise ValueError(f"{name}{_at(where)} = {value!r} is a bool, not a weight")
+        value = value_at(weight, where)
+        raise ValueError(f"{name}{index_text(where)} = {value!r} is a bool, not a weight")
     arr = np.asarray(weight)
     if arr.dtype.kind not in "iuf" or arr.shape != (m,):
         raise ValueError(
@@ -172,7 +172,7 @@ _ABOVE_MAX_GRADE = (
 
 def _show_whole(value) -> str:
     """A whole number as messages show it: ``3.0`` as ``3``, ``1e20`` as ``1e+20``."""
-    return _show(int(value) if abs(value) < 2**53 else value)
+    return show_value(int(value) if abs(value) < 2**53 else value)
 
 
 def check_grade_levels(grades, name: str = "grades") -> np.ndarray:
@@ -184,10 +184,10 @@ def check_grade_levels(grades, name: str = "grades") -> np.ndarray:
         ValueError: ``y[3] = 1e+20 is too large: above 65535, the largest grade ...``;
             ``y[1] = -1 is a negative grade``; ``y[2] = 1.5 is not an integer grade``.
     """
-    if isinstance(grades, list | tuple) and (where := _first_bool(grades)) is not None:
-        value = _value_at(grades, where)
-        raise ValueError(f"{name}{_at(where)} = {value!r} is a bool, not a grade")
-    arr = _as_array(grades, name, "iuf", "whole numbers >= 0 (grades)")
+    if isinstance(grades, list | tuple) and (where := first_bool(grades)) is not None:
+        value = value_at(grades, where)
+        raise ValueError(f"{name}{index_text(where)} = {value!r} is a bool, not a grade")
+    arr = as_array(grades, name, "iuf", "whole numbers >= 0 (grades)")
     if arr.ndim != 1:
         raise ValueError(f"{name} must be (m,) grades, got shape {arr.shape}")
     fraction = _whole(arr)  # NaN and inf included
@@ -198,7 +198,7 @@ def check_grade_levels(grades, name: str = "grades") -> np.ndarray:
     ):
         if (where := np.flatnonzero(bad)).size:
             i = int(where[0])
-            shown = _show(arr[i]) if fraction[i] else _show_whole(arr[i])
+            shown = show_value(arr[i]) if fraction[i] else _show_whole(arr[i])
             raise ValueError(f"{name}[{i}] = {shown} is {what}")
     return arr.astype(np.int64)
 
@@ -223,8 +223,8 @@ def check_graded(graded, n: int) -> np.ndarray:
         if not np.isfinite(row.astype(np.float64)).all():
             raise ValueError(f"graded row {bad[0]}: {row.tolist()} is not finite")
         raise ValueError(
-            f"graded row {bad[0]}: grade {_show(row[1])} of entity {_show(row[0])} is not an "
-            "integer (grades are 0, 1, ..., K - 1; map other labels onto them)"
+            f"graded row {bad[0]}: grade {show_value(row[1])} of entity {show_value(row[0])} is "
+            "not an integer (grades are 0, 1, ..., K - 1; map other labels onto them)"
         )
     show = _show_whole  # whole here
     if (bad := np.flatnonzero((arr[:, 0] < 0) | (arr[:, 0] >= n))).size:

@@ -7,16 +7,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._format import (
-    _as_array,
-    _at,
-    _first,
-    _first_bool,
+from .formatting import (
     _has,
     _length,
     _ragged,
-    _show,
-    _value_at,
+    as_array,
+    first_bool,
+    first_index,
+    index_text,
+    show_value,
+    value_at,
 )
 from .options import check_int
 
@@ -51,15 +51,15 @@ def _integer_array(pairs, name: str, width: int | None = 2) -> np.ndarray:
     """``pairs`` as a NumPy array of a real kind; a bool in a list refused, and in ragged rows
     of ``width`` entries the first row of another length named (not the first that differs
     from row 0, which may be the valid one)."""
-    if isinstance(pairs, list | tuple) and (where := _first_bool(pairs)) is not None:
+    if isinstance(pairs, list | tuple) and (where := first_bool(pairs)) is not None:
         # NumPy casts a bool among ints to 0 or 1: [[0, True]] would be the pair (0, 1)
         raise ValueError(
-            f"{name}{_at(where)} = {_value_at(pairs, where)!r} is a bool, not an index"
+            f"{name}{index_text(where)} = {value_at(pairs, where)!r} is a bool, not an index"
         )
     if isinstance(pairs, list | tuple) and width is not None and _ragged(pairs) is not None:
         k = next(k for k, row in enumerate(pairs) if _length(row) != width)
         raise ValueError(f"{name}[{k}] {_has(_length(pairs[k]))}: a row has {width} entries")
-    return _as_array(pairs, name, "iuf", "integer-valued")
+    return as_array(pairs, name, "iuf", "integer-valued")
 
 
 def _pair_rows(pairs, name: str) -> np.ndarray:
@@ -70,8 +70,8 @@ def _pair_rows(pairs, name: str) -> np.ndarray:
         arr = arr.reshape(0, 2)
     if arr.ndim != 2 or arr.shape[1] != 2:
         raise ValueError(f"{name} must have shape (m, 2), got {arr.shape}")
-    if (bad := _first(_whole(arr))) is not None:
-        raise ValueError(f"{name} row {bad[0]}: value {_show(arr[bad])} is not an integer")
+    if (bad := first_index(_whole(arr))) is not None:
+        raise ValueError(f"{name} row {bad[0]}: value {show_value(arr[bad])} is not an integer")
     return arr
 
 
@@ -113,9 +113,9 @@ def check_pairs(pairs, n: int, name: str = "pairs") -> PairSummary:
     if n < 0:
         raise ValueError(f"n={n} must be non-negative")
     raw = _pair_rows(pairs, name)
-    if (bad := _first((raw < 0) | (raw >= n))) is not None:
+    if (bad := first_index((raw < 0) | (raw >= n))) is not None:
         raise ValueError(
-            f"{name} row {bad[0]}: index {_show(raw[bad])} is out of range for n={n} entities"
+            f"{name} row {bad[0]}: index {show_value(raw[bad])} is out of range for n={n} entities"
         )
     arr = raw.astype(np.int64)
     self_pairs = np.flatnonzero(arr[:, 0] == arr[:, 1])
@@ -138,11 +138,11 @@ def check_pairs(pairs, n: int, name: str = "pairs") -> PairSummary:
 def _entities_in_range(arr: np.ndarray, n: int, name: str) -> np.ndarray:
     """``arr`` as int64 where every entry is a whole number in ``[0, n)`` (checked before the
     cast, which would wrap ``1e20``); else ``ValueError`` naming the element."""
-    if (bad := _first(_whole(arr))) is not None:
-        raise ValueError(f"{name}{_at(bad)} = {_show(arr[bad])} is not an integer")
-    if (bad := _first((arr < 0) | (arr >= n))) is not None:
+    if (bad := first_index(_whole(arr))) is not None:
+        raise ValueError(f"{name}{index_text(bad)} = {show_value(arr[bad])} is not an integer")
+    if (bad := first_index((arr < 0) | (arr >= n))) is not None:
         raise ValueError(
-            f"{name}{_at(bad)} = {_show(arr[bad])} is not an entity index (n = {n}): "
+            f"{name}{index_text(bad)} = {show_value(arr[bad])} is not an entity index (n = {n}): "
             f"out of range [0, {n})"
         )
     return arr.astype(np.int64)
@@ -192,23 +192,27 @@ def check_group_ids(groups, k: int, name: str = "groups") -> np.ndarray:
         ValueError: ``groups has 3 ids, expected 2: one per entity``; ``groups[0] = 0.5 is not
             an integer or a string id``.
     """
-    if isinstance(groups, list | tuple) and (where := _first_bool(groups)) is not None:
+    if isinstance(groups, list | tuple) and (where := first_bool(groups)) is not None:
         raise ValueError(
-            f"{name}{_at(where)} = {_value_at(groups, where)!r} is a bool, not a group id"
+            f"{name}{index_text(where)} = {value_at(groups, where)!r} is a bool, not a group id"
         )
     if np.ndim(groups) == 0:
         raise ValueError(f"{name} must be a sequence of {k} ids (one per entity), got {groups!r}")
-    arr = _as_array(groups, name, "iufUS", "integer or string ids")
+    arr = as_array(groups, name, "iufUS", "integer or string ids")
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional (k,), got shape {arr.shape}")
     if arr.shape[0] != k:
         raise ValueError(f"{name} has {arr.shape[0]} ids, expected {k}: one per entity")
     if arr.dtype.kind in "US":
         return arr
-    if (bad := _first(_whole(arr))) is not None:
-        raise ValueError(f"{name}{_at(bad)} = {_show(arr[bad])} is not an integer or a string id")
-    if arr.dtype.kind == "f" and (bad := _first(np.abs(arr) >= 2.0**63)) is not None:
-        raise ValueError(f"{name}{_at(bad)} = {_show(arr[bad])} is beyond int64 (a group id)")
+    if (bad := first_index(_whole(arr))) is not None:
+        raise ValueError(
+            f"{name}{index_text(bad)} = {show_value(arr[bad])} is not an integer or a string id"
+        )
+    if arr.dtype.kind == "f" and (bad := first_index(np.abs(arr) >= 2.0**63)) is not None:
+        raise ValueError(
+            f"{name}{index_text(bad)} = {show_value(arr[bad])} is beyond int64 (a group id)"
+        )
     return arr.astype(np.int64)
 
 

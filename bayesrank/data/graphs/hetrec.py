@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._io import read_bytes
+from ..files import read_bytes
 from .relations import bipartite_projection_from_pairs
 
 __all__ = [

@@ -15,8 +15,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._io import read_bytes
 from ..checks import check_choice
+from ..files import read_bytes
 from .similarity import cosine_similarity_graph
 
 __all__ = [

@@ -150,7 +150,7 @@ def _xpgp(train, grid, seed):
     has about 9,000 training documents). An RBF kernel ranks new queries poorly here: its
     evidence prefers lengthscales below the documents' spacing (on OHSUMED Fold1 ``rho``
     7.8, test MAP 0.20), and at the median heuristic it reaches 0.25 (``docs/results``)."""
-    from ...baselines._data import pairs_within_queries
+    from ...data.pairs import pairs_within_queries
     from ...data.problem import PreferenceProblem
     from ...kernels import XPGP, Linear
     from ...learning import fit_hyperparameters
@@ -241,7 +241,7 @@ def fit_grid(method: str, train, opt: dict, vali=None) -> tuple[dict, float]:
     ``max`` of its grid once and scores its prefixes). A score function takes the documents of
     one or more queries stacked, ``X: (n, d)``, and their sizes, and returns ``(n,)``. SortNet
     validates on ``vali`` (None: a fifth of ``train``'s queries, seeded)."""
-    from ...baselines._data import pairs_within_queries
+    from ...data.pairs import pairs_within_queries
     from ...data.userdata import queries_to_arrays
 
     X, y, qid = queries_to_arrays(train, by_position=True)  # files may reuse a qid

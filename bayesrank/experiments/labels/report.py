@@ -135,7 +135,7 @@ def plot(runs, path):
 
     matplotlib.use("Agg")
     from ...plot import save
-    from ...plot._base import draw_curve, pyplot
+    from ...plot.base import draw_curve, pyplot
 
     by_collection: dict = {}
     for results in runs:

@@ -1,4 +1,5 @@
-"""Shared pieces of the figures: matplotlib imported lazily, axes, input checks, bands, saving.
+"""Shared pieces of the figures: matplotlib imported lazily, axes, input checks, bands, saving
+(public: the studies draw their own figures with ``pyplot`` and ``draw_curve``).
 
 matplotlib is imported inside the functions only (``pyplot``), so ``import bayesrank.plot``
 works without it; drawing without it raises ``ImportError`` naming the ``plot`` extra.

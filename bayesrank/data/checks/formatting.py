@@ -1,35 +1,39 @@
-"""Message formatting and array coercion shared by the checks."""
+"""Message formatting and array coercion shared by every host-side check of the package (those
+of ``data.checks`` and the metrics', orderings' and label rankers' own): a value as a message shows
+it (``show_value``), an index as ``[3, 1]`` (``index_text``), the first index where a mask holds
+(``first_index``), an array of the expected dtype kinds or a ``ValueError`` naming the dtype
+(``as_array``), and the first bool hidden in nested lists (``first_bool``, ``value_at``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 
-def _show(value) -> str:
+def show_value(value) -> str:
     """A value as messages show it: ``1.0``, ``nan``, ``-inf``, ``12``, ``'a'``, ``True``."""
     if isinstance(value, np.generic):
         value = value.item()
     return repr(value)
 
 
-def _show_typed(value) -> str:
-    """``_show`` plus the type, for values of the wrong kind: ``2.5 (float)``."""
-    return f"{_show(value)} ({type(value).__name__})"
+def show_typed(value) -> str:
+    """``show_value`` plus the type, for values of the wrong kind: ``2.5 (float)``."""
+    return f"{show_value(value)} ({type(value).__name__})"
 
 
-def _at(index) -> str:
+def index_text(index) -> str:
     """``(3, 1)`` -> ``[3, 1]``."""
     return "[" + ", ".join(str(int(i)) for i in index) + "]"
 
 
-def _first(bad: np.ndarray) -> tuple[int, ...] | None:
+def first_index(bad: np.ndarray) -> tuple[int, ...] | None:
     """The first (row-major) index where ``bad`` holds, or None."""
     if not bad.any():
         return None
     return tuple(int(i) for i in np.argwhere(bad)[0])
 
 
-def _as_array(x, name: str, kinds: str, what: str) -> np.ndarray:
+def as_array(x, name: str, kinds: str, what: str) -> np.ndarray:
     """``np.asarray(x)`` if its dtype kind is in ``kinds``, else ``ValueError`` naming the dtype."""
     try:
         arr = np.asarray(x)
@@ -37,8 +41,8 @@ def _as_array(x, name: str, kinds: str, what: str) -> np.ndarray:
         if (ragged := _ragged(x)) is not None:
             where, length, first, expected = ragged
             raise ValueError(
-                f"{name} must be {what}: {err}; {name}{_at(where)} {_has(length)} but "
-                f"{name}{_at(first)} {_has(expected)} (rows of equal length are needed)"
+                f"{name} must be {what}: {err}; {name}{index_text(where)} {_has(length)} but "
+                f"{name}{index_text(first)} {_has(expected)} (rows of equal length are needed)"
             ) from None
         raise ValueError(f"{name} must be {what}: {err}") from None
     if arr.dtype.kind not in kinds:
@@ -74,18 +78,18 @@ def _ragged(items, where=()):
     return None
 
 
-def _first_bool(items, where=()):
+def first_bool(items, where=()):
     """The index path of the first bool in nested lists or tuples (None: none): NumPy would cast
     a bool among ints to 0 or 1 without a word."""
     for i, item in enumerate(items):
         if _is_bool(item):
             return (*where, i)
-        if isinstance(item, list | tuple) and (found := _first_bool(item, (*where, i))):
+        if isinstance(item, list | tuple) and (found := first_bool(item, (*where, i))):
             return found
     return None
 
 
-def _value_at(items, where):
+def value_at(items, where):
     for i in where:
         items = items[i]
     return items

@@ -1,4 +1,5 @@
-"""Host-side checks of the metrics' inputs, at their public entry points.
+"""Host-side checks of the metrics' inputs, at their public entry points (``ordering`` and
+``order_learning`` check their masks and arrays with the same functions).
 
 Shapes are static, so they are checked always (under ``jit`` and ``vmap`` too); values only where
 the arrays are concrete (a tracer has none). Entries that a ``mask`` marks as padding are never
@@ -13,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..data.checks import check_float, check_int
-from ..data.checks._format import _as_array, _show
+from ..data.checks.formatting import as_array, show_value
 from ..runtime import is_traced
 
 #: The largest cut-off ``k`` / ``max_k`` accepted (larger ones would only allocate memory).
@@ -45,12 +46,12 @@ def threshold(value, name: str = "relevant_threshold"):
     return value
 
 
-def _numpy(x, name: str) -> np.ndarray:
+def as_numpy(x, name: str) -> np.ndarray:
     """A concrete real array as NumPy (bfloat16 and friends widened to float32)."""
     if isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jnp.floating):
         if np.dtype(x.dtype).kind != "f":
             x = x.astype(jnp.float32)
-    return _as_array(x, name, "biuf", "a real numeric array")
+    return as_array(x, name, "biuf", "a real numeric array")
 
 
 def vector(x, name: str):
@@ -60,7 +61,7 @@ def vector(x, name: str):
         if np.ndim(x) != 1:
             raise ValueError(f"{name} must be 1-D, got shape {np.shape(x)}")
         return x, None
-    arr = _numpy(x, name)
+    arr = as_numpy(x, name)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
     return x, arr
@@ -88,7 +89,7 @@ def mask_values(mask, n: int, ref: str):
                 "the same length"
             )
         return None
-    arr = _as_array(mask, "mask", "biuf", "a bool array")
+    arr = as_array(mask, "mask", "biuf", "a bool array")
     if arr.shape != (n,):
         raise ValueError(
             f"mask has shape {arr.shape} but {ref} has shape ({n},): they must have the same length"
@@ -97,7 +98,7 @@ def mask_values(mask, n: int, ref: str):
         bad = ~np.isin(arr, (0, 1))
         if bad.any():
             i = int(np.argmax(bad))
-            raise ValueError(f"mask[{i}] = {_show(arr[i])} is not a bool (True or False)")
+            raise ValueError(f"mask[{i}] = {show_value(arr[i])} is not a bool (True or False)")
     return arr.astype(bool)
 
 
@@ -113,7 +114,7 @@ def finite(values, valid, name: str) -> None:
     with np.errstate(invalid="ignore"):
         i = _first_bad(~np.isfinite(values.astype(np.float64)), valid)
     if i is not None:
-        raise ValueError(f"{name}[{i}] = {_show(values[i])} is not finite")
+        raise ValueError(f"{name}[{i}] = {show_value(values[i])} is not finite")
 
 
 def probabilities(values, valid, name: str) -> None:
@@ -123,7 +124,9 @@ def probabilities(values, valid, name: str) -> None:
         return
     v = values.astype(np.float64)
     if (i := _first_bad((v < 0) | (v > 1), valid)) is not None:
-        raise ValueError(f"{name}[{i}] = {_show(values[i])} is not a probability: outside [0, 1]")
+        raise ValueError(
+            f"{name}[{i}] = {show_value(values[i])} is not a probability: outside [0, 1]"
+        )
 
 
 def outcomes01(values, valid, name: str = "outcomes") -> None:
@@ -131,7 +134,7 @@ def outcomes01(values, valid, name: str = "outcomes") -> None:
     if values is None or valid is None or values.dtype.kind == "b":
         return
     if (i := _first_bad(~np.isin(values, (0, 1)), valid)) is not None:
-        raise ValueError(f"{name}[{i}] = {_show(values[i])} is not an outcome: must be 0 or 1")
+        raise ValueError(f"{name}[{i}] = {show_value(values[i])} is not an outcome: must be 0 or 1")
 
 
 def relevance(values, valid, name: str = "labels", *, grades: bool = False) -> None:
@@ -142,11 +145,11 @@ def relevance(values, valid, name: str = "labels", *, grades: bool = False) -> N
     v = values.astype(np.float64)
     if (i := _first_bad(v < 0, valid)) is not None:
         raise ValueError(
-            f"{name}[{i}] = {_show(values[i])} is negative: relevance labels must be >= 0"
+            f"{name}[{i}] = {show_value(values[i])} is negative: relevance labels must be >= 0"
         )
     if grades and (i := _first_bad(v != np.round(v), valid)) is not None:
         raise ValueError(
-            f"{name}[{i}] = {_show(values[i])} is not an integer: relevance grades are whole "
+            f"{name}[{i}] = {show_value(values[i])} is not an integer: relevance grades are whole "
             "numbers >= 0"
         )
 

@@ -1,4 +1,5 @@
-"""Reading plain or gzipped files, with errors that name the file."""
+"""Reading plain or gzipped files, with errors that name the file; ``first_non_finite`` finds what
+strict JSON cannot hold (the CLI and the studies check their results with it)."""
 
 from __future__ import annotations
 

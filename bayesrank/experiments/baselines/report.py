@@ -14,8 +14,8 @@ __all__ = ["PUBLISHED", "figure", "markdown", "summarize", "table"]
 #: The cut-offs in the text table.
 SHOWN = (1, 3, 5, 10)
 
-#: LETOR OHSUMED baselines (QueryLevelNorm, 5-fold means), as reproduced in the seed slides
-#: (``../shared/seeds/002_*.txt``, Tables VII and VIII); the seeds have none for MQ2008.
+#: LETOR OHSUMED baselines (QueryLevelNorm, 5-fold means), as reproduced in Rigutini et al.
+#: (2011), Tables VII and VIII; it has none for MQ2008.
 PUBLISHED = {
     "OHSUMED": {
         "RankSVM": {
@@ -28,8 +28,8 @@ PUBLISHED = {
             "NDCG": [0.50, 0.48, 0.47, 0.46, 0.45, 0.44, 0.44, 0.44, 0.43, 0.44],
             "P": [0.60, 0.60, 0.59, 0.56, 0.54, 0.52, 0.52, 0.50, 0.49, 0.50],
         },
-        # Rigutini et al. (2011) as in the seed's Tables VII and VIII: SortNet with the
-        # hidden units chosen by MAP (on LETOR's OHSUMED, the version the seed calls 2.0)
+        # Rigutini et al. (2011), Tables VII and VIII: SortNet with the hidden units chosen
+        # by MAP (on LETOR's OHSUMED, the version the paper calls 2.0)
         "SortNet": {
             "MAP": 0.442,
             "NDCG": [0.52, 0.48, 0.47, 0.46, 0.45, 0.45, 0.44, 0.44, 0.44, 0.44],

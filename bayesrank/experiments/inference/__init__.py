@@ -10,7 +10,8 @@ One protocol, two presets (``--protocol``); every option below overrides its pre
   ``accuracy`` (the ``full`` preset): the 32 seeded real problems of the benchmark data folder
   ``--data-dir`` (12 OHSUMED queries with 150 known pairs, 10 MQ2008 queries with 60, 10 HetRec
   MovieLens users with 300 and 27 movie attributes; at most 150 entities and ``--test`` held-out
-  pairs each); ``hetrec21``: issue 31's 16 HetRec splits (21 standardised attributes);
+  pairs each); ``hetrec21``: 16 HetRec splits of a researcher's own ratings (21 standardised
+  attributes);
   ``all``: both. Features scaled to ``[0, 1]`` per problem; each held-out pair shown in a random
   orientation (seeded, ``default_rng(seed + problem index)``) so that its outcome is 0 or 1.
 * **part 2, fitted methods** (``--methods``): each fits its own hyperparameters on the known pairs

@@ -18,8 +18,8 @@ grades imply).
   genre indicators, the year, and six Rotten Tomatoes figures (critics' rating and score, top
   critics' rating, audience rating and score, log number of audience ratings; a missing value is
   the column's median). A pair is two movies the user rated differently (higher rating wins);
-- ``hetrec21`` (:func:`hetrec_genre_problems`): issue 31's 16 HetRec splits with 21 standardised
-  attributes.
+- ``hetrec21`` (:func:`hetrec_genre_problems`): 16 HetRec splits of a researcher's own
+  ratings data with 21 standardised attributes.
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ def accuracy_problems(
 def hetrec_genre_problems(
     data_dir, seed=0, *, users=8, splits=2, known=150, max_n=216, max_held_out=1000
 ):
-    """A researcher's own ratings data, as issue 31 met it: the ``users`` HetRec users with the
+    """A researcher's own ratings data, as a user meets it: the ``users`` HetRec users with the
     fewest rated movies among those with at least 98 (98 to 216 movies each; larger users drawn
     down to ``max_n`` at random), each with ``splits`` seeded splits of ``known`` pairs (up to
     ``max_held_out`` of the rest held out); 21 attributes standardised per user (the 20 genre

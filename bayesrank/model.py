@@ -35,7 +35,7 @@ from .diagnostics import warn_if_unconverged
 from .inference import ep
 from .inference.engine import Engine, GaussianEngine
 from .inference.engines import EP, NUTS, engine_from_keywords, resolve
-from .inference.posterior import SamplePosterior
+from .inference.posterior import DensePosterior, SamplePosterior, WithEvidence
 from .inference.problem import why_not_finite
 from .kernels.xpgp import XPGP, ComponentPosterior, check_prior, component_posterior
 from .predict import grade_probabilities
@@ -110,16 +110,27 @@ class Posterior:
         if isinstance(self.result, SamplePosterior):
             draws = np.asarray(self.result.draws)[:, idx]  # (S, p): no variance beyond the draws
             return grade_probabilities(draws, 0.0, self.prior.thresholds).mean(axis=0)
-        mean, var = (np.asarray(a)[idx] for a in self.result.scores())
+        mean, var = (np.asarray(a)[idx] for a in self.scores())
         return grade_probabilities(mean, var, self.prior.thresholds)
 
     def probability_matrix(self) -> jax.Array:
-        """``(n, n)`` matrix of ``P(i > j | data)``."""
-        return self.result.probability_matrix()
+        """``(n, n)`` matrix of ``P(i > j | data)`` (a ``DensePosterior``'s)."""
+        return self._dense("an (n, n) matrix").probability_matrix()
 
     def scores(self) -> tuple[jax.Array, jax.Array]:
-        """Posterior mean and variance of every entity's preference degree."""
-        return self.result.scores()
+        """Posterior mean and variance of every entity's preference degree (a
+        ``DensePosterior``'s)."""
+        return self._dense("no variances").scores()
+
+    def _dense(self, what: str) -> DensePosterior:
+        """The result, where it keeps the ``(n, n)`` moments; ``ValueError`` naming the engine
+        otherwise (the sparse Laplace keeps none)."""
+        if not isinstance(self.result, DensePosterior):
+            raise ValueError(
+                f"{self.engine!r}'s posterior keeps no (n, n) covariance ({what}): use mean and "
+                "predict_pairs"
+            )
+        return self.result
 
     def rank(self) -> np.ndarray:
         """Entity indices by decreasing posterior mean (ties by index)."""
@@ -131,13 +142,14 @@ class Posterior:
 
     @property
     def cov(self) -> jax.Array:
-        return self.result.cov
+        """``(n, n)``: the posterior covariance (a ``DensePosterior``'s)."""
+        return self._dense("no cov").cov
 
     @property
     def log_evidence(self) -> jax.Array:
         """The engine's evidence (EP, Laplace, the sparse Laplace's estimate); NUTS has none
         (``ValueError``)."""
-        if not self.engine.has_evidence:
+        if not isinstance(self.result, WithEvidence):
             raise ValueError(f"{self.engine!r} gives no evidence (use EP() or Laplace())")
         return self.result.log_evidence
 
@@ -146,8 +158,6 @@ class Posterior:
         """The engine converged (NUTS: ``diagnostics.converged``, no divergence and split R-hat
         at most 1.01) and, with hyperparameter learning, so did the learning."""
         learned = True if self.learning is None else bool(np.all(self.learning.converged))
-        if isinstance(self.result, SamplePosterior):
-            return self.result.diagnostics.converged and learned
         return bool(self.result.converged) and learned
 
     @cached_property

@@ -88,13 +88,13 @@ class Engine:
     """The base of every inference engine (module docstring). Subclasses are frozen dataclasses.
 
     Class attributes: ``name`` (the string shorthand, ``""`` for an engine without one),
-    ``traced`` (the fields that are pytree leaves), ``has_evidence`` (whether its posterior has
-    ``log_evidence``), ``advice`` (what a ``ConvergenceWarning`` advises).
+    ``traced`` (the fields that are pytree leaves), ``advice`` (what a ``ConvergenceWarning``
+    advises). What its posterior offers is stated by the posterior's type
+    (``bayesrank.inference.posterior``: ``PosteriorFace``, ``DensePosterior``, ``WithEvidence``).
     """
 
     name: ClassVar[str] = ""
     traced: ClassVar[tuple[str, ...]] = ()
-    has_evidence: ClassVar[bool] = True
     advice: ClassVar[str] = "raise max_iter"
 
     def __init_subclass__(cls, **kwargs):

@@ -42,7 +42,6 @@ class NUTS(Engine):
     """
 
     name: ClassVar[str] = "nuts"
-    has_evidence: ClassVar[bool] = False
     advice: ClassVar[str] = "raise num_warmup and num_samples"
 
     num_warmup: int = 500

@@ -6,6 +6,10 @@
 - ``SamplePosterior``, for posterior draws (NUTS): the Monte Carlo average of
   ``Phi(xi_i - xi_j)`` over the draws, the same quantity.
 
+What a posterior offers is declared by type (protocols, checked with ``isinstance``):
+``PosteriorFace``, every posterior's; ``DensePosterior``, those that keep the ``(n, n)``
+moments; ``WithEvidence``, those with an evidence.
+
 Both are mixins over a class that holds the arrays (a ``NamedTuple`` or a frozen dataclass); their
 methods are final. Arrays may carry a leading query axis (a batch fitted through
 ``bayesrank.parallel`` or ``fit_hyperparameters``): ``mean: (B, n)``,
@@ -19,6 +23,8 @@ functions of ``bayesrank.predict``.
 """
 
 from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
@@ -39,7 +45,57 @@ from ..predict import (
 )
 from ..runtime import is_traced
 
-__all__ = ["GaussianPosterior", "SamplePosterior"]
+__all__ = [
+    "DensePosterior",
+    "GaussianPosterior",
+    "PosteriorFace",
+    "SamplePosterior",
+    "WithEvidence",
+]
+
+
+@runtime_checkable
+class PosteriorFace(Protocol):
+    """What every engine's posterior offers (EP, Laplace, NUTS, the sparse Laplace, your
+    engine's ``GaussianFit``): ``mean: (n,)``, ``converged``, and prediction of pairs."""
+
+    @property
+    def mean(self) -> jax.Array: ...
+
+    @property
+    def converged(self): ...
+
+    def predict_pairs(self, pairs) -> PairPrediction:
+        """``P(i > j | data)`` and the moments of ``xi_i - xi_j`` for ``pairs: (p, 2)``."""
+
+    def predict_outcomes(self, pairs, margin) -> OutcomePrediction:
+        """``P(i > j)``, ``P(tie)``, ``P(j > i)`` under the tie margin, for ``pairs: (p, 2)``."""
+
+    def rank(self) -> np.ndarray:
+        """Entity indices by decreasing posterior mean."""
+
+
+@runtime_checkable
+class DensePosterior(PosteriorFace, Protocol):
+    """A posterior that keeps every entity's joint moments (EP, Laplace, NUTS; not the sparse
+    Laplace): ``cov: (n, n)``, ``scores()`` (mean and variance) and the ``(n, n)``
+    ``probability_matrix()``."""
+
+    @property
+    def cov(self) -> jax.Array: ...
+
+    def scores(self) -> tuple[jax.Array, jax.Array]: ...
+
+    def probability_matrix(self) -> jax.Array: ...
+
+
+@runtime_checkable
+class WithEvidence(Protocol):
+    """A posterior with its engine's ``log_evidence`` (EP, Laplace, the sparse Laplace's
+    estimate; not NUTS)."""
+
+    @property
+    def log_evidence(self) -> jax.Array: ...
 
 
 def _check_pairs(pairs, n: int, batch: int | None) -> np.ndarray:

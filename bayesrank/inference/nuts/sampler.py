@@ -203,6 +203,11 @@ class NUTSPosterior(_NUTSPosteriorFields, SamplePosterior):
 
     __slots__ = ()
 
+    @property
+    def converged(self) -> bool:
+        """``diagnostics.converged``: no divergence and split R-hat at most 1.01."""
+        return self.diagnostics.converged
+
 
 def diagnostics(samples, trace: _Trace, hyper: dict | None = None) -> NUTSDiagnostics:
     """NumPyro's split R-hat and ESS (host side) plus the per-chain sampler statistics."""

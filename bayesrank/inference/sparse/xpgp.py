@@ -97,10 +97,6 @@ class SparsePosterior(NamedTuple):
     def converged(self):
         return self.fit.converged
 
-    @property
-    def cov(self):
-        raise ValueError("approximation='sparse' keeps no (n, n) covariance: use predict_pairs")
-
     def predict_pairs(self, pairs) -> PairPrediction:
         """Eq. 13-14 for ``pairs: (p, 2)``: each variance by one CG solve up to
         ``exact_up_to`` pairs, beyond by ``n_samples`` posterior draws (relative error about
@@ -125,15 +121,9 @@ class SparsePosterior(NamedTuple):
         return OutcomePrediction(p.prob, jnp.zeros_like(p.prob), 1 - p.prob, p.delta_mean,
                                  p.delta_var)  # fmt: skip
 
-    def scores(self):
-        raise ValueError("approximation='sparse': use mean and predict_pairs")
-
     def rank(self) -> np.ndarray:
         """Entity indices by decreasing posterior mean (ties by index)."""
         return np.lexsort((np.arange(self.latent.n), -np.asarray(self.fit.mean)))
-
-    def probability_matrix(self):
-        raise ValueError("approximation='sparse' builds no (n, n) matrix: use predict_pairs")
 
     @property
     def log_evidence(self):

@@ -38,7 +38,14 @@ from ..data.checks import check_float, check_int
 from ..runtime import is_traced
 from .posterior import GaussianPosterior
 
-__all__ = ["MAX_ITER_LIMIT", "Engine", "GaussianEngine", "GaussianFit", "check_engine_settings"]
+__all__ = [
+    "MAX_ITER_LIMIT",
+    "Engine",
+    "GaussianEngine",
+    "GaussianFit",
+    "check_engine_settings",
+    "fit_fields",
+]
 
 #: The most iterations an engine may be asked for: the loops' counters are int32.
 MAX_ITER_LIMIT = 2**31 - 1
@@ -52,6 +59,12 @@ class _GaussianFitFields(NamedTuple):
     n_iter: jax.Array
     converged: jax.Array
     max_change: jax.Array
+
+
+def fit_fields(name: str, **extra) -> type:
+    """A ``NamedTuple`` type with ``GaussianFit``'s fields first and ``extra`` (field: type)
+    after: the fields of an engine's own posterior type (``EPPosterior``, ``LaplacePosterior``)."""
+    return NamedTuple(name, [*_GaussianFitFields.__annotations__.items(), *extra.items()])
 
 
 class GaussianFit(_GaussianFitFields, GaussianPosterior):

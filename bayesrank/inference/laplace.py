@@ -44,7 +44,7 @@ from jax.scipy.special import log_ndtr
 
 from ..likelihoods import Outcomes, inverse_mills, outcome_curvature
 from ..linalg import prior_root
-from .engine import GaussianEngine, check_engine_settings
+from .engine import GaussianEngine, check_engine_settings, fit_fields
 from .gaussian.factor import covariance, dense, from_root, pseudo_data_precision
 from .gaussian.sites import Sites, informative_pairs, marginals, pair_mask_or_all, to_entities
 from .posterior import GaussianPosterior
@@ -270,15 +270,7 @@ def log_evidence(
     return _evidence_at(K, xi, pairs, active, valid, post.logdet, cov, outcomes)
 
 
-class _LaplaceFields(NamedTuple):
-    mean: jax.Array
-    cov: jax.Array
-    log_evidence: jax.Array
-    sites: Sites
-    n_iter: jax.Array
-    converged: jax.Array
-    max_change: jax.Array
-    n_uninformative: jax.Array
+_LaplaceFields = fit_fields("_LaplaceFields", n_uninformative=jax.Array)
 
 
 class LaplacePosterior(_LaplaceFields, GaussianPosterior):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import inspect
 from functools import partial
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -34,6 +33,7 @@ from ...data.checks import (
 from ...diagnostics import warn_if_unconverged
 from ...likelihoods import Outcomes
 from ...runtime import is_traced, one_blas_thread, warn_if_float32
+from ..engine import fit_fields
 from ..gaussian.factor import covariance, dense
 from ..gaussian.sites import Sites, informative_pairs, pair_mask_or_all
 from ..posterior import GaussianPosterior
@@ -64,17 +64,9 @@ __all__ = [
 ]
 
 
-class _EPPosteriorFields(NamedTuple):
-    mean: jax.Array
-    cov: jax.Array
-    log_evidence: jax.Array
-    sites: Sites
-    n_iter: jax.Array
-    converged: jax.Array
-    max_change: jax.Array
-    n_skipped: jax.Array
-    n_clipped: jax.Array
-    n_uninformative: jax.Array
+_EPPosteriorFields = fit_fields(
+    "_EPPosteriorFields", n_skipped=jax.Array, n_clipped=jax.Array, n_uninformative=jax.Array
+)
 
 
 class EPPosterior(_EPPosteriorFields, GaussianPosterior):

@@ -28,7 +28,7 @@ import numpy as np
 from ._common import Progress, write_outputs
 from .protocol import Protocol, add_protocol_argument, from_args, preset_of
 
-__all__ = ["HELP", "NAME", "PRESETS", "PUBLISHED", "Settings", "add_arguments", "run"]
+__all__ = ["HELP", "NAME", "PRESETS", "PUBLISHED", "LabelRankingProtocol", "add_arguments", "run"]
 
 NAME = "label-ranking"
 HELP = "label rankers (RPC, constraint classification, the GP) on iris and wine: Kendall tau"
@@ -37,7 +37,7 @@ METHODS = ("RPC", "CC", "GP")
 
 
 @dataclasses.dataclass(frozen=True)
-class Settings(Protocol):
+class LabelRankingProtocol(Protocol):
     """The settings ``--protocol`` presets (module docstring)."""
 
     datasets: tuple[str, ...] = ("iris",)
@@ -45,7 +45,10 @@ class Settings(Protocol):
 
 
 #: The presets (``experiments.protocol``); an option given overrides its value.
-PRESETS = {"reduced": Settings(), "full": Settings(datasets=("iris", "wine"), folds=10)}
+PRESETS = {
+    "reduced": LabelRankingProtocol(),
+    "full": LabelRankingProtocol(datasets=("iris", "wine"), folds=10),
+}
 #: Cheng, Hühn & Hüllermeier (2009), complete rankings: (mean, sd) of Kendall tau, as recalled
 #: (not checked against the paper here; see docs/results/label-ranking.md).
 PUBLISHED = {

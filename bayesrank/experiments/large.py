@@ -47,14 +47,14 @@ import numpy as np
 from ._common import Progress, check_positive, median_rho, write_outputs
 from .protocol import Protocol, add_protocol_argument, from_args, preset_of
 
-__all__ = ["HELP", "NAME", "PRESETS", "Settings", "add_arguments", "run"]
+__all__ = ["HELP", "NAME", "PRESETS", "LargeProtocol", "add_arguments", "run"]
 
 NAME = "large"
 HELP = "XPGP on all 10,197 HetRec movies without a dense matrix, against choix and dense"
 
 
 @dataclasses.dataclass(frozen=True)
-class Settings(Protocol):
+class LargeProtocol(Protocol):
     """The settings ``--protocol`` presets (module docstring)."""
 
     n_train: int = 20_000
@@ -66,8 +66,8 @@ class Settings(Protocol):
 
 #: The presets (``experiments.protocol``); an option given overrides its value.
 PRESETS = {
-    "reduced": Settings(),
-    "full": Settings(n_train=1_000_000, n_test=100_000, rank=128, dense_sizes=(2000, 5000)),
+    "reduced": LargeProtocol(),
+    "full": LargeProtocol(n_train=1_000_000, n_test=100_000, rank=128, dense_sizes=(2000, 5000)),
 }
 RELATIONS = ("co_director", "co_genre")
 ENTITY_VARIANCE = 0.5

@@ -3,7 +3,7 @@
 The package, one concept a module:
 
 - ``config``: what is learned (``default_trainable``), the free/fixed split of the prior's
-  unconstrained values, the static ``Config`` and the traced ``Settings`` of a fit;
+  unconstrained values, the static ``Config`` and the traced ``Traced`` of a fit;
 - ``objectives``: the EM bound ``Q`` (Eq. 15-16), the EP evidence with its gradient, the
   Fisher information, for a batch sharing ``theta`` and per query;
 - ``em``: EM-EP's E- and M-steps and the optax steps on the evidence, compiled;

@@ -4,7 +4,7 @@ prior's unconstrained leaves, the fit's static configuration and its traced sett
 Hyperparameters are optimised in unconstrained coordinates (``bayesrank.kernels.params``).
 The prior's unconstrained leaves are split into ``free`` (trainable) and ``fixed`` lists; a
 fit's static ``Config`` (hashed by ``jit``: structure, flags, names and iteration limits)
-holds how to put them back together, and its ``Settings`` (traced: floats are never static)
+holds how to put them back together, and its ``Traced`` (traced: floats are never static)
 the tolerances, the learning rate and the hyperprior's scale, so changing them compiles nothing.
 
 What is learned by default: every hyperparameter of the prior except the confounded scales
@@ -26,7 +26,7 @@ import numpy as np
 from ..kernels.params import constrain, constrain_host, unconstrain_host
 from ..kernels.xpgp import FROZEN_BY_DEFAULT, XPGP, default_trainable
 
-__all__ = ["FROZEN_BY_DEFAULT", "Config", "Settings", "Structural", "default_trainable"]
+__all__ = ["FROZEN_BY_DEFAULT", "Config", "Structural", "Traced", "default_trainable"]
 
 
 class Config(NamedTuple):
@@ -44,7 +44,7 @@ class Config(NamedTuple):
     engine: Any = None  # the posteriors' and the evidence's engine: None, EP's path; or another
 
 
-class Settings(NamedTuple):
+class Traced(NamedTuple):
     """A fit's traced settings (arrays: changing them compiles nothing)."""
 
     learning_rate: jax.Array  # Adam's step size
@@ -68,7 +68,7 @@ def combine_host(free, fixed, cfg: Config, dtype):
     return jax.tree_util.tree_map(lambda x: np.asarray(x, dtype), prior)
 
 
-def log_hyperprior(free, u0, cfg: Config, settings: Settings):
+def log_hyperprior(free, u0, cfg: Config, settings: Traced):
     """``-1/2 sum ||u - u0||^2 / scale^2``: a normal prior on each free unconstrained value
     centred on ``u0`` (a log-normal one on a positive scale); 0 without a hyperprior."""
     if not cfg.hyperprior:

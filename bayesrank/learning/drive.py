@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import bfgs
-from .config import Config, Settings, Structural, combine_host
+from .config import Config, Structural, Traced, combine_host
 from .diagnostics import flat_values
 from .em import (
     jit_e_step,
@@ -94,7 +94,7 @@ def drive(
     return carry, jax.device_put(trace), converged, guard.stopped.copy(), guard.previous
 
 
-def _step(carry, fixed, u0, data, cfg: Config, settings: Settings):
+def _step(carry, fixed, u0, data, cfg: Config, settings: Traced):
     """One EM iteration (a jitted E-step, then a jitted M-step) or one optax evidence step."""
     per_query = cfg.single
     if cfg.method == "em":

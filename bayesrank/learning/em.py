@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import optax
 
 from ..parallel import covariances, map_queries
-from .config import Config, Settings, Structural, combine, finite_or_inf, log_hyperprior
+from .config import Config, Structural, Traced, combine, finite_or_inf, log_hyperprior
 from .objectives import bucket_posteriors, expected_log_prior
 from .results import Carry, info
 
@@ -44,7 +44,7 @@ def check_optimizer(optimizer, method: str) -> None:
     )
 
 
-def make_optimizer(cfg: Config, settings: Settings) -> optax.GradientTransformation:
+def make_optimizer(cfg: Config, settings: Traced) -> optax.GradientTransformation:
     """The optax transformation of ``cfg.optimizer`` (Adam's step size is traced)."""
     if isinstance(cfg.optimizer, Structural):  # a user's optax transformation
         return cfg.optimizer.transformation
@@ -88,7 +88,7 @@ def _uses_line_search(cfg: Config) -> bool:
     return cfg.optimizer == "lbfgs"
 
 
-def minimize(fn, free, cfg: Config, settings: Settings):
+def minimize(fn, free, cfg: Config, settings: Traced):
     """``cfg.m_steps`` optimiser steps on ``fn(free)`` (a pure function); returns ``free``."""
     opt = make_optimizer(cfg, settings)
     line_search = _uses_line_search(cfg)
@@ -108,7 +108,7 @@ def minimize(fn, free, cfg: Config, settings: Settings):
     return params
 
 
-def e_step(carry: Carry, fixed, data: tuple, cfg: Config, settings: Settings):
+def e_step(carry: Carry, fixed, data: tuple, cfg: Config, settings: Traced):
     """EP at the current hyperparameters, warm-started from the carried sites (per bucket)."""
     prior = combine(carry.free, fixed, cfg)
     return tuple(
@@ -117,7 +117,7 @@ def e_step(carry: Carry, fixed, data: tuple, cfg: Config, settings: Settings):
     )
 
 
-def m_step(carry: Carry, fixed, u0, data: tuple, post, cfg: Config, settings: Settings):
+def m_step(carry: Carry, fixed, u0, data: tuple, post, cfg: Config, settings: Traced):
     """Maximise ``Q`` (plus the log hyperprior) for the posterior ``post``; returns the carry,
     ``Q`` before and ``Q`` after."""
 
@@ -136,7 +136,7 @@ def m_step(carry: Carry, fixed, u0, data: tuple, post, cfg: Config, settings: Se
     return Carry(free, tuple(p.sites for p in post), carry.opt_state), before, -loss(free)
 
 
-def evidence_step(carry: Carry, fixed, u0, data: tuple, cfg: Config, settings: Settings):
+def evidence_step(carry: Carry, fixed, u0, data: tuple, cfg: Config, settings: Traced):
     """One optimiser step on ``-(log Z_EP + log hyperprior)``; EP warm-started inside."""
 
     def loss(free):

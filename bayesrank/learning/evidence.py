@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from .config import Config, Settings, log_hyperprior
+from .config import Config, Traced, log_hyperprior
 from .em import make_optimizer
 from .objectives import (
     bucket_evidence,
@@ -128,7 +128,7 @@ def precompile(free, fixed, data, sites, tol, cfg: Config, per_query: bool) -> N
 
 
 @partial(jax.jit, static_argnames=("cfg",))
-def jit_optax_update(carry: Carry, fixed, u0, value, grad, post, cfg: Config, settings: Settings):
+def jit_optax_update(carry: Carry, fixed, u0, value, grad, post, cfg: Config, settings: Traced):
     """An optimiser step (no line search) from a host-summed value and gradient."""
     prior_value, prior_grad = jax.value_and_grad(lambda f: -log_hyperprior(f, u0, cfg, settings))(
         carry.free
@@ -140,7 +140,7 @@ def jit_optax_update(carry: Carry, fixed, u0, value, grad, post, cfg: Config, se
     return new, info(post, new, fixed, -value, -value, cfg)
 
 
-def bucketed_evidence_step(carry, fixed, u0, data, cfg: Config, settings: Settings):
+def bucketed_evidence_step(carry, fixed, u0, data, cfg: Config, settings: Traced):
     """An optimiser step on the evidence summed over size buckets, one compiled call a bucket."""
     dtype = jax.tree_util.tree_leaves(carry.free)[0].dtype
     tol = tolerances(settings.ep_step_tol, dtype, relative=True)
@@ -148,7 +148,7 @@ def bucketed_evidence_step(carry, fixed, u0, data, cfg: Config, settings: Settin
     return jit_optax_update(carry, fixed, u0, value, grad, posts, cfg=cfg, settings=settings)
 
 
-def final_posteriors(free, fixed, data, sites, cfg: Config, settings: Settings, per_query: bool):
+def final_posteriors(free, fixed, data, sites, cfg: Config, settings: Traced, per_query: bool):
     """The posteriors at the fitted ``theta``, each bucket's evidence program at EP's final
     tolerance (no new program)."""
     dtype = jax.tree_util.tree_leaves(free)[0].dtype

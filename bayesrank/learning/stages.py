@@ -1,5 +1,5 @@
 """A fit of one layout in three stages: ``_prepare`` (the starting values, the free/fixed
-split of the unconstrained leaves, the static ``Config`` and traced ``Settings``), ``_run``
+split of the unconstrained leaves, the static ``Config`` and traced ``Traced``), ``_run``
 (the optimiser from every start, the best end kept) and ``_finish`` (the final posteriors, or a
 first fit's prior and sites). ``fit_layout`` chains them; the façade (``fit``) chooses the
 layout and the first fits of the coarse and Laplace starts. The numerical work is the
@@ -19,7 +19,7 @@ from ..data.batch import ProblemBatch
 from ..inference import ep
 from ..kernels.xpgp import XPGP
 from ..parallel import prepare_batch
-from .config import Config, Settings, Structural, combine_host, resolve_trainable, split_leaves
+from .config import Config, Structural, Traced, combine_host, resolve_trainable, split_leaves
 from .design import global_starts, worth_running
 from .diagnostics import NonFiniteStartError, flat_values, warn_multimodal
 from .drive import drive
@@ -57,7 +57,7 @@ class _Prepared(NamedTuple):
     free: list  # the starting values of the trainable unconstrained leaves
     fixed: list  # the others
     cfg: Config
-    settings: Settings
+    settings: Traced
     sites: tuple  # starting sites per bucket
     centre: list | None  # the hyperprior's centre where it is not each start itself
     ranges: Any  # each feature's range, for the relative (Gamma) hyperpriors
@@ -83,7 +83,7 @@ def check_margin_learning(prior, trainable, o: Options) -> None:
 def _prepare(prior, batch, groups, restrict, per_query, o: Options, center, sites) -> _Prepared:
     """The starting values (``o.init``: the median heuristic), the batch prepared per bucket,
     the free/fixed split of the unconstrained leaves by ``o.trainable``, the static ``Config``
-    and traced ``Settings``, the starting sites (``sites``: ``(2, B, m)`` or ``None``) and the
+    and traced ``Traced``, the starting sites (``sites``: ``(2, B, m)`` or ``None``) and the
     hyperprior's centre (``center``: a prior, or ``None``: each start's own values)."""
     dtype = jnp.result_type(float)
     start = starting_priors(prior, batch, o.init, per_query)
@@ -127,7 +127,7 @@ def _prepare(prior, batch, groups, restrict, per_query, o: Options, center, site
         None if o.engine == o.ep else o.engine,
     )
     traced = (o.learning_rate, o.hyperprior_scale or 1.0, final_tol, step_tol)
-    settings = Settings(*(np.asarray(v, dtype) for v in traced))
+    settings = Traced(*(np.asarray(v, dtype) for v in traced))
     centre = None
     if center is not None:
         centre = split_leaves(center, trainable, dtype)[0]

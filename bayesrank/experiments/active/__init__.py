@@ -69,7 +69,7 @@ from .protocol import (
     MODELS,
     PRESETS,
     PROTOCOLS,
-    Settings,
+    ActiveProtocol,
     add_arguments,
 )
 from .runner import NAME, run
@@ -85,7 +85,7 @@ __all__ = [
     "NAME",
     "PRESETS",
     "PROTOCOLS",
-    "Settings",
+    "ActiveProtocol",
     "add_arguments",
     "run",
 ]

@@ -31,8 +31,8 @@ __all__ = [
     "PRESETS",
     "PROTOCOLS",
     "RELATIONS",
+    "ActiveProtocol",
     "ActiveQuery",
-    "Settings",
     "add_arguments",
     "check",
     "covariance",
@@ -58,7 +58,7 @@ RELATIONS = {
 
 
 @dataclasses.dataclass(frozen=True)
-class Settings(Protocol):
+class ActiveProtocol(Protocol):
     """The settings ``--protocol`` presets (``add_arguments`` says what each means); ``models``
     None: every model the collection supports (XPGP only with relations)."""
 
@@ -73,8 +73,8 @@ class Settings(Protocol):
 #: The presets of ``--protocol`` (``experiments.protocol``); an option given on the command
 #: line overrides its value.
 PRESETS = {
-    "reduced": Settings(),
-    "full": Settings(
+    "reduced": ActiveProtocol(),
+    "full": ActiveProtocol(
         collection="OHSUMED", queries=10, k=50, repeats=20, min_pairs=200, models=None
     ),
 }

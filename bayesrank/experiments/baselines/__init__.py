@@ -55,7 +55,7 @@ queries, band +- one standard error.
 """
 
 from .methods import METHODS, PEERS
-from .protocol import COLLECTIONS, PRESETS, PROTOCOLS, Settings, add_arguments
+from .protocol import COLLECTIONS, PRESETS, PROTOCOLS, BaselinesProtocol, add_arguments
 from .runner import run
 
 NAME = "baselines"
@@ -72,7 +72,7 @@ __all__ = [
     "PEERS",
     "PRESETS",
     "PROTOCOLS",
-    "Settings",
+    "BaselinesProtocol",
     "add_arguments",
     "run",
 ]

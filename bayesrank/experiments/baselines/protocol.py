@@ -1,7 +1,7 @@
 """The study's two protocol presets, its options, their checks, and what data they run on.
 
 ``reduced`` (the default) and ``full`` differ only in their defaults (``PRESETS``, of
-``Settings``: ``experiments.protocol``'s shape); every option given on the command line
+``BaselinesProtocol``: ``experiments.protocol``'s shape); every option given on the command line
 overrides its preset's value.
 """
 
@@ -18,11 +18,19 @@ from .._common import check_positive, fold_files
 from ..protocol import Protocol, add_protocol_argument, from_args, preset_of
 from .methods import METHODS
 
-__all__ = ["COLLECTIONS", "PRESETS", "PROTOCOLS", "Settings", "add_arguments", "plan", "settings"]
+__all__ = [
+    "COLLECTIONS",
+    "PRESETS",
+    "PROTOCOLS",
+    "BaselinesProtocol",
+    "add_arguments",
+    "plan",
+    "settings",
+]
 
 
 @dataclasses.dataclass(frozen=True)
-class Settings(Protocol):
+class BaselinesProtocol(Protocol):
     """The settings ``--protocol`` presets: the methods, each method's grid, and the benchmark
     collections (None: the query folds of the sample or ``--data-dir``)."""
 
@@ -38,8 +46,8 @@ class Settings(Protocol):
 
 #: The presets: the default of every option that is not given.
 PRESETS = {
-    "reduced": Settings(),
-    "full": Settings(
+    "reduced": BaselinesProtocol(),
+    "full": BaselinesProtocol(
         methods=METHODS,
         C=(1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1),
         rounds=(10, 25, 50, 100, 200, 300, 500),

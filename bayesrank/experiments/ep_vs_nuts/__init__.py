@@ -87,7 +87,7 @@ __all__ = [
     "NAME",
     "PRESETS",
     "PROTOCOLS",
-    "Settings",
+    "EpVsNutsProtocol",
     "add_arguments",
     "figure",
     "markdown",
@@ -100,7 +100,7 @@ HELP = "EP against NUTS at fixed hyperparameters, per pair, with NUTS's Monte Ca
 
 
 @dataclasses.dataclass(frozen=True)
-class Settings(Protocol):
+class EpVsNutsProtocol(Protocol):
     """The settings ``--protocol`` presets (the table above; ``collection`` None: ``sample``,
     or ``letor`` with ``--data-dir``)."""
 
@@ -117,8 +117,8 @@ class Settings(Protocol):
 
 #: The protocols' settings (``experiments.protocol``); an option given overrides its preset.
 PRESETS = {
-    "reduced": Settings(),
-    "full": Settings(
+    "reduced": EpVsNutsProtocol(),
+    "full": EpVsNutsProtocol(
         collection="OHSUMED",
         queries=10,
         known=(100, 200),

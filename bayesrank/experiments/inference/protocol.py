@@ -11,7 +11,7 @@ from ..protocol import Protocol as _Base
 from ..protocol import from_args as _preset_with_options
 from ..protocol import preset_of
 
-__all__ = ["PRESETS", "PROBLEMS", "THETA", "Protocol"]
+__all__ = ["PRESETS", "PROBLEMS", "THETA", "InferenceProtocol", "Protocol"]
 
 #: Where the problems come from (``problems`` module docstring).
 PROBLEMS = ("queries", "accuracy", "hetrec21", "all")
@@ -19,7 +19,7 @@ THETA = ("shared", "per-query")
 
 
 @dataclasses.dataclass(frozen=True)
-class Protocol(_Base):
+class InferenceProtocol(_Base):
     """One run's settings (the package docstring says what each means); ``settings()`` is the
     results' copy."""
 
@@ -38,8 +38,8 @@ class Protocol(_Base):
 
 #: The two presets (``experiments.protocol``); an option given overrides its value.
 PRESETS = {
-    "reduced": Protocol(),
-    "full": Protocol(
+    "reduced": InferenceProtocol(),
+    "full": InferenceProtocol(
         problems="accuracy",
         queries=None,
         known=None,
@@ -61,7 +61,7 @@ PRESETS = {
 }
 
 
-def from_args(args, peers=()) -> Protocol:
+def from_args(args, peers=()) -> InferenceProtocol:
     """The preset ``args.protocol`` with every option of ``args`` that is not None; checked,
     ``ValueError`` naming the option. ``peers``: the names of the peer methods a front end
     offers (allowed in ``--methods`` besides bayesrank's)."""
@@ -100,7 +100,7 @@ def from_args(args, peers=()) -> Protocol:
     return dataclasses.replace(p, methods=methods)
 
 
-def load_problems(p: Protocol, data_dir) -> tuple[list[dict], str]:
+def load_problems(p: InferenceProtocol, data_dir) -> tuple[list[dict], str]:
     """The problems of ``p`` and where they came from: the queries of ``data_dir`` (a LETOR file
     or folder; None: the bundled sample), or the accuracy and HetRec21 sets of the benchmark data
     folder ``data_dir``; the first ``p.queries`` of them."""
@@ -121,3 +121,7 @@ def load_problems(p: Protocol, data_dir) -> tuple[list[dict], str]:
     if p.problems in ("hetrec21", "all"):
         out += problems.hetrec_genre_problems(data_dir, p.seed, max_held_out=p.test)
     return out[: p.queries], f"{p.problems} problems of {data_dir}"
+
+
+#: The old name (the base is ``experiments.protocol.Protocol``).
+Protocol = InferenceProtocol

@@ -25,7 +25,7 @@ from .methods import (
     pair_metrics,
     ranking_metrics,
 )
-from .protocol import Protocol, load_problems
+from .protocol import InferenceProtocol, load_problems
 
 __all__ = ["run_protocol", "summary"]
 
@@ -59,7 +59,7 @@ def _row(name, fitted, p, shown, y) -> tuple[dict, np.ndarray]:
     return row, prob
 
 
-def run_protocol(p: Protocol, data_dir, out=None, peers=None) -> dict:
+def run_protocol(p: InferenceProtocol, data_dir, out=None, peers=None) -> dict:
     """Run ``p`` on the problems of ``data_dir``; ``peers``: ``{name: fit(problem, seed)}`` for
     the peer methods of ``p.methods`` (a front end's). Returns the results (without the
     summary's table; ``out``: the folder of ``rows.json``, None for none)."""
@@ -126,7 +126,7 @@ def run_protocol(p: Protocol, data_dir, out=None, peers=None) -> dict:
     return results(p, problems, views, source, records, caught.messages, progress.seconds)
 
 
-def results(p: Protocol, problems, views, source, records, messages, seconds) -> dict:
+def results(p: InferenceProtocol, problems, views, source, records, messages, seconds) -> dict:
     """The results of a run: settings, problems, every row, the held-out pairs (``views``:
     each problem's ``(shown, outcome)``) with each method's probabilities, the summary."""
     # this run's methods (a resumed record may hold others), in their order

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from .._common import Progress, rng_for
-from .protocol import WAYS, Protocol
+from .protocol import WAYS, LabelsProtocol
 
 __all__ = ["grades_of", "judgements", "run_protocol"]
 
@@ -93,7 +93,7 @@ def _measures(way: str, posterior, drawn: dict, grades: np.ndarray, relevant: in
     return out
 
 
-def run_protocol(protocol: Protocol, data_dir) -> dict:
+def run_protocol(protocol: LabelsProtocol, data_dir) -> dict:
     """Every budget and way of ``protocol`` on its collection (package docstring)."""
     from ...experiments.relational.collections import load_collection
     from ...learning import fit_hyperparameters

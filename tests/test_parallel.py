@@ -15,6 +15,7 @@ import pytest
 
 from bayesrank import (
     EP,
+    NUTS,
     RBF,
     XPGP,
     Independent,
@@ -125,9 +126,8 @@ def test_sample_nuts_over_a_collection_agrees_with_ep():
     here), its sds within 15% of EP's (EP's are a few percent smaller, and 800 draws give an sd
     to about 4%)."""
     probs = problems(3, [(8, 14), (21, 30)])
-    posts = parallel.sample_nuts(
-        jax.random.key(5), PRIOR, probs, num_warmup=300, num_samples=400, num_chains=2
-    )
+    engine = NUTS(num_warmup=300, num_samples=400, num_chains=2)
+    posts = parallel.sample_nuts(jax.random.key(5), PRIOR, probs, engine=engine)
     for p, post in zip(probs, posts, strict=True):
         ref = XPGPModel(PRIOR).fit(p)
         assert post.mean.shape == (p.n,)

@@ -72,6 +72,7 @@ class GPLabelRanker(LabelRanker):
     def fit(self, X, rankings):
         """``X: (n, d)`` instances, ``rankings: (n, c)`` label orders. Returns ``self``."""
         from ..data.problem import PreferenceProblem
+        from ..inference.engines import EP
         from ..kernels import ARD, XPGP
         from ..learning import fit_hyperparameters
         from ..model import XPGPModel
@@ -88,7 +89,7 @@ class GPLabelRanker(LabelRanker):
         if self.learn:
             prior = fit_hyperparameters(prior, [problem]).prior
         self.prior_ = prior
-        self.posterior_ = XPGPModel(prior, max_iter=self.max_iter).fit(problem)
+        self.posterior_ = XPGPModel(prior, EP(max_iter=self.max_iter)).fit(problem)
         self.n_labels_ = c
         self.n_features_in_ = X.shape[1]
         return self

@@ -23,7 +23,7 @@ from ..data.batch import bucket_size, pad_stack
 from ..data.checks import check_index_pairs
 from ..diagnostics import warn_if_unconverged
 from ..inference.engine import GaussianEngine
-from ..inference.engines import EP, resolve
+from ..inference.engines import EP, NUTS, resolve
 from ..inference.ep.fit import unpad_posterior
 from ..kernels.xpgp import XPGP
 from ..metrics import LetorMetrics
@@ -226,13 +226,29 @@ def predict_pairs(posteriors, pairs) -> list:
     return [post.predict_pairs(p) for post, p in zip(posteriors, pairs, strict=True)]
 
 
-def sample_nuts(key, prior: XPGP, problems, *, method: str | None = None, **options) -> list:
+def sample_nuts(
+    key, prior: XPGP, problems, *, method: str | None = None, engine: NUTS | None = None, **options
+) -> list:
     """NUTS at the prior's fixed hyperparameters for every problem: one compiled call per size
     group, each query sampled with its own key (``jax.random.split(key, len(problems))``);
-    ``method`` as ``query_map_method``; ``options``: the sampler's settings
-    (``NUTSSettings``). Returns one
-    ``NUTSPosterior`` per problem over its own entities."""
+    ``method`` as ``query_map_method``; ``engine``: the sampler's settings, ``NUTS(...)``
+    (default ``NUTS()``; ``options``, its fields as keywords, are the old spelling, with a
+    ``DeprecationWarning``). Returns one ``NUTSPosterior`` per problem over its own entities."""
     from ..inference import nuts  # NumPyro loads only when sampling is asked for
+
+    if options:
+        if engine is not None:
+            raise ValueError(f"{sorted(options)} and engine={engine!r} both set the sampler")
+        engine = NUTS(**options)
+        warnings.warn(
+            f"sample_nuts({', '.join(f'{k}={v!r}' for k, v in options.items())}) is "
+            f"deprecated: pass engine={engine!r}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+    engine = resolve("nuts" if engine is None else engine)
+    if not isinstance(engine, NUTS):
+        raise ValueError(f"sample_nuts samples: engine must be NUTS(...), got {engine!r}")
 
     problems = check_problems(problems, prior, pairs_only="bayesrank.parallel.sample_nuts")
     keys = jax.random.split(key, len(problems))
@@ -245,7 +261,7 @@ def sample_nuts(key, prior: XPGP, problems, *, method: str | None = None, **opti
             batch.pairs,
             pair_mask=batch.pair_mask,
             method=query_map_method(method),
-            **options,
+            **engine.options(),
         )
         for row, k in enumerate(idx):
             out[k] = nuts.first_entities(posts[row], problems[k].n)

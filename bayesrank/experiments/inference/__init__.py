@@ -17,7 +17,7 @@ One protocol, two presets (``--protocol``); every option below overrides its pre
 * **part 2, fitted methods** (``--methods``): each fits its own hyperparameters on the known pairs
   and predicts the held-out ones. ``bayesrank``: the README's default, ``XPGPModel(XPGP(RBF(),
   entity=Independent())).fit(problem, learn_hyperparameters=True)`` (EP-evidence maximisation);
-  ``bayesrank-laplace``: the same with ``inference="laplace"``; ``bayesrank-em``:
+  ``bayesrank-laplace``: the same with ``engine="laplace"``; ``bayesrank-em``:
   ``learn_hyperparameters="em"``; ``bayesrank-no-entity``: ``XPGP(RBF())``; ``bayesrank-plain``:
   ``XPGP(RBF())`` with ``start=Start(design=None)``; ``bayesrank-ard``: an ``ARD`` attribute kernel
   plus the entity effect; ``bayesrank-ard-botorch``: ``XPGP(ARD(...))`` with
@@ -28,7 +28,7 @@ One protocol, two presets (``--protocol``); every option below overrides its pre
 * **part 1, engines at one prior** (``--nuts``; on in ``full``): at each problem's ``bayesrank``
   prior, the posteriors of EP, Laplace and NUTS (``--chains`` x ``--samples`` draws after
   ``--warmup``: ``reduced`` 2 x 500 after 500, ``full`` 4 x 2000 after 1000), each through
-  ``XPGPModel(prior, inference=...).fit``; ``|dp|`` of each engine's held-out probabilities
+  ``XPGPModel(prior, engine).fit``; ``|dp|`` of each engine's held-out probabilities
   against NUTS's, NUTS's smallest ESS, largest split R-hat and divergences.
 * **measures** on the held-out pairs, ``p = P(first wins) = Phi(dmu / sqrt(noise + dvar))``:
   pair error (``p`` on the wrong side of 1/2, 1/2 counting half), mean log-likelihood of the

@@ -131,14 +131,14 @@ def _problem(p):
 
 def fit_method(name: str, p: dict) -> dict:
     """bayesrank's method ``name`` on the problem ``p`` alone, through the public face:
-    ``XPGPModel(prior, inference=...).fit(problem, learn_hyperparameters=..., **options)``."""
+    ``XPGPModel(prior, engine).fit(problem, learn_hyperparameters=..., **options)``."""
     from ...model import XPGPModel
 
     kind, inference, learn, options = METHODS[name]
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        post = XPGPModel(attribute_prior(kind, p["X"].shape[1]), inference=inference).fit(
+        post = XPGPModel(attribute_prior(kind, p["X"].shape[1]), inference).fit(
             _problem(p), learn_hyperparameters=learn, **_options(options)
         )
     return {
@@ -176,7 +176,7 @@ def fit_shared(name: str, problems: list[dict]) -> list[dict]:
             attribute_prior(kind, widths[0]),
             [_problem(p) for p in problems],
             method="em" if learn == "em" else "evidence",
-            inference=inference,
+            engine=inference,
             **_options(options),
         )
     seconds = (time.perf_counter() - start) / len(problems)
@@ -205,25 +205,24 @@ def fit_shared(name: str, problems: list[dict]) -> list[dict]:
 
 def engine_rows(p: dict, prior, shown, y, key, nuts_options: dict) -> tuple[list, dict]:
     """Part 1 on problem ``p``: the posterior at ``prior`` by EP, Laplace and NUTS
-    (``XPGPModel(prior, inference=...).fit``; NUTS with ``key`` and ``nuts_options``); one row
+    (``XPGPModel(prior, engine).fit``; NUTS with ``key`` and ``nuts_options``); one row
     each with the measures of ``pair_metrics`` on the held-out pairs ``shown`` (outcomes ``y``)
     and ``|dp|`` against NUTS; NUTS's row with its smallest ESS, largest split R-hat and
     divergences. Returns ``(rows, {engine: probabilities})``."""
+    from ...inference.engines import EP, NUTS, Laplace
+    from ...inference.posterior import SamplePosterior
     from ...model import XPGPModel
 
     problem, rows, probs = _problem(p), [], {}
-    for engine in ENGINES:
+    engines = {"ep": EP(), "laplace": Laplace(), "nuts": NUTS(**nuts_options)}  # the rows' names
+    for name, engine in engines.items():
         start = time.perf_counter()
-        if engine == "nuts":
-            model = XPGPModel(prior, inference="nuts", nuts_options=nuts_options)
-            post = model.fit(problem, key=key)
-        else:
-            post = XPGPModel(prior, inference=engine).fit(problem)
-        probs[engine] = np.asarray(post.predict_pairs(shown).prob)
-        row = {"problem": p["name"], "engine": engine}
+        post = XPGPModel(prior, engine).fit(problem, key=key)
+        probs[name] = np.asarray(post.predict_pairs(shown).prob)
+        row = {"problem": p["name"], "engine": name}
         row["seconds"] = time.perf_counter() - start
-        row.update(pair_metrics(probs[engine], y))
-        if engine == "nuts":
+        row.update(pair_metrics(probs[name], y))
+        if isinstance(post.result, SamplePosterior):  # NUTS's diagnostics
             result = post.result.diagnostics
             row["min_ess"] = float(np.min(np.asarray(result.ess)))
             row["max_rhat"] = float(np.max(np.asarray(result.r_hat)))

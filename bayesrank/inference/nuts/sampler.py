@@ -3,6 +3,8 @@ warm-up and sampling as ``lax`` loops; the posterior it returns and its diagnost
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import warnings
 from functools import partial
 from typing import Any, NamedTuple
@@ -14,12 +16,22 @@ import numpy as np
 from ...data.checks import check_bool, check_float, check_int
 from ...diagnostics import ConvergenceWarning
 from ...linalg import psd_root
+from ..engines import NUTS
 from ..posterior import SamplePosterior
 from .models import whitened_model
 
+#: The settings' fields and defaults: the engine ``NUTS``'s (``inference.engines``), one
+#: declaration.
+_FIELDS = dataclasses.fields(NUTS)
 
-class NUTSSettings(NamedTuple):
-    """The sampler's settings (every entry point takes them as keywords).
+
+class NUTSSettings(
+    collections.namedtuple(
+        "_NUTSSettingsFields", [f.name for f in _FIELDS], defaults=[f.default for f in _FIELDS]
+    )
+):
+    """The sampler's settings as its compiled programs key them: the fields of the engine
+    ``NUTS`` (every entry point takes them as keywords).
 
     Static (part of the compiled program): ``num_warmup`` (warm-up iterations per chain,
     discarded, >= 0), ``num_samples`` (kept draws per chain, >= 1), ``num_chains`` (>= 1, run as a
@@ -28,13 +40,7 @@ class NUTSSettings(NamedTuple):
     ``z ~ Uniform(-r, r)^n``, NumPyro's ``init_to_uniform``).
     """
 
-    num_warmup: int = 500
-    num_samples: int = 500
-    num_chains: int = 4
-    target_accept_prob: float = 0.8
-    max_tree_depth: int = 10
-    dense_mass: bool = False
-    init_radius: float = 2.0
+    __slots__ = ()
 
     def static(self) -> NUTSSettings:
         """These settings with the floats replaced by their defaults: the compiled program's key."""

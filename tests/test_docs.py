@@ -119,7 +119,11 @@ def _run_file(path: Path) -> dict:
                     try:
                         with warnings.catch_warnings():
                             _errors_for_convergence_warnings()
-                            exec(compile(code, f"{_name(path)}:{line}", "exec"), namespace)
+                            # dont_inherit: the blocks run as a user's script would, without
+                            # this file's ``from __future__ import annotations`` (under which a
+                            # dataclass defined in a block looks for a module that is not there)
+                            name = f"{_name(path)}:{line}"
+                            exec(compile(code, name, "exec", dont_inherit=True), namespace)
                         record["times"].append((line, round(time.perf_counter() - tick, 2)))
                     except ModuleNotFoundError as err:
                         if (err.name or "").split(".")[0] in OPTIONAL:

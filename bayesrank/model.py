@@ -334,8 +334,8 @@ class XPGPModel:
         learn_hyperparameters: bool | str = False,
         **learning_options,
     ) -> Posterior:
-        """The posterior of the problem's entities by the model's engine (``sites``: EP's
-        optional warm start; ``key``: the PRNG key NUTS needs).
+        """The posterior of the problem's entities by the model's engine (``sites``: a Gaussian
+        engine's optional warm start; ``key``: the PRNG key NUTS needs).
 
         ``learn_hyperparameters``: ``True`` or ``"evidence"`` (evidence maximisation by BFGS,
         the default by measurement: ``docs/results/inference.md``), ``"em"`` (EM-EP),
@@ -343,8 +343,9 @@ class XPGPModel:
         the preference degrees, whatever the engine; needs ``key``; the posterior predicts by
         the average over the draws, its ``prior`` is the hyperprior's centre, the median
         heuristic, and ``result.hyper`` holds the hyperparameters' draws), or ``False`` (keep
-        the prior as given); with ``inference="laplace"`` the learning uses the Laplace
-        evidence too (with ``"nuts"``, EP's). ``learning_options`` go to
+        the prior as given); the learning maximises the evidence of the engine's
+        ``learning_engine()`` (``Laplace()`` for a Laplace engine, your ``GaussianEngine``
+        itself, else ``EP()``). ``learning_options`` go to
         ``bayesrank.learning.fit_hyperparameters`` (e.g. ``optimizer=BFGS(max_steps=50)``,
         ``engine=EP(...)``, ``start=Start(restarts=2)``); given without
         ``learn_hyperparameters`` they are a ``ValueError`` (they would be ignored). The fitted

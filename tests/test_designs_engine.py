@@ -129,3 +129,35 @@ def test_a_toy_engine_runs_the_whole_loop():
     assert trace.X.shape == (2, 2 * (n_init + k), d)
     assert np.all(np.isfinite(trace.best_guess)) and np.all(np.isfinite(trace.value))
     assert np.all((trace.X >= 0) & (trace.X <= 1))
+
+
+def test_engines_are_objects_and_names_are_resolved_once():
+    from bayesrank.active.designs.settings import check_settings
+    from bayesrank.inference.engines import EP, NUTS, Laplace, SparseLaplace
+
+    assert Settings().engine == EP()
+    assert check_settings(Settings(engine="laplace")).engine == Laplace()
+    assert check_settings(Settings(engine=Exact(v=2.0))).engine == Exact(v=2.0)
+    # the name "nuts" is the loop's one-chain NUTS at nuts_warmup and nuts_samples
+    named = check_settings(Settings(engine="nuts", nuts_warmup=30, nuts_samples=40)).engine
+    assert named == NUTS(num_warmup=30, num_samples=40, num_chains=1)
+    with pytest.raises(ValueError, match="cannot run the designs loop"):
+        check_settings(Settings(engine=SparseLaplace()))
+    with pytest.raises(ValueError, match=r"settings\.nuts_samples applies to engine='nuts'"):
+        check_settings(Settings(engine=NUTS(), nuts_samples=3))
+    with pytest.raises(ValueError, match=r"num_samples \* num_chains = 32768"):
+        check_settings(Settings(engine=NUTS(num_samples=2**13, num_chains=4)))
+
+
+@pytest.mark.slow  # compiles NUTS inside the proposal (about 20 s)
+def test_a_nuts_object_with_two_chains_extends_all_its_draws():
+    from bayesrank.inference.engines import NUTS
+
+    X, pairs = _shown(2)
+    settings = Settings(engine=NUTS(num_warmup=30, num_samples=20, num_chains=2), n_raw=16,
+                        n_starts=2, steps=3, acquisition="qeubo")  # fmt: skip
+    sites = Sites(jnp.zeros(len(pairs)), jnp.zeros(len(pairs)))
+    out = propose(jnp.asarray(X), jnp.ones(len(X), bool), jnp.asarray(pairs),
+                  jnp.ones(len(pairs), bool), sites, jnp.array([0.3, -1.0, -0.7]),
+                  jax.random.key(0), settings=settings, learn_now=False)  # fmt: skip
+    assert out.X.shape == (2, 2) and np.isfinite(float(out.value))

@@ -193,7 +193,7 @@ def _prepare(X, mask, pairs, pair_mask, sites, theta, key, *, settings: Settings
     nuts_key = jax.random.fold_in(key, NUTS_STREAM)
     belief, mean, sites = posterior(theta, X, mask, pairs, pair_mask, sites, nuts_key, settings)
     raw_key, mc_key = jax.random.split(key)
-    n_base = settings.nuts_samples if isinstance(belief, DrawBelief) else settings.n_mc
+    n_base = belief.alpha.shape[0] if isinstance(belief, DrawBelief) else settings.n_mc
     q = acq.DESIGNS.get(settings.acquisition, 2)
     base = jax.random.normal(mc_key, (n_base, q), X.dtype)
     f = acquisition_of(settings.acquisition, belief, base)

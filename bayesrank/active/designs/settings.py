@@ -22,10 +22,10 @@ ENGINES = ("ep", "laplace", "nuts")
 
 #: Upper bounds of ``Settings``' sizes (generous: BoTorch's defaults are 512-1024 candidates and
 #: 256-1024 samples). A proposal scores ``n_raw`` candidates against ``n_base`` samples
-#: (``n_mc``, or ``nuts_samples`` draws with ``engine="nuts"``) of ``q <= 4`` designs:
+#: (``n_mc``, or a ``NUTS`` engine's draws, ``n_draws``) of ``q <= 4`` designs:
 #: ``n_raw * n_base <= MAX_SCORED`` keeps that array within 512 MiB in float64.
 MAX_CANDIDATES = 2**14  # n_raw (and so n_starts)
-MAX_SAMPLES = 2**14  # n_mc, nuts_samples
+MAX_SAMPLES = 2**14  # n_mc, nuts_samples, n_draws(engine)
 MAX_SCORED = 2**24  # n_raw * n_base
 MAX_STEPS = 10**6  # steps, learn_steps: Adam steps a proposal (each a pass over the candidates)
 

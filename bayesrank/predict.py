@@ -39,12 +39,14 @@ from .likelihoods import (
 __all__ = [
     "OutcomePrediction",
     "PairPrediction",
+    "conditioning",
     "draw_entity_scores",
     "draw_outcome_predictions",
     "draw_pair_predictions",
     "draw_probability_matrix",
     "entity_scores",
     "grade_probabilities",
+    "predict_conditioned",
     "predict_new",
     "predict_outcomes",
     "predict_pairs",
@@ -131,9 +133,20 @@ def predict_new(
         K_cross: ``(n, p)`` prior covariance between training and new entities.
         K_new: ``(p, p)`` prior covariance of the new entities.
     """
+    return predict_conditioned(*conditioning(mean, cov, site_precision, site_shift), K_cross, K_new)
+
+
+def conditioning(mean, cov, site_precision, site_shift) -> tuple[jax.Array, jax.Array]:
+    """The part of ``predict_new`` that no new entity enters: ``shift = eta - S mu: (n,)``
+    and ``middle = S - S Sigma S: (n, n)`` (``K^-1 mu`` and ``(K + S^-1)^-1``), computed
+    once where many new entities follow (an acquisition's ascent)."""
     S, eta = site_precision, site_shift
-    new_mean = K_cross.T @ (eta - S @ mean)
-    middle = S - S @ cov @ S
+    return eta - S @ mean, S - S @ cov @ S
+
+
+def predict_conditioned(shift, middle, K_cross, K_new) -> tuple[jax.Array, jax.Array]:
+    """``predict_new`` from ``conditioning``'s ``(shift, middle)``: ``O(n^2 p)``."""
+    new_mean = K_cross.T @ shift
     new_cov = K_new - K_cross.T @ middle @ K_cross
     return new_mean, 0.5 * (new_cov + new_cov.T)
 

@@ -1,8 +1,9 @@
 """Preferential Bayesian optimisation: propose a pair of new designs anywhere in the unit cube.
 
 ``acquisition`` scores a pair from the utility's posterior at it (EUBO, qEUBO, the paper's
-variance criterion, BALD); ``belief`` predicts that posterior at new designs from an EP or
-Laplace fit, and learns the kernel's hyperparameters; ``search`` maximises an acquisition
+variance criterion, BALD); ``belief`` predicts that posterior at new designs from any
+``GaussianEngine``'s fit (EP, Laplace, a user's) or NUTS's draws, on the XPGP prior with an ARD
+kernel, and learns its hyperparameters; ``search`` maximises an acquisition
 from many starts in one compiled program, over the cube, a pool or both; ``loop`` runs the
 whole optimisation with a function for the answers, many seeds at once; ``session`` asks a
 person (or any callable), one pair at a time, with an answers file to resume from: the designs

@@ -1,19 +1,23 @@
 """The posterior over a utility on a continuous design space, as prediction at new designs
-needs it, and its hyperparameters.
+needs it, and its hyperparameters: the library's own prior, engine, hyperprior and prediction.
 
 The designs shown so far are the entities: ``X: (n, d)`` in the unit cube, ``mask: (n,)`` the
-real ones among a padded capacity (padded designs are decoupled, ``kernels.mask_covariance``).
-The prior is an ARD RBF kernel ``kappa^2 exp(-1/2 sum_k ((x_k - x'_k) / ell_k)^2)``; its
-``theta = (log kappa^2, log ell_1..d)``.
+real ones among a padded capacity (padded designs are decoupled, as in ``XPGP.covariance``).
+The prior is the XPGP prior with an ARD attribute kernel and no relations (``prior_of``):
+``K = kappa^2 exp(-1/2 sum_k ((x_k - x'_k) / ell_k)^2) / (2 sigma^2)`` at ``XPGP``'s default
+``sigma = 1/sqrt 2``; the compiled loop carries it as the vector ``theta = (log kappa^2, log
+ell_1..d)``.
 
-**Prediction at new designs** (``latent``). With a Gaussian posterior from EP or Laplace, whose
-sites give ``S: (n, n)`` and ``eta: (n,)`` (``inference.ep.site_precision``), the utility at
-new designs ``X_*: (q, d)`` has (``predict.predict_new``)
+**Prediction at new designs** (``latent``). With a Gaussian posterior from any
+``GaussianEngine`` (EP, Laplace, a user's), whose sites give ``S: (n, n)`` and ``eta: (n,)``
+(``inference.gaussian.site_precision``), the utility at new designs ``X_*: (q, d)`` has
+``bayesrank.predict.predict_new``'s moments
 
     mean_* = K_*^T (eta - S mu),    cov_* = K_** - K_*^T (S - S Sigma S) K_*,
 
-and ``Belief`` keeps ``shift = eta - S mu`` and ``middle = S - S Sigma S`` so each new pair
-costs ``O(n^2 q)``, differentiable in ``X_*``.
+and ``Belief`` keeps ``predict.conditioning``'s ``shift = eta - S mu`` and ``middle = S - S
+Sigma S`` so that each new pair costs ``O(n^2 q)`` (``predict.predict_conditioned``),
+differentiable in ``X_*``.
 
 With NUTS's draws ``f^(s)`` at the shown designs (``DrawBelief``), each draw is extended to the
 new designs by the prior's conditional, ``f_*^(s) = K_*^T K^-1 f^(s) + C eps^(s)``, ``C C^T =
@@ -22,35 +26,48 @@ exact (skew) posterior at the new designs, differentiable in ``X_*``. ``K`` gets
 ``1e-8`` of its mean diagonal (repeated designs make it singular).
 
 **Hyperparameters** (``learn``): Adam steps on the engine's log evidence plus the log
-hyperprior, from the previous ``theta``: ``ell_k / r_k ~ Gamma(2.4, 2.7)``, with ``r_k`` the
-spread (max minus min) of the shown designs' ``k``-th coordinate, and ``log kappa^2 ~ N(0,
-2^2)``. The lengthscale prior is BoTorch ``PairwiseGP``'s default on inputs that its tutorial
-scales by the shown designs' bounds (``Normalize(d)``): with few designs shown, the spread is
-small and so are the lengthscales the prior favours, and the acquisition explores wider. (On
-the unit cube's own scale instead, the prior cost 3 to 10 units of final utility on Ackley,
-``docs/results/pbo.md``.) ``theta`` is clipped to ``kappa^2`` in ``[0.01,
-10^4]`` and ``ell_k`` in ``[10^-3, 100]``. (A flat prior on ``kappa^2``, BoTorch's, let
-noiseless answers drive ``kappa^2`` to its bound, and EUBO then chased the boundary of the
+hyperprior, from the previous ``theta``. The lengthscales' prior is the library's one copy of
+BoTorch ``PairwiseGP``'s, ``learning.hyperpriors.botorch_priors()["ARD.lengthscales"]``:
+``ell_k / r_k ~ Gamma(2.4, 2.7)`` relative to the data's range, ``r_k`` the spread (max minus
+min) of the shown designs' ``k``-th coordinate, as BoTorch's tutorial scales inputs by the
+shown designs' bounds (``Normalize(d)``): with few designs shown, the spread is small and so
+are the lengthscales the prior favours, and the acquisition explores wider. (On the unit
+cube's own scale instead, the prior cost 3 to 10 units of final utility on Ackley,
+``docs/results/pbo.md``.) ``log kappa^2 ~ N(0, 2^2)`` and ``theta`` is clipped to ``kappa^2``
+in ``[0.01, 10^4]`` and ``ell_k`` in ``[10^-3, 100]``. (BoTorch's flat prior on ``kappa^2``
+let noiseless answers drive ``kappa^2`` to its bound, and EUBO then chased the boundary of the
 cube on a 1-D quadratic; this one did not, in the same test.)
+
+Why this learner and not ``learning.fit_hyperparameters``: that one is host-driven (BFGS with
+line searches, checks and padding between compiled steps), while the designs loop re-learns
+``theta`` inside one compiled ``lax.scan`` over the answers, ``vmap``ped over seeds; so it
+takes a fixed number of Adam steps on the same objective, the engine's evidence and the
+hyperprior, in the loop's program.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import optax
 
-from ...inference import ep, laplace
-from ...inference.ep.sites import site_precision
+from ...inference.engine import GaussianEngine
+from ...inference.engines import Laplace, resolve
+from ...inference.gaussian import site_precision
 from ...kernels import ARD
-from ...kernels.xpgp import mask_covariance
+from ...kernels.xpgp import XPGP
+from ...learning.hyperpriors import botorch_priors
+from ...model import prior_weight_scale
+from ...predict import conditioning, predict_conditioned
 from ...runtime import after
 
 __all__ = [
-    "GAUSSIAN_ENGINES",
+    "FIT_ENGINE",
+    "LENGTHSCALE_PRIOR",
     "Belief",
     "DrawBelief",
     "from_draws",
@@ -60,11 +77,16 @@ __all__ = [
     "latent_draws",
     "learn",
     "log_prior",
+    "prior_covariance",
+    "prior_of",
     "spread",
 ]
 
-#: The Gaussian engines: name -> pure fit ``(K, pairs, *, sites, pair_mask) -> posterior``.
-GAUSSIAN_ENGINES = {"laplace": laplace.fit, "ep": ep.fit_core}
+#: The engine of ``fit`` and ``learn`` where none is given (the loop passes its own).
+FIT_ENGINE = Laplace()
+
+#: The lengthscales' hyperprior: BoTorch's ``Gamma(2.4, 2.7)``, relative to the data's range.
+LENGTHSCALE_PRIOR = botorch_priors()["ARD.lengthscales"]
 
 #: The hyperprior's sd of ``log kappa^2``.
 SCALE_SD = 2.0
@@ -107,9 +129,22 @@ def kernel_of(theta) -> ARD:
     return ARD(jnp.exp(0.5 * theta[0]), jnp.exp(theta[1:]))
 
 
+def prior_of(theta) -> XPGP:
+    """The XPGP prior of ``theta``: ``kernel_of(theta)`` on the attributes, no relations."""
+    return XPGP(attribute=kernel_of(theta))
+
+
 def prior_covariance(theta, X, mask):
-    """``K: (n, n)`` of the shown designs, padded ones decoupled."""
-    return mask_covariance(kernel_of(theta)(X), mask)
+    """``K: (n, n)`` of the shown designs, padded ones decoupled (``XPGP.covariance``)."""
+    return prior_of(theta).covariance(X, mask=mask)
+
+
+def _cross(theta, X, mask, X_new):
+    """``K_cross: (n, q)`` (rows of padded designs zero) and ``K_new: (q, q)``."""
+    prior = prior_of(theta)
+    scale = prior_weight_scale(prior)
+    K_cross = jnp.where(mask[:, None], scale * prior.attribute(X, X_new), 0.0)
+    return K_cross, scale * prior.attribute(X_new)
 
 
 def spread(X, mask):
@@ -121,11 +156,13 @@ def spread(X, mask):
 
 
 def log_prior(theta, r=None):
-    """The log hyperprior at ``theta``: each ``ell_k / r_k ~ Gamma(2.4, 2.7)`` as a density on
-    ``ell_k / r_k`` (BoTorch's MAP: no Jacobian of the log, so its mode is ``1.4 / 2.7``), and
-    ``log kappa^2 ~ N(0, SCALE_SD^2)``. ``r: (d,)`` the designs' ``spread`` (default 1)."""
-    a, b = 2.4, 2.7
-    log_ell = theta[1:] if r is None else theta[1:] - jnp.log(r)
+    """The log hyperprior at ``theta``, up to a constant: each ``ell_k / r_k`` from
+    ``LENGTHSCALE_PRIOR`` (``Gamma(a, b)``) as a density on ``ell_k / r_k`` (BoTorch's MAP: no
+    Jacobian of the log, so its mode is ``(a - 1) / b = 1.4 / 2.7``), and ``log kappa^2 ~ N(0,
+    SCALE_SD^2)``. ``r: (d,)`` the designs' ``spread`` (default 1)."""
+    a, b = LENGTHSCALE_PRIOR.concentration, LENGTHSCALE_PRIOR.rate
+    relative = r is not None and LENGTHSCALE_PRIOR.relative
+    log_ell = theta[1:] - jnp.log(r) if relative else theta[1:]
     return jnp.sum((a - 1.0) * log_ell - b * jnp.exp(log_ell)) - 0.5 * (theta[0] / SCALE_SD) ** 2
 
 
@@ -137,26 +174,25 @@ def clip(theta):
     return jnp.clip(theta, low, high)
 
 
-def fit(theta, X, mask, pairs, pair_mask, sites=None, engine: str = "laplace"):
-    """The engine's posterior at ``theta`` (``sites``: a warm start)."""
+def fit(theta, X, mask, pairs, pair_mask, sites=None, engine: GaussianEngine | str = FIT_ENGINE):
+    """``engine.fit`` at ``theta`` (a ``GaussianEngine``, or its name; ``sites``: a warm
+    start): a ``GaussianFit``."""
+    engine = resolve(engine, "engine", gaussian=True)
     K = prior_covariance(theta, X, mask)
-    return GAUSSIAN_ENGINES[engine](K, pairs, sites=sites, pair_mask=pair_mask)
+    return engine.fit(K, pairs, sites=sites, pair_mask=pair_mask)
 
 
 def from_posterior(theta, X, mask, pairs, pair_mask, post) -> Belief:
-    """The ``Belief`` of a Gaussian posterior ``post`` (with ``mean``, ``cov``, ``sites``)."""
+    """The ``Belief`` of a Gaussian fit ``post`` (with ``mean``, ``cov``, ``sites``)."""
     S, eta = site_precision(X.shape[0], pairs, post.sites, pair_mask)
-    middle = S - S @ post.cov @ S
-    return Belief(X, mask, theta, eta - S @ post.mean, 0.5 * (middle + middle.T), post.mean)
+    shift, middle = conditioning(post.mean, post.cov, S, eta)
+    return Belief(X, mask, theta, shift, middle, post.mean)
 
 
 def latent(belief: Belief, X_new):
     """The posterior ``(mean: (q,), cov: (q, q))`` of the utility at ``X_new: (q, d)``."""
-    kernel = kernel_of(belief.theta)
-    K_cross = jnp.where(belief.mask[:, None], kernel(belief.X, X_new), 0.0)
-    mean = K_cross.T @ belief.shift
-    cov = kernel(X_new) - K_cross.T @ belief.middle @ K_cross
-    return mean, 0.5 * (cov + cov.T)
+    K_cross, K_new = _cross(belief.theta, belief.X, belief.mask, X_new)
+    return predict_conditioned(belief.shift, belief.middle, K_cross, K_new)
 
 
 def from_draws(theta, X, mask, draws) -> DrawBelief:
@@ -171,11 +207,10 @@ def from_draws(theta, X, mask, draws) -> DrawBelief:
 def latent_draws(belief: DrawBelief, X_new, base):
     """Draws ``(S, q)`` of the utility at ``X_new: (q, d)`` (module docstring); ``base: (S, q)``
     standard normals, fixed across calls so the draws are smooth in ``X_new``."""
-    kernel = kernel_of(belief.theta)
-    K_cross = jnp.where(belief.mask[:, None], kernel(belief.X, X_new), 0.0)
+    K_cross, K_new = _cross(belief.theta, belief.X, belief.mask, X_new)
     # after the draws' solve with the same root, which may be in the same program (runtime.after)
     V = jax.scipy.linalg.solve_triangular(belief.root, after(K_cross, belief.alpha), lower=True)
-    cov = kernel(X_new) - V.T @ V
+    cov = K_new - V.T @ V
     q = cov.shape[0]
     jitter = 1e-10 * jnp.maximum(jnp.trace(cov) / q, jnp.finfo(cov.dtype).tiny)
     C = jnp.linalg.cholesky(0.5 * (cov + cov.T) + jitter * jnp.eye(q, dtype=cov.dtype))
@@ -183,10 +218,11 @@ def latent_draws(belief: DrawBelief, X_new, base):
 
 
 def learn(theta, X, mask, pairs, pair_mask, sites=None, *, steps: int, learning_rate=0.1,
-          engine: str = "laplace"):  # fmt: skip
+          engine: GaussianEngine | str = FIT_ENGINE):  # fmt: skip
     """``steps`` Adam steps on ``-(log Z(theta) + log_prior(theta, spread(X, mask)))`` from
-    ``theta``; returns the last ``theta`` (clipped to its bounds). Pure; ``steps`` and
-    ``engine`` static."""
+    ``theta``, ``log Z`` the ``engine``'s evidence (module docstring: why Adam here); returns
+    the last ``theta`` (clipped to its bounds). Pure; ``steps`` and ``engine`` static."""
+    engine = resolve(engine, "engine", gaussian=True)
     opt = optax.adam(learning_rate)
     r = spread(X, mask)
 
@@ -203,3 +239,18 @@ def learn(theta, X, mask, pairs, pair_mask, sites=None, *, steps: int, learning_
 
     (theta, _), _ = jax.lax.scan(step, (theta, opt.init(theta)), None, length=steps)
     return theta
+
+
+def __getattr__(name: str):
+    if name == "GAUSSIAN_ENGINES":  # the old table of pure fits by name
+        warnings.warn(
+            f"{__name__}.GAUSSIAN_ENGINES is deprecated: an engine is an object, "
+            "bayesrank.inference.engines.resolve(name) (EP(), Laplace()), whose .fit is the "
+            "pure fit (the old path will be removed)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        from ...inference import ep, laplace
+
+        return {"laplace": laplace.fit, "ep": ep.fit_core}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

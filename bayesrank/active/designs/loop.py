@@ -24,6 +24,7 @@ import jax.numpy as jnp
 from jax.scipy.special import ndtr
 
 from ...data.checks import check_int
+from ...inference.engine import GaussianEngine
 from ...inference.nuts.sampler import NUTSSettings, sample_fixed
 from ...runtime import after
 from . import acquisition as acq
@@ -40,7 +41,7 @@ from .belief import (
     prior_covariance,
 )
 from .search import best_in_pool
-from .settings import Settings, check_mode, check_settings
+from .settings import Settings, check_mode, check_settings, gaussian_engine
 
 #: ``fold_in`` index of NUTS's key within a step's key (the rest of the step uses the key itself).
 NUTS_STREAM = 7
@@ -115,13 +116,14 @@ def acquisition_of(name: str, belief, base):
 
 
 def posterior(theta, X, mask, pairs, pair_mask, sites, key, settings: Settings):
-    """``(belief, mean: (n,), sites)`` at ``theta``: EP's or Laplace's fit (warm-started from
-    ``sites``), or for ``"nuts"`` NUTS's draws (``key``) beside EP's sites."""
-    gaussian = "ep" if settings.engine == "nuts" else settings.engine
-    post = fit(theta, X, mask, pairs, pair_mask, sites, gaussian)
-    if settings.engine != "nuts":
+    """``(belief, mean: (n,), sites)`` at ``theta``: a ``GaussianEngine``'s fit (warm-started
+    from ``sites``), or for ``NUTS`` its draws (``key``) beside its Gaussian engine's sites
+    (``settings.gaussian_engine``). ``settings``: checked (its engine an object)."""
+    engine = settings.engine
+    post = fit(theta, X, mask, pairs, pair_mask, sites, gaussian_engine(engine))
+    if isinstance(engine, GaussianEngine):
         return from_posterior(theta, X, mask, pairs, pair_mask, post), post.mean, post.sites
-    nuts = NUTSSettings(settings.nuts_warmup, settings.nuts_samples, 1)
+    nuts = NUTSSettings(**engine.options())
     # NUTS's factorisation of K after EP's loop, the belief's after NUTS (runtime.after)
     K = after(prior_covariance(theta, X, mask), post.sites)
     draws, _ = sample_fixed(key, K, pairs, pair_mask, nuts, nuts.tuning(X.dtype))
@@ -131,9 +133,8 @@ def posterior(theta, X, mask, pairs, pair_mask, sites, key, settings: Settings):
 
 
 def _learn(theta, X, mask, pairs, pair_mask, sites, settings: Settings):
-    gaussian = "ep" if settings.engine == "nuts" else settings.engine
     return learn(theta, X, mask, pairs, pair_mask, sites, steps=settings.learn_steps,
-                 engine=gaussian)  # fmt: skip
+                 engine=gaussian_engine(settings.engine))  # fmt: skip
 
 
 class Proposed(NamedTuple):
@@ -157,7 +158,8 @@ def propose(X, mask, pairs, pair_mask, sites, theta, key, pool=None, candidates=
     (zeros for a cold start); shapes are the caller's capacity, so a session that grows in
     buckets compiles once per bucket. ``pool: (p, d)`` and ``candidates: (c, 2)`` rows of it,
     for ``mode`` ``"pool"`` (the best candidate pair) or ``"mixed"`` (that or the cube's best,
-    whichever scores higher)."""
+    whichever scores higher). ``settings.engine`` may be a name (``check_settings``)."""
+    settings = check_settings(settings)
     check_mode(mode, settings)
     prepared = _prepare(X, mask, pairs, pair_mask, sites, theta, key, settings=settings,
                         learn_now=learn_now, start=mode != "pool")  # fmt: skip
@@ -191,7 +193,7 @@ def _prepare(X, mask, pairs, pair_mask, sites, theta, key, *, settings: Settings
     nuts_key = jax.random.fold_in(key, NUTS_STREAM)
     belief, mean, sites = posterior(theta, X, mask, pairs, pair_mask, sites, nuts_key, settings)
     raw_key, mc_key = jax.random.split(key)
-    n_base = settings.nuts_samples if isinstance(belief, DrawBelief) else settings.n_mc
+    n_base = belief.alpha.shape[0] if isinstance(belief, DrawBelief) else settings.n_mc
     q = acq.DESIGNS.get(settings.acquisition, 2)
     base = jax.random.normal(mc_key, (n_base, q), X.dtype)
     f = acquisition_of(settings.acquisition, belief, base)
@@ -232,6 +234,7 @@ def propose_within(X, mask, pairs, pair_mask, sites, theta, key, pool=None, cand
     and the ascent steps taken; with every step taken it is ``propose``'s proposal, exactly.
     ``mode="pool"`` has no ascent: ``propose``'s. Host-side; three compiled programs (prepare,
     a chunk, conclude) reused across calls of the same shapes."""
+    settings = check_settings(settings)
     check_mode(mode, settings)
     if mode == "pool":
         out = propose(X, mask, pairs, pair_mask, sites, theta, key, pool, candidates,
@@ -265,7 +268,7 @@ def run_core(utility, X_init, uniforms, key, noise, theta, *, k: int, settings: 
     ``ValueError`` naming them, and a shape of ``X_init``, ``uniforms`` or ``theta`` that does
     not fit)."""
     k = check_int(k, "k", 0)
-    check_settings(settings)
+    settings = check_settings(settings)
     shape = jnp.shape(X_init)
     if len(shape) != 3 or shape[1] != 2 or shape[0] < 1 or shape[2] < 1:
         raise ValueError(f"X_init must have shape (n_init, 2, d), n_init >= 1, d >= 1; got "
@@ -286,7 +289,6 @@ def run_core(utility, X_init, uniforms, key, noise, theta, *, k: int, settings: 
                       jnp.stack([first + 1, first], 1)[:n_init])  # fmt: skip
     pairs = jnp.zeros((m, 2), jnp.int32).at[:n_init].set(start.astype(jnp.int32))
     pair_mask = jnp.arange(m) < n_init
-    gaussian = "ep" if settings.engine == "nuts" else settings.engine
 
     def iteration(carry, t):
         X, mask, pairs, pair_mask, sites, theta = carry
@@ -316,7 +318,7 @@ def run_core(utility, X_init, uniforms, key, noise, theta, *, k: int, settings: 
         carry = (X, mask, pairs, pair_mask, sites, theta)
         return carry, (guess, shown, proposal.value)
 
-    post = fit(theta, X, mask, pairs, pair_mask, None, gaussian)
+    post = fit(theta, X, mask, pairs, pair_mask, None, gaussian_engine(settings.engine))
     carry = (X, mask, pairs, pair_mask, post.sites, clip(theta))
     carry, (guess, shown, value) = jax.lax.scan(iteration, carry, jnp.arange(k))
     X, mask, pairs, pair_mask, sites, theta = carry

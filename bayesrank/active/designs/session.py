@@ -128,7 +128,8 @@ class DesignSession(InteractiveSession):
         time_budget_s: float | None = None,
     ):
         self.dim = check_int(dim, "dim", 1)
-        settings = check_settings(Settings() if settings is None else settings)
+        settings = Settings() if settings is None else settings
+        check_settings(settings)  # kept as spelled (an engine's name stays one: ``propose``)
         learn_every = settings.learn_every if learn_every is None else learn_every
         self.settings = settings._replace(learn_every=check_int(learn_every, "learn_every", 0))
         self.n_init = check_int(n_init, "n_init", 0)

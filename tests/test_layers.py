@@ -116,7 +116,8 @@ TABLE = {
         "diagnostics.py (what it returns and warns)",
     ),
     # 6: user-facing pieces built on everything below.
-    "model": (6, "XPGPModel and Posterior"),
+    "model": (6, "XPGPModel: a prior and an engine, and its fit"),
+    "posterior": (6, "Posterior, what a fit returns, and its prediction"),
     "evaluation": (6, "LETOR-style evaluation of many queries (MAP, NDCG@k, P@k)"),
     "active": (
         6,

@@ -61,7 +61,7 @@ from ...inference.gaussian import site_precision
 from ...kernels import ARD
 from ...kernels.xpgp import XPGP
 from ...learning.hyperpriors import botorch_priors
-from ...model import prior_weight_scale
+from ...posterior import prior_weight_scale
 from ...predict import conditioning, predict_conditioned
 from ...runtime import after
 

@@ -12,7 +12,7 @@ proposer of the interactive session (``active.interactive``).
 
 from . import acquisition, belief, loop, search
 from .acquisition import ACQUISITIONS, bald, eubo, qeubo, variance_criterion
-from .loop import Trace, run_batch, run_core
+from .loop import DesignTrace, Trace, run_batch, run_core
 from .search import Proposal, best_in_pool, maximize, mixed
 from .session import DesignSession, optimize
 from .settings import Settings
@@ -20,6 +20,7 @@ from .settings import Settings
 __all__ = [
     "ACQUISITIONS",
     "DesignSession",
+    "DesignTrace",
     "Proposal",
     "Settings",
     "Trace",

@@ -47,6 +47,7 @@ from .settings import Settings, check_mode, check_settings, gaussian_engine
 NUTS_STREAM = 7
 
 __all__ = [
+    "DesignTrace",
     "Proposed",
     "Settings",
     "Trace",
@@ -60,7 +61,7 @@ __all__ = [
 ]
 
 
-class Trace(NamedTuple):
+class DesignTrace(NamedTuple):
     """A run's record: ``best_guess: (k + 1,)`` the true utility of the best guess after the
     initial pairs and after each answer; ``best_shown: (k + 1,)`` the best true utility among
     the shown designs; ``X: (2 (n_init + k), d)`` the designs in the order shown; ``pairs:
@@ -73,6 +74,10 @@ class Trace(NamedTuple):
     pairs: jax.Array
     theta: jax.Array
     value: jax.Array
+
+
+#: The old name (learning has its own ``Trace``, of a fit's steps).
+Trace = DesignTrace
 
 
 def initial_theta(dim: int, dtype=None):
@@ -325,7 +330,7 @@ def run_core(utility, X_init, uniforms, key, noise, theta, *, k: int, settings: 
     last_key = jax.random.fold_in(jax.random.fold_in(key, k), NUTS_STREAM)
     _, mean, _ = posterior(theta, X, mask, pairs, pair_mask, sites, last_key, settings)
     last_guess, last_shown = _best(utility, X, mask, mean)
-    return Trace(
+    return DesignTrace(
         jnp.append(guess, last_guess),
         jnp.append(shown, last_shown),
         X,

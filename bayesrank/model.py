@@ -49,6 +49,14 @@ LEARNING = ("evidence", "em", "nuts")
 _OLD_KEYWORDS = ("schedule", "max_iter", "tol", "damping", "precision", "nuts_options")
 
 
+def _given(old_keywords: dict) -> dict:
+    """The old keywords given: ``None`` is the default of ``tol`` and ``nuts_options`` only (for
+    the others it is a value, which the engine refuses, naming the keyword)."""
+    return {
+        k: v for k, v in old_keywords.items() if v is not None or k not in ("tol", "nuts_options")
+    }
+
+
 class XPGPModel:
     """XPGP prior + an inference engine, optionally with hyperparameter learning.
 
@@ -90,7 +98,7 @@ class XPGPModel:
         self.approximation = approximation
         self.rank = rank
         self._spelled = (engine, inference, approximation, rank, old_keywords)
-        old = {k: v for k, v in old_keywords.items() if v is not None}
+        old = _given(old_keywords)
         if inference is not None or old or approximation not in ("dense", "auto"):
             if engine is not None:
                 raise ValueError(
@@ -124,7 +132,7 @@ class XPGPModel:
         engine, inference, approximation, rank, old = self._spelled
         if engine is not None:
             return resolve(engine)
-        old = {k: v for k, v in old.items() if v is not None}
+        old = _given(old)
         return engine_from_keywords(inference, old, approximation, rank)
 
     @property
@@ -269,7 +277,10 @@ class XPGPModel:
             raise ValueError(
                 f"learn_hyperparameters='nuts' takes hyperprior_scale and trainable, got {unknown}"
             )
-        sampler = self.engine if isinstance(self.engine, NUTS) else NUTS()
+        if isinstance(self.engine, NUTS):
+            sampler = self.engine
+        else:  # the old nuts_options, given beside another engine, set the sampler here
+            sampler = NUTS(**(self._spelled[4].get("nuts_options") or {}))
         centre = initialize(self.prior, stack([problem]))
         result = nuts.sample_hyperparameters(
             key,
@@ -298,8 +309,11 @@ class XPGPModel:
 
     def _engine_for(self, problem: PreferenceProblem) -> Engine:
         """The engine for ``problem`` (``approximation="auto"``: its large-scale form beyond
-        ``AUTO_DENSE_UP_TO`` entities); ``ValueError`` naming a setting at fault."""
+        ``AUTO_DENSE_UP_TO`` entities); ``ValueError`` naming a setting at fault (a model's fit
+        iterates: ``max_iter`` at least 1, where the engine has one)."""
         engine = self.engine
+        if getattr(engine, "max_iter", None) is not None:
+            check_int(engine.max_iter, "max_iter", low=1)
         if self.approximation == "auto" and problem.n > AUTO_DENSE_UP_TO:
             engine = engine.large(problem.n, self.rank)
         return engine

@@ -115,7 +115,8 @@ def learning_engine(options: dict) -> GaussianEngine:
 def _engine(engine, deprecated: dict, notes: list) -> GaussianEngine | None:
     """The ``engine`` group: as given (``None``: ``EP()``, a name resolved), or the old
     ``ep=`` (an ``EP``) or ``inference=`` (a name) in its place."""
-    old = [name for name in OLD_ENGINE_KEYWORDS if deprecated.get(name) is not None]
+    # ep=None was the group's default; inference=None a value (refused, naming it)
+    old = [n for n in OLD_ENGINE_KEYWORDS if n in deprecated and (n, deprecated[n]) != ("ep", None)]
     if old and engine is not None:
         raise ValueError(
             f"{old[0]}={deprecated[old[0]]!r} and engine={engine!r} both set the engine: give "

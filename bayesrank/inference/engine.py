@@ -28,6 +28,7 @@ the dtype and makes the traced fields host arrays of fixed types, as the façade
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from typing import ClassVar, NamedTuple
 
@@ -97,7 +98,7 @@ def _unflatten(cls, static, leaves):
     return engine
 
 
-class Engine:
+class Engine(abc.ABC):
     """The base of every inference engine (module docstring). Subclasses are frozen dataclasses.
 
     Class attributes: ``name`` (the string shorthand, ``""`` for an engine without one),
@@ -116,10 +117,10 @@ class Engine:
             cls, _flatten, lambda static, leaves: _unflatten(cls, static, leaves)
         )
 
+    @abc.abstractmethod
     def fit_problem(self, prior, problem, sites=None, *, key=None):
         """The posterior of ``problem`` (a ``PreferenceProblem``) under the ``XPGP`` ``prior``;
         ``sites``: a warm start, ``key``: a PRNG key where the engine draws."""
-        raise NotImplementedError
 
     def describe(self) -> str:
         """What a message calls this engine: its name, or its class."""
@@ -132,11 +133,13 @@ class Engine:
 
         return EP()
 
-    def large(self, n: int, rank: int) -> Engine:
-        """The engine ``XPGPModel(approximation="auto")`` runs on ``n`` entities, beyond
-        ``AUTO_DENSE_UP_TO``: ``ValueError`` unless a subclass has a large-scale form."""
+    def large(self, n: int | None, rank: int) -> Engine:
+        """This engine's sparse form at ``rank``: what ``XPGPModel(approximation="auto")`` runs on
+        ``n`` entities beyond ``AUTO_DENSE_UP_TO`` (``n`` None: the old
+        ``approximation="sparse"``). ``ValueError`` unless a subclass has one."""
+        where = "approximation='sparse'" if n is None else f"approximation='auto' at {n} entities"
         raise ValueError(
-            f"approximation='auto' has no sparse form of {self!r} for {n} entities: use "
+            f"{where}: {self!r} has no sparse form (EP in precision form is not built): use "
             "Laplace() (whose sparse form is SparseLaplace; it works with inference='laplace' "
             "only) or approximation='dense'"
         )
@@ -149,13 +152,13 @@ class GaussianEngine(Engine):
     ``fit`` inside one cached compiled program (``bayesrank.inference.problem``).
     """
 
+    @abc.abstractmethod
     def fit(self, K, rows, *, pair_mask=None, sites=None, outcomes=None) -> GaussianFit:
         """The posterior of ``xi ~ N(0, K)``, ``K: (n, n)``, given ``rows: (m, 2)`` (row
         ``(i, j)``: i beat j; ``pair_mask: (m,)`` False for padding; ``outcomes``: the rows'
         interval likelihoods, ``bayesrank.likelihoods.Outcomes``, None for probit pairs;
         ``sites``: a warm start). Pure: called inside ``jit`` and ``vmap``, with this engine's
         traced fields possibly tracers. Returns a ``GaussianFit`` (or a type with its fields)."""
-        raise NotImplementedError
 
     def default_tol(self, dtype) -> float:
         """The tolerance ``tol=None`` means in ``dtype`` (engines without one: ignored)."""

@@ -144,13 +144,6 @@ def engine_from_keywords(inference, settings: dict, approximation="dense", rank:
     name = "ep" if inference is None else check_choice(inference, "inference", names)
     settings = dict(settings)
     options = settings.pop("nuts_options", None) or {}
-    if approximation == "sparse":
-        if name != "laplace":
-            raise ValueError(
-                f"approximation='sparse' works with inference='laplace' only, got {name!r} "
-                "(EP in precision form is not built): use SparseLaplace(rank=...)"
-            )
-        name, settings = "sparse", {"rank": rank, **settings}
     if name == "nuts":
         settings = {**settings, **dict(options)}
     cls = ENGINES[name]
@@ -160,4 +153,5 @@ def engine_from_keywords(inference, settings: dict, approximation="dense", rank:
             f"{unknown[0]}={settings[unknown[0]]!r} is not a setting of {cls.__name__} "
             f"(inference={name!r}): it has {sorted(fields)}"
         )
-    return cls(**settings)
+    engine = cls(**settings)
+    return engine.large(None, rank) if approximation == "sparse" else engine

@@ -356,7 +356,7 @@ class Laplace(GaussianEngine):
         """``Laplace()``: learning runs Newton at its own defaults."""
         return Laplace()
 
-    def large(self, n: int, rank: int):
+    def large(self, n: int | None, rank: int):
         """``SparseLaplace`` at this engine's settings and ``rank``."""
         from .engines import SparseLaplace  # the engines' module builds on this one
 

@@ -43,7 +43,7 @@ __all__ = ["AUTO_DENSE_UP_TO", "Posterior", "XPGPModel"]
 AUTO_DENSE_UP_TO = 2000
 
 
-LEARNING = ("evidence", "em", "nuts")
+LEARNING = ("evidence", "em", NUTS.name)
 
 #: ``XPGPModel``'s old engine keywords (each now a field of the engine object).
 _OLD_KEYWORDS = ("schedule", "max_iter", "tol", "damping", "precision", "nuts_options")
@@ -213,7 +213,7 @@ class XPGPModel:
                     "learn_hyperparameters (learn them with learning.sparse_em)"
                 )
         prior, learning = self.prior, None
-        if learn_hyperparameters == "nuts":
+        if learn_hyperparameters == NUTS.name:
             return self._marginalise(problem, key, learning_options)
         if learn_hyperparameters:
             import inspect

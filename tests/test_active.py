@@ -11,7 +11,7 @@ import pytest
 from scipy.stats import norm
 
 from bayesrank import EP, Laplace, active
-from bayesrank.inference import ep
+from bayesrank.inference import ep, laplace
 from bayesrank.kernels import RBF
 
 
@@ -126,10 +126,32 @@ def test_explore_input_errors_name_the_culprit():
 def test_a_callable_oracle_asks_what_the_compiled_loop_asks():
     K, cands, outcome = problem(seed=4)
     lookup = {tuple(c): bool(o) for c, o in zip(cands, outcome, strict=True)}
-    session = active.ask(K, cands, lambda i, j: lookup[(i, j)], 5, tol=1e-10)
+    session = active.ask(K, cands, lambda i, j: lookup[(i, j)], 5, engine=EP(tol=1e-10))
     compiled = active.explore(K, cands, outcome, 5, engine=EP(tol=1e-10))
     assert [s for s, _ in session.log] == list(np.asarray(compiled.chosen))
     np.testing.assert_allclose(session.mean, compiled.mean, atol=1e-6)
+
+
+def test_a_session_updates_by_its_engine():
+    """A session on Laplace asks what the compiled loop on Laplace asks, and its posterior is
+    Laplace's on the answers (the jitted pure fit, no session code); the old tol= warns and is
+    EP(tol=...)."""
+    if not jax.config.jax_enable_x64:
+        pytest.skip("argmax ties resolve at float64 resolution")
+    K, cands, outcome = problem(seed=4)
+    lookup = {tuple(c): bool(o) for c, o in zip(cands, outcome, strict=True)}
+    engine = Laplace(tol=1e-12)
+    session = active.ask(K, cands, lambda i, j: lookup[(i, j)], 4, engine=engine)
+    compiled = active.explore(K, cands, outcome, 4, engine=engine)
+    assert [s for s, _ in session.log] == list(np.asarray(compiled.chosen))
+    reference = jax.jit(lambda p: laplace.fit(K, p, tol=1e-12))(session.pairs)
+    np.testing.assert_allclose(session.mean, reference.mean, atol=1e-10)
+    np.testing.assert_allclose(session.cov, reference.cov, atol=1e-10)
+    with pytest.warns(DeprecationWarning, match=r"engine=EP\(.*tol=0.001"):
+        old = active.Session(K, cands, tol=1e-3)
+    assert old.engine == EP(tol=1e-3)
+    with pytest.raises(ValueError, match="engine"):
+        active.Session(K, cands, engine="nuts")
 
 
 @pytest.mark.slow
@@ -224,7 +246,6 @@ def test_the_laplace_engine_loop_equals_a_python_loop_of_laplace_fits():
     a loop of cold-started laplace.fit calls and NumPy scores."""
     if not jax.config.jax_enable_x64:
         pytest.skip("argmax ties resolve at float64 resolution")
-    from bayesrank.inference import laplace
 
     K, cands, outcome = problem(seed=8)
     k = 4

@@ -196,3 +196,55 @@ def test_an_engine_is_a_pytree_whose_numbers_are_traced():
     _, sequential = jax.tree_util.tree_flatten(EP(schedule="sequential"))
     assert treedef != sequential
     assert jax.tree_util.tree_unflatten(treedef, leaves) == EP(max_iter=7, tol=1e-8)
+
+
+def test_engine_names_are_compared_only_in_the_resolver():
+    """No module but ``inference/engines.py`` compares a value with an engine's shorthand or
+    lists the shorthands (a choice list is ``engines.names()``): a new engine registered there
+    is known everywhere. The checks catch each form they look for."""
+    import ast
+    import pathlib
+
+    import bayesrank
+    from bayesrank.inference.engines import ENGINES
+
+    shorthands = set(ENGINES)
+
+    def offences(source: str) -> list[str]:
+        found, tree = [], ast.parse(source)
+        exports = {  # __all__ lists modules named like engines (bayesrank.inference.ep)
+            id(node.value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+        }
+        for node in ast.walk(tree):
+            if id(node) in exports:
+                continue
+            if isinstance(node, ast.Compare):
+                sides = [node.left, *node.comparators]
+                strings = {s.value for s in sides if isinstance(s, ast.Constant)}
+                for s in sides:  # x in ("ep", "laplace")
+                    if isinstance(s, ast.Tuple | ast.List | ast.Set):
+                        strings |= {e.value for e in s.elts if isinstance(e, ast.Constant)}
+                found += sorted(shorthands & {x for x in strings if isinstance(x, str)})
+            elif isinstance(node, ast.Tuple | ast.List | ast.Set):  # a list of names
+                names = {e.value for e in node.elts if isinstance(e, ast.Constant)}
+                if len(shorthands & {x for x in names if isinstance(x, str)}) >= 2:
+                    found.append(str(sorted(shorthands & names)))
+        return found
+
+    assert offences('if engine == "nuts": pass') == ["nuts"]
+    assert offences('x = "laplace" != name') == ["laplace"]
+    assert offences('ok = name in ("ep", "laplace")') != []
+    assert offences('CHOICES = ["ep", "nuts"]') != []
+    assert offences('x = EP.name == name; y = ("ep",); __all__ = ["ep", "nuts"]') == []
+
+    root = pathlib.Path(bayesrank.__file__).parent
+    bad = {
+        str(path.relative_to(root)): found
+        for path in sorted(root.rglob("*.py"))
+        if path.name != "engines.py" or path.parent.name != "inference"
+        if (found := offences(path.read_text()))
+    }
+    assert bad == {}

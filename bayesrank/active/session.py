@@ -5,14 +5,18 @@ session resumes from.
 
 The answer file holds one JSON object a line: ``{"i": 3, "j": 17, "answer": "first"}``
 (``"first"``: ``i`` is preferred, ``"second"``: ``j`` is, ``"skip"``: not answered and not to
-be asked again); the session replays it on start. The posterior after each answer is EP's
-(``bayesrank.inference.ep.fit``, warm-started from the previous sites), proposals follow
-the same criteria and tie rule as the compiled loop (``bayesrank.active.next_pair``).
+be asked again); the session replays it on start. The posterior after each answer is the
+session's engine's (any ``GaussianEngine``, EP by default, through
+``bayesrank.inference.problem.fit_covariance``, warm-started from the previous sites),
+proposals follow the same criteria and tie rule as the compiled loop
+(``bayesrank.active.next_pair``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import warnings
 from collections.abc import Callable
 
 import jax
@@ -20,7 +24,9 @@ import numpy as np
 
 from ..data.checks import check_choice, check_index_pairs, check_int
 from ..data.keys import check_key
-from ..inference import ep
+from ..inference.engine import GaussianEngine
+from ..inference.engines import EP, resolve
+from ..inference.problem import fit_covariance
 from .criteria import CRITERIA
 from .interactive import (
     ANSWERS,
@@ -39,8 +45,10 @@ __all__ = ["ANSWERS", "Session", "ask", "check_oracle", "oracle_answer", "write_
 class Session(InteractiveSession):
     """One exploration: ``K: (n, n)`` prior covariance, ``candidates: (c, 2)`` pairs that may be
     asked, ``criterion`` (``CRITERIA``); ``answers``: a path (JSON lines, replayed if it
-    exists, rewritten after every change) or None. ``log``: ``(candidate index, answer)``
-    entries, in order."""
+    exists, rewritten after every change) or None; ``engine``: the posterior update after
+    each answer, a ``GaussianEngine`` (``EP(...)``, ``Laplace(...)``, your own) or its name
+    (``tol=``: the old spelling of ``engine=EP(tol=...)``, a ``DeprecationWarning``).
+    ``log``: ``(candidate index, answer)`` entries, in order."""
 
     FIELDS = ("i", "j")
 
@@ -52,13 +60,21 @@ class Session(InteractiveSession):
         *,
         key=None,
         answers: str | os.PathLike | None = None,
+        engine: GaussianEngine | str = EP.name,
         tol: float | None = None,
     ):
         self.K = np.asarray(K, float)
         self.candidates = check_index_pairs(candidates, len(self.K), name="candidates")
         self.criterion = check_choice(criterion, "criterion", CRITERIA)
         self.key = jax.random.PRNGKey(0) if key is None else check_key(key)
-        self.tol = tol
+        self.engine = resolve(engine, gaussian=True)
+        if tol is not None:
+            self.engine = dataclasses.replace(self.engine, tol=tol)
+            warnings.warn(
+                f"Session(tol={tol!r}) is deprecated: pass engine={self.engine!r}",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         super().__init__(answers)
         self._index = {(int(i), int(j)): s for s, (i, j) in enumerate(self.candidates)}
         self._refresh()
@@ -81,7 +97,7 @@ class Session(InteractiveSession):
         if len(pairs) == 0:
             self.mean, self.cov, self.sites = np.zeros(len(self.K)), self.K, None
             return
-        post = ep.fit(self.K, pairs, sites=sites, tol=self.tol)
+        post = fit_covariance(self.engine, self.K, pairs, sites)
         self.mean, self.cov, self.sites = np.asarray(post.mean), np.asarray(post.cov), post.sites
 
     def _asked(self, index: int) -> bool:
@@ -128,7 +144,7 @@ class Session(InteractiveSession):
             return
         sites = self.sites
         if sites is not None:  # warm start: the previous sites and a zero one for the new pair
-            sites = ep.Sites(*(np.append(np.asarray(x), 0.0) for x in sites))
+            sites = type(sites)(*(np.append(np.asarray(x), 0.0) for x in sites))
         self._refresh(sites)
 
     def _retract(self) -> None:

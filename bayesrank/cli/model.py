@@ -39,6 +39,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..inference.engines import EP, names
 from ._common import data_path, seed, setup_jax
 
 __all__ = ["add_parsers", "csv_text", "exact"]
@@ -127,7 +128,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     import jax
 
     from ..data.problem import PreferenceProblem
-    from ..inference.engines import EP, SparseLaplace, engine_from_keywords
+    from ..inference.engines import SparseLaplace, engine_from_keywords
     from ..io import save
     from ..kernels import RBF, XPGP, Independent, RegularizedLaplacian
     from ..kernels.xpgp import default_trainable, start_thresholds
@@ -330,7 +331,7 @@ def add_parsers(sub) -> None:
     fit.add_argument("--out", type=Path, required=True, help="the model folder to write")
     fit.add_argument("--query", nargs="+", default=None, help="only these query ids")
     fit.add_argument("--relations", nargs="*", default=None, help="relation names (study data)")
-    fit.add_argument("--inference", choices=["ep", "laplace", "nuts"], default="ep")
+    fit.add_argument("--inference", choices=names(), default=EP.name)
     fit.add_argument(
         "--approximation",
         choices=["dense", "sparse"],

@@ -10,6 +10,7 @@ import shlex
 import subprocess
 import sys
 
+from ..inference.engines import EP, names
 from ._common import interact, seed, setup_jax
 
 __all__ = ["add_parser"]
@@ -201,7 +202,7 @@ def add_parser(sub) -> None:
         help=f"answer file, resumed if it exists (--interactive: default {DEFAULT_ANSWERS})",
     )
     opt.add_argument("--acquisition", default="eubo", choices=ACQUISITION_CHOICES)
-    opt.add_argument("--engine", default="ep", choices=["ep", "laplace", "nuts"],
+    opt.add_argument("--engine", default=EP.name, choices=names(),
                      help="the posterior: EP (default), Laplace, or NUTS's draws")  # fmt: skip
     opt.add_argument(
         "--pool", default=None, help="CSV of designs you have (one a line, --dim numbers in [0, 1])"

@@ -25,6 +25,7 @@ __all__ = [
     "Laplace",
     "SparseLaplace",
     "engine_from_keywords",
+    "names",
     "resolve",
 ]
 
@@ -109,6 +110,18 @@ ENGINES: dict[str, type[Engine]] = {
 }
 
 
+def names(*, gaussian: bool = False, sparse: bool = False) -> tuple[str, ...]:
+    """The shorthands of ``ENGINES``, in order: only ``GaussianEngine``s' where ``gaussian``,
+    and the sparse engine's only where ``sparse`` (a choice list, e.g. a command's
+    ``--engine``, written once here)."""
+    return tuple(
+        n
+        for n, cls in ENGINES.items()
+        if (not gaussian or issubclass(cls, GaussianEngine))
+        and (sparse or not issubclass(cls, SparseLaplace))
+    )
+
+
 def resolve(engine, name: str = "engine", *, gaussian: bool = False) -> Engine:
     """The engine object of ``engine``: an ``Engine`` as given, a shorthand of ``ENGINES`` at its
     defaults, ``None`` as ``EP()``. ``gaussian``: the caller needs a ``GaussianEngine`` (a
@@ -140,11 +153,10 @@ def engine_from_keywords(inference, settings: dict, approximation="dense", rank:
     others, as before), ``approximation`` (``"sparse"``: the sparse form, at ``rank``; other
     values leave the engine dense). ``ValueError`` naming a keyword the engine does not
     have."""
-    names = tuple(n for n in ENGINES if n != "sparse")
-    name = "ep" if inference is None else check_choice(inference, "inference", names)
+    name = EP.name if inference is None else check_choice(inference, "inference", names())
     settings = dict(settings)
     options = settings.pop("nuts_options", None) or {}
-    if name == "nuts":
+    if ENGINES[name] is NUTS:
         settings = {**settings, **dict(options)}
     cls = ENGINES[name]
     fields = {f.name for f in dataclasses.fields(cls)}

@@ -4,6 +4,7 @@
 padded entities are decoupled and touched by no pair, so the real entities' posterior is
 unchanged), builds ``K`` from the prior inside a module-level jitted program, which a new split
 of the same query, or a query of similar size, reuses, and unpads the result.
+``fit_covariance`` does the same for a caller that holds ``K`` itself (an interactive session).
 ``why_not_finite`` says what to tell a user whose posterior is not finite.
 """
 
@@ -14,14 +15,20 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..data.batch import bucket_size
-from ..data.checks import check_fits_dtype, check_outcomes
+from ..data.checks import check_covariance, check_fits_dtype, check_outcomes, check_pairs
 from ..data.problem import PreferenceProblem
 from ..kernels.xpgp import XPGP, with_anchor
 from ..likelihoods import row_outcomes
 from .ep.fit import check_sites, pad_pairs, unpad_posterior
 from .ep.host import pad_rows
 
-__all__ = ["fit_problem", "problem_covariance", "problem_outcomes", "why_not_finite"]
+__all__ = [
+    "fit_covariance",
+    "fit_problem",
+    "problem_covariance",
+    "problem_outcomes",
+    "why_not_finite",
+]
 
 
 def problem_outcomes(prior: XPGP, problem: PreferenceProblem):
@@ -145,3 +152,26 @@ def _fit_jit(prior, X, graphs, mask, anchor, pairs, pair_mask, sites, outcomes, 
         margin = jnp.zeros((), K.dtype) if prior.margin is None else prior.margin
         outcomes = row_outcomes(*outcomes, margin, prior.thresholds)
     return engine.fit(K, pairs, pair_mask=pair_mask, sites=sites, outcomes=outcomes)
+
+
+def fit_covariance(engine, K, rows, sites=None):
+    """A ``GaussianEngine`` (``engine``) on the prior covariance ``K: (n, n)`` and ``rows: (m,
+    2)`` (row ``(i, j)``: i beat j; ``sites``: a warm start), padded to size buckets (padded
+    entities decoupled, padded rows masked) in one jitted call, and unpadded: the engine's
+    ``GaussianFit`` on the ``n`` entities and ``m`` rows."""
+    dtype = jnp.result_type(float)
+    K = check_fits_dtype(check_covariance(np.asarray(K, dtype)), "K", dtype)
+    if K.ndim != 2:
+        raise ValueError(f"K must be a full (n, n) covariance, got shape {K.shape}")
+    rows = check_pairs(rows, K.shape[0], name="rows").pairs
+    n, m = K.shape[0], len(rows)
+    K_pad = np.eye(bucket_size(n), dtype=dtype)
+    K_pad[:n, :n] = K
+    pairs, pair_mask, sites = pad_pairs(rows, None, check_sites(sites, m), dtype)
+    result = _fit_covariance_jit(K_pad, pairs, pair_mask, sites, engine.with_defaults(dtype))
+    return unpad_posterior(result, n, m)
+
+
+@jax.jit
+def _fit_covariance_jit(K, pairs, pair_mask, sites, engine):
+    return engine.fit(K, pairs, pair_mask=pair_mask, sites=sites)

@@ -16,6 +16,7 @@ import zipfile
 import numpy as np
 
 from ..data.problem import PreferenceProblem
+from ..inference.engines import EP, NUTS, Laplace, SparseLaplace
 from ..inference.posterior import SamplePosterior
 
 __all__ = [
@@ -42,13 +43,13 @@ META_KEY = "meta.json"
 
 #: The engine's result class for each ``engine`` (the engines' names, ``inference.engines``).
 RESULT_CLASS = {
-    "ep": "EPPosterior",
-    "laplace": "LaplacePosterior",
-    "nuts": "NUTSPosterior",
-    "sparse": "SparsePosterior",
+    EP.name: "EPPosterior",
+    Laplace.name: "LaplacePosterior",
+    NUTS.name: "NUTSPosterior",
+    SparseLaplace.name: "SparsePosterior",
 }
 #: Files written before the engines were objects name the sparse Laplace ``"laplace"``.
-SPARSE_RESULT = {"laplace": "SparsePosterior", "sparse": "SparsePosterior"}
+SPARSE_RESULT = {Laplace.name: "SparsePosterior", SparseLaplace.name: "SparsePosterior"}
 
 
 class ModelFileError(ValueError):

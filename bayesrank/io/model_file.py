@@ -102,7 +102,7 @@ import numpy as np
 
 from .._version import __version__
 from ..data.problem import PreferenceProblem
-from ..inference.engines import ENGINES, resolve
+from ..inference.engines import ENGINES, SparseLaplace, resolve
 from ..kernels.xpgp import XPGP, check_prior
 from ..learning import FitResult
 from ..model import Posterior
@@ -333,7 +333,7 @@ def load(path, *, kernels=()) -> Posterior:
     except ValueError as error:
         raise ModelFileError(name, "prior", str(error)) from None
     if type(result).__name__ == SPARSE_RESULT.get(engine):  # an older file's sparse Laplace
-        engine = "sparse"
+        engine = SparseLaplace.name
     try:
         settings = meta.get("engine_settings") or {}
         engine = dataclasses.replace(resolve(engine), **settings)

@@ -19,7 +19,7 @@ import optax
 
 from ..data.checks import check_bool, check_choice, check_float, check_int
 from ..inference.engine import GaussianEngine
-from ..inference.engines import EP
+from ..inference.engines import EP, names
 from ..inference.engines import resolve as resolve_engine
 from ..inference.ep.settings import compact_repr
 from .design import GlobalStart, check_design
@@ -28,8 +28,9 @@ from .settings import BFGS, Optax, Start
 
 __all__ = ["DEPRECATED", "OLD_ENGINE_KEYWORDS", "Options", "learning_engine", "resolve"]
 
-#: The old keywords that set the whole engine: ``ep=EP(...)`` and ``inference="laplace"``.
-OLD_ENGINE_KEYWORDS = ("ep", "inference")
+#: The old keywords that set the whole engine: ``ep=EP(...)`` (a keyword named after the
+#: settings object, not the engine's shorthand) and ``inference="laplace"``.
+OLD_SETTINGS, OLD_INFERENCE = OLD_ENGINE_KEYWORDS = ("ep", "inference")
 
 #: The old keywords: each one field of a group (``n_iter``: the optimiser's cap or count).
 DEPRECATED = {
@@ -116,27 +117,31 @@ def _engine(engine, deprecated: dict, notes: list) -> GaussianEngine | None:
     """The ``engine`` group: as given (``None``: ``EP()``, a name resolved), or the old
     ``ep=`` (an ``EP``) or ``inference=`` (a name) in its place."""
     # ep=None was the group's default; inference=None a value (refused, naming it)
-    old = [n for n in OLD_ENGINE_KEYWORDS if n in deprecated and (n, deprecated[n]) != ("ep", None)]
+    old = [
+        n
+        for n in OLD_ENGINE_KEYWORDS
+        if n in deprecated and (n, deprecated[n]) != (OLD_SETTINGS, None)
+    ]
     if old and engine is not None:
         raise ValueError(
             f"{old[0]}={deprecated[old[0]]!r} and engine={engine!r} both set the engine: give "
             "the engine alone"
         )
     if len(old) == 2:
-        ep, inference = deprecated["ep"], deprecated["inference"]
+        ep, inference = deprecated[OLD_SETTINGS], deprecated[OLD_INFERENCE]
         if resolve_engine(inference, "inference") != EP() or not isinstance(ep, EP):
             raise ValueError(
                 f"ep={ep!r} and inference={inference!r} both set the engine: give engine=... alone"
             )
-        old = ["ep"]
-    if old == ["ep"]:
-        engine = deprecated["ep"]
+        old = [OLD_SETTINGS]
+    if old == [OLD_SETTINGS]:
+        engine = deprecated[OLD_SETTINGS]
         if not isinstance(engine, EP):
             raise ValueError(f"ep must be an EP, got {type(engine).__name__}")
         notes.append(f"ep={compact_repr(engine)} -> engine={compact_repr(engine)}")
-    elif old == ["inference"]:
-        name = deprecated["inference"]
-        check_choice(name, "inference", ("ep", "laplace"))
+    elif old == [OLD_INFERENCE]:
+        name = deprecated[OLD_INFERENCE]
+        check_choice(name, "inference", names(gaussian=True))
         engine = resolve_engine(name, "inference")
         notes.append(f"inference={name!r} -> engine={engine!r}")
     return None if engine is None else resolve_engine(engine, gaussian=True)

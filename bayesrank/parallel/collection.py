@@ -246,7 +246,7 @@ def sample_nuts(
             DeprecationWarning,
             stacklevel=2,
         )
-    engine = resolve("nuts" if engine is None else engine)
+    engine = resolve(NUTS() if engine is None else engine)
     if not isinstance(engine, NUTS):
         raise ValueError(f"sample_nuts samples: engine must be NUTS(...), got {engine!r}")
 

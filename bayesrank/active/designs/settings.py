@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from ...data.checks import check_choice, check_int
 from ...inference.engine import Engine, GaussianEngine
-from ...inference.engines import EP, NUTS, resolve
+from ...inference.engines import EP, NUTS, names, resolve
 from ...inference.nuts.sampler import MAX_DRAWS
 from . import acquisition as acq
 
@@ -18,7 +18,7 @@ from . import acquisition as acq
 #: ``GaussianEngine`` runs it (EP, Laplace or a user's), and ``NUTS`` (draws of the exact
 #: posterior; its hyperparameters are learned by its ``learning_engine()``'s evidence, EP's,
 #: whose sites also warm-start that).
-ENGINES = ("ep", "laplace", "nuts")
+ENGINES = names()
 
 #: Upper bounds of ``Settings``' sizes (generous: BoTorch's defaults are 512-1024 candidates and
 #: 256-1024 samples). A proposal scores ``n_raw`` candidates against ``n_base`` samples

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ...inference.engines import names
 from .._common import (
     check_fraction,
     check_positive,
@@ -41,7 +42,7 @@ __all__ = [
 ]
 
 CRITERIA = ("variance_ratio", "mutual_information", "random")
-ENGINES = ("ep", "laplace")
+ENGINES = names(gaussian=True)
 #: The fixed priors: XPGP (RBF + a regularized Laplacian per relation + entity effect),
 #: GP+entity (RBF + entity effect), GP (RBF alone, 1e-6 jitter).
 MODELS = ("XPGP", "GP+entity", "GP")

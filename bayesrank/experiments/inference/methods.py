@@ -16,6 +16,8 @@ import warnings
 
 import numpy as np
 
+from ...inference.engines import EP, NUTS, Laplace, names
+
 __all__ = [
     "ENGINES",
     "METHODS",
@@ -41,7 +43,7 @@ METHODS = {
 }
 
 #: Part 1's engines, NUTS (the reference) last.
-ENGINES = ("ep", "laplace", "nuts")
+ENGINES = names()
 
 
 def orient(rng, pairs):
@@ -209,12 +211,11 @@ def engine_rows(p: dict, prior, shown, y, key, nuts_options: dict) -> tuple[list
     each with the measures of ``pair_metrics`` on the held-out pairs ``shown`` (outcomes ``y``)
     and ``|dp|`` against NUTS; NUTS's row with its smallest ESS, largest split R-hat and
     divergences. Returns ``(rows, {engine: probabilities})``."""
-    from ...inference.engines import EP, NUTS, Laplace
     from ...inference.posterior import SamplePosterior
     from ...model import XPGPModel
 
     problem, rows, probs = _problem(p), [], {}
-    engines = {"ep": EP(), "laplace": Laplace(), "nuts": NUTS(**nuts_options)}  # the rows' names
+    engines = {e.name: e for e in (EP(), Laplace(), NUTS(**nuts_options))}  # the rows' names
     for name, engine in engines.items():
         start = time.perf_counter()
         post = XPGPModel(prior, engine).fit(problem, key=key)
@@ -229,6 +230,6 @@ def engine_rows(p: dict, prior, shown, y, key, nuts_options: dict) -> tuple[list
             row["divergences"] = int(np.sum(np.asarray(result.divergences)))
         rows.append(row)
     for row in rows:
-        dp = np.abs(probs[row["engine"]] - probs["nuts"])
+        dp = np.abs(probs[row["engine"]] - probs[NUTS.name])
         row["mean_abs_dp"], row["max_abs_dp"] = float(dp.mean()), float(dp.max())
     return rows, probs

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...inference.engines import EP, NUTS, Laplace
 from .._common import warning_lines
 from .methods import ENGINES
 
@@ -102,12 +103,12 @@ def engines_table(rows) -> str:
         for i, x in enumerate(lines)
         if not x.startswith("| *") or (i + 1 < len(lines) and not lines[i + 1].startswith("| *"))
     ]
-    ep = {r["problem"]: r["mean_abs_dp"] for r in rows if r["engine"] == "ep"}
-    la = {r["problem"]: r["mean_abs_dp"] for r in rows if r["engine"] == "laplace"}
+    ep = {r["problem"]: r["mean_abs_dp"] for r in rows if r["engine"] == EP.name}
+    la = {r["problem"]: r["mean_abs_dp"] for r in rows if r["engine"] == Laplace.name}
     wins = sum(ep[n] < la[n] for n in ep)
     d = np.array([ep[n] - la[n] for n in ep])
     pval = _wilcoxon(d) if len(d) > 1 else 1.0
-    nuts = [r for r in rows if r["engine"] == "nuts"]
+    nuts = [r for r in rows if r["engine"] == NUTS.name]
     lines.append(
         f"\nEP closer to NUTS than Laplace (mean |dp|) on {wins} of {len(ep)} problems; "
         f"paired Wilcoxon p = {pval:.2g}. NUTS: smallest ESS "

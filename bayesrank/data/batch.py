@@ -237,20 +237,25 @@ def size_buckets(
     """Group problems by size rounded up to ``multiple``: ``[(indices, padded batch, size)]``.
 
     The size is the number of entities, or with ``touched`` the number that pairs touch (the
-    size EP runs at when restricted to them; the batch is then padded to its largest problem).
+    size EP runs at when restricted to them; the batch is then padded to ``bucket_size`` of its
+    largest problem's entities). Sizes are multiples of ``multiple`` up to ``bucket_size`` of
+    the largest problem's entities, and a group's pairs are padded to ``bucket_size``, at least
+    ``multiple``: the shapes, and so the compiled programs, depend on the problems' sizes and
+    barely on the split, so the next repetition of a study, or its next number of known pairs
+    while the pairs touch fewer than ``multiple`` entities, reuses them. (Padding small
+    problems to ``multiple`` costs less than compiling their programs again.)
     """
     if multiple < 1:
         raise ValueError(f"bucket must be a positive integer, got {multiple}")
     counts = [len(np.unique(p.rows)) if touched else p.n + p.anchored for p in problems]
     groups: dict[int, list[int]] = {}
-    largest = max(2, max(counts))
+    largest = bucket_size(max(2, max(p.n + p.anchored for p in problems)))
     for k, c in enumerate(counts):
         groups.setdefault(min(largest, max(2, multiple * -(-c // multiple))), []).append(k)
-    return [
-        (
-            np.asarray(idx),
-            stack_problems([problems[k] for k in idx], n_pad=None if touched else size),
-            size,
-        )
-        for size, idx in sorted(groups.items())
-    ]
+    out = []
+    for size, idx in sorted(groups.items()):
+        members = [problems[k] for k in idx]
+        n_pad = max(size, bucket_size(max(p.n + p.anchored for p in members))) if touched else size
+        m_pad = max(multiple, bucket_size(max(len(p.rows) for p in members)))
+        out.append((np.asarray(idx), stack_problems(members, n_pad=n_pad, m_pad=m_pad), size))
+    return out

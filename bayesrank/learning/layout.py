@@ -19,10 +19,10 @@ def one_query(batch: ProblemBatch, b: int) -> ProblemBatch:
     return jax.tree_util.tree_map(lambda x: x[b : b + 1], batch)
 
 
-def stack(problems) -> ProblemBatch:
-    """Problems padded to bucketed sizes (entities and pairs)."""
+def stack(problems, min_pairs: int = 1) -> ProblemBatch:
+    """Problems padded to bucketed sizes (entities and pairs, at least ``min_pairs``)."""
     n = bucket_size(max(p.n + p.anchored for p in problems))
-    m = bucket_size(max(len(p.rows) for p in problems))
+    m = max(min_pairs, bucket_size(max(len(p.rows) for p in problems)))
     return stack_problems(problems, n_pad=n, m_pad=m)
 
 
@@ -44,13 +44,15 @@ def layout(problems, method, optimizer, per_query, bucket):
     """``(batch, groups, restrict, per_query)``: the padded batch; size buckets of a shared fit
     driven from the host (``None`` otherwise); EP's restriction; and whether each query gets its
     own ``theta`` (``per_query``, or a single query)."""
-    batch = problems if isinstance(problems, ProblemBatch) else stack(problems)
+    given = isinstance(problems, ProblemBatch)
+    batch = problems if given else stack(problems)
     per_query = per_query or batch.pairs.shape[0] == 1
     groups = None
     host_driven = optimizer in (None, "adam", "bfgs")
     shared_buckets = not per_query and method == "evidence" and host_driven
-    if shared_buckets and bucket is not None and not isinstance(problems, ProblemBatch):
+    if shared_buckets and bucket is not None and not given:
         groups = size_buckets(problems, bucket, touched=True)
+        batch = stack(problems, min_pairs=bucket)  # the buckets' pair padding (size_buckets)
     restrict = False if groups is not None else restriction(batch, method)
     return batch, groups, restrict, per_query
 
@@ -65,9 +67,15 @@ def bucket_sites(sites, data, groups, dtype) -> tuple:
         )
     rows = [slice(None)] if groups is None else [idx for idx, *_ in groups]
     return tuple(
-        ep.Sites(*(np.asarray(s[r, : d.pairs.shape[1]], dtype) for s in sites))
+        ep.Sites(*(_width(np.asarray(s[r], dtype), d.pairs.shape[1]) for s in sites))
         for r, d in zip(rows, data, strict=True)
     )
+
+
+def _width(a: np.ndarray, m: int) -> np.ndarray:
+    """``a: (B, m')`` cut or zero-padded to ``(B, m)`` (a bucket's pairs may be padded wider
+    than the batch's, ``data.batch.size_buckets``: the extra rows are padding)."""
+    return a[:, :m] if a.shape[1] >= m else np.pad(a, ((0, 0), (0, m - a.shape[1])))
 
 
 def gather_sites(sites, groups, shape) -> tuple[np.ndarray, np.ndarray]:
@@ -78,8 +86,7 @@ def gather_sites(sites, groups, shape) -> tuple[np.ndarray, np.ndarray]:
     dtype = sites[0].tau.dtype
     tau, nu = np.zeros(shape, dtype), np.zeros(shape, dtype)
     for (idx, *_), s in zip(groups, sites, strict=True):
-        mb = s.tau.shape[1]
-        tau[idx, :mb], nu[idx, :mb] = np.asarray(s.tau), np.asarray(s.nu)
+        tau[idx], nu[idx] = _width(np.asarray(s.tau), shape[1]), _width(np.asarray(s.nu), shape[1])
     return tau, nu
 
 

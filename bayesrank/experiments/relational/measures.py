@@ -27,9 +27,11 @@ from ...predict import predict_pairs
 
 __all__ = ["COMPARATORS", "TIE", "compare", "evaluate", "gp_numbers", "summarize", "svm_numbers"]
 
-#: A predicted P(truth) within TIE of 1/2 is a coin flip: half an error. Without it, an
-#: attribute-only GP "separates" documents with identical features (a third of some OHSUMED
-#: queries' documents) by the sign of its 1e-3 jitter's effect, i.e. by a per-entity effect.
+#: A predicted P(truth) within TIE of 1/2 is a coin flip: half an error, a tie in the AUC, 1/2
+#: in the calibration measures' bins. Without it, an attribute-only GP "separates" documents
+#: with identical features (a third of some OHSUMED queries' documents) by the sign of its 1e-3
+#: jitter's effect, i.e. by a per-entity effect, and the AUC and ECE of a fit moved by 0.01 with
+#: its arithmetic's last bits (posteriors equal to 1e-12 after a change of padding).
 TIE = 1e-3
 #: The models XPGP is compared with.
 COMPARATORS = ("PGP", "PGP+I", "placebo", "RankSVM", "LapRankSVM")
@@ -45,21 +47,23 @@ def _metrics(prob, oriented, outcome, mask):
     return {
         "err": pairwise_error(jnp.where(tied, 0.5, prob), mask),
         "err_untied": pairwise_error(prob, mask),
-        "auc": pairwise_auc(prob, mask),
+        "auc": pairwise_auc(jnp.where(tied, 0.5, prob), mask),
         "brier": brier_score(oriented, outcome, mask),
-        "ece": expected_calibration_error(oriented, outcome, mask),
+        "ece": expected_calibration_error(jnp.where(tied, 0.5, oriented), outcome, mask),
     }
 
 
-def evaluate(prob, log_prob, test, known, n, flip) -> dict:
+def evaluate(prob, log_prob, test, known, n, flip, size: int | None = None) -> dict:
     """Numbers of one query-repetition from ``prob: (p,)``, P(truth) of each test pair
     ``test: (p, 2)``; ``log_prob: (p,)`` its log (None for the SVMs, whose scores are not
-    probabilities); ``flip: (p,)`` bools orienting pairs for the calibration measures."""
+    probabilities); ``flip: (p,)`` bools orienting pairs for the calibration measures;
+    ``size``: the padded length the metrics compile at (default ``bucket_size(p, 4)``; a
+    study passes one for all its queries, so that they share one program)."""
     prob = np.asarray(prob)
     count = len(prob)
     tied = np.abs(prob - 0.5) < TIE
     flip = np.zeros(count, bool) if flip is None else np.asarray(flip)
-    size = bucket_size(count, 4)  # every split of a query runs one compiled program
+    size = bucket_size(count, 4) if size is None else size  # every split shares a program
     pad = lambda a: np.pad(a, (0, size - count), constant_values=0.5)  # noqa: E731
     oriented, outcome = np.where(flip, 1.0 - prob, prob), (~flip).astype(float)
     numbers = _metrics(pad(prob), pad(oriented), pad(outcome), np.arange(size) < count)
@@ -84,22 +88,25 @@ def _predict(mean, cov, pairs):
     return pred.prob, log_ndtr(pred.delta_mean / jnp.sqrt(1.0 + pred.delta_var))
 
 
-def gp_numbers(mean, cov, known, test, n, flip) -> dict:
-    """``evaluate`` of a GP posterior ``(mean: (n,), cov: (n, n))`` (Eq. 13-14), the test
-    pairs padded to a bucketed count so that every split of a query runs one compiled program."""
+def gp_numbers(mean, cov, known, test, n, flip, size: int | None = None) -> dict:
+    """``evaluate`` of a GP posterior ``(mean: (N,), cov: (N, N))`` (Eq. 13-14) on the query's
+    ``n <= N`` entities (the rest padding), the test pairs padded to ``size`` (default a
+    bucketed count) so that every split of a query, and with one ``size`` and ``N`` every
+    query of a study, runs one compiled program."""
     p = len(test)
-    padded = np.zeros((bucket_size(p, 4), 2), np.int64)
+    size = bucket_size(p, 4) if size is None else size
+    padded = np.zeros((size, 2), np.int64)
     padded[:p] = test
     prob, log_prob = (np.asarray(a)[:p] for a in _predict(mean, cov, padded))
-    return evaluate(prob, log_prob, test, known, n, flip)
+    return evaluate(prob, log_prob, test, known, n, flip, size)
 
 
-def svm_numbers(scores, known, test, n) -> dict:
+def svm_numbers(scores, known, test, n, size: int | None = None) -> dict:
     """``evaluate`` of entity scores ``(n,)`` (error, AUC and the breakdown only)."""
     d = scores[test[:, 0]] - scores[test[:, 1]]
     prob = 1.0 / (1.0 + np.exp(-np.clip(d, -50, 50)))  # a monotone map: error and AUC only
     prob = np.where(d == 0, 0.5, prob)
-    return evaluate(prob, None, test, known, n, None)
+    return evaluate(prob, None, test, known, n, None, size)
 
 
 def _stat(rows, key):

@@ -88,7 +88,9 @@ def gp_prior(model: str, relations: list[str]):
 def fit_gp(model, queries, splits, relations, rep, per_query: bool = False):
     """Fit one GP model (one ``theta`` shared by the queries, or one per query with
     ``per_query``) on the known pairs of ``splits[b] = (known, test)``; per query the posterior
-    ``(mean: (n,), cov: (n, n))``, and the fitted prior (per query: leaves ``(B, ...)``)."""
+    ``(mean: (N,), cov: (N, N))`` on the batch's padded entities (the query's ``n`` first; the
+    rest decoupled padding, so that every query predicts in one program), and the fitted prior
+    (per query: leaves ``(B, ...)``)."""
     prior, trainable, used = gp_prior(model, relations)
     problems = []
     for b, (q, (known, _)) in enumerate(zip(queries, splits, strict=True)):
@@ -100,7 +102,7 @@ def fit_gp(model, queries, splits, relations, rep, per_query: bool = False):
     fit = fit_hyperparameters(prior, problems, trainable=trainable, per_query=per_query)
     post = fit.posteriors
     mean, cov = np.asarray(post.mean), np.asarray(post.cov)
-    return [(mean[b, : q.n], cov[b, : q.n, : q.n]) for b, q in enumerate(queries)], fit.prior
+    return [(mean[b], cov[b]) for b in range(len(queries))], fit.prior
 
 
 # --- the SVMs --------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from ...data.batch import bucket_size
 from ...data.study import split_known
 from .children import Children, die_with_parent
 from .collections import load_collection
@@ -54,6 +55,7 @@ def run_setting(queries, k: int, config: StudyConfig, relations, models, progres
         splits = [
             split_known(jax.random.fold_in(key, b), q.pairs, k) for b, q in enumerate(queries)
         ]
+        size = bucket_size(max(len(test) for _, test in splits), 4)  # one program for all
         flips = [
             np.random.default_rng([config.seed, rep, b]).uniform(size=len(test)) < 0.5
             for b, (_, test) in enumerate(splits)
@@ -66,7 +68,7 @@ def run_setting(queries, k: int, config: StudyConfig, relations, models, progres
             hyper[model].append(str(prior))
             for b, (q, (mean, cov)) in enumerate(zip(queries, posts, strict=True)):
                 known, test = splits[b]
-                row = gp_numbers(mean, cov, known, test, q.n, flips[b])
+                row = gp_numbers(mean, cov, known, test, q.n, flips[b], size)
                 rows[model].append({"qid": q.qid, "rep": rep, **row})
         if set(SVMS) & set(models):
             scores, chosen = fit_svms(queries, splits, relations, config.seed + rep)
@@ -74,7 +76,7 @@ def run_setting(queries, k: int, config: StudyConfig, relations, models, progres
                 hyper[model].append(chosen)
                 for b, q in enumerate(queries):
                     known, test = splits[b]
-                    row = svm_numbers(scores[model][b], known, test, q.n)
+                    row = svm_numbers(scores[model][b], known, test, q.n, size)
                     rows[model].append({"qid": q.qid, "rep": rep, **row})
         if progress is not None:
             progress(rep)

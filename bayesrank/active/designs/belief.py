@@ -186,7 +186,9 @@ def from_posterior(theta, X, mask, pairs, pair_mask, post) -> Belief:
     """The ``Belief`` of a Gaussian fit ``post`` (with ``mean``, ``cov``, ``sites``)."""
     S, eta = site_precision(X.shape[0], pairs, post.sites, pair_mask)
     shift, middle = conditioning(post.mean, post.cov, S, eta)
-    return Belief(X, mask, theta, shift, middle, post.mean)
+    # symmetric in exact arithmetic; rounding in S Sigma S is not (the acquisition's ascent
+    # reads it at every step), so keep the symmetric part, as before the engine refactor
+    return Belief(X, mask, theta, shift, 0.5 * (middle + middle.T), post.mean)
 
 
 def latent(belief: Belief, X_new):

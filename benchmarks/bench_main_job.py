@@ -31,7 +31,8 @@ def programs(cache: Path) -> int:
 
 def run(args: list[str], cache: Path, out: Path) -> dict:
     env = {**os.environ, "BAYESRANK_CACHE_DIR": str(cache)}
-    command = ["bayesrank", "experiment", "relational", "--out", str(out), *args]
+    command = [sys.executable, "-m", "bayesrank", "experiment", "relational", "--out", str(out)]
+    command += args
     start = time.perf_counter()
     subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
     seconds = time.perf_counter() - start

@@ -109,9 +109,18 @@ def fit_gp(model, queries, splits, relations, rep, per_query: bool = False):
 
 
 @jax.jit
-def _rbf(X1, X2, gamma):
-    """``rbf_kernel``, one compiled program per query size (every gamma and repetition)."""
-    return rbf_kernel(X1, X2, gamma)
+def _rbf_jit(X, gamma):
+    return rbf_kernel(X, X, gamma)
+
+
+def _rbf(X, gamma, size: int) -> np.ndarray:
+    """``rbf_kernel(X, X, gamma)``, ``X: (n, d)``, computed on ``X`` padded with zero rows to
+    ``size``, so that every query of a study shares one compiled program (zero rows change
+    neither the real rows' norms nor the features' scale, ``rbf_kernel``)."""
+    n = len(X)
+    padded = np.zeros((size, X.shape[1]), X.dtype)
+    padded[:n] = X
+    return np.asarray(_rbf_jit(padded, gamma))[:n, :n]
 
 
 def _median_gamma(X) -> float:
@@ -212,8 +221,9 @@ def fit_svms(queries, splits, relations, seed):
     kernels are built once per ``gamma``, and each fit along the ``C`` grid starts from the
     last."""
     medians = [_median_gamma(q.X) for q in queries]
+    size = bucket_size(max(q.n for q in queries))
     Ks = [
-        [np.asarray(_rbf(q.X, q.X, g * m)) for q, m in zip(queries, medians, strict=True)]
+        [_rbf(np.asarray(q.X, float), g * m, size) for q, m in zip(queries, medians, strict=True)]
         for g in GAMMA_SCALES
     ]
     grid = np.tile(np.asarray(SVM_C), (len(queries), 1))

@@ -1,6 +1,6 @@
-"""Run the relational study: every (number of known pairs, model group) as its own task, in
-child processes (``jobs`` at a time) or in this process (``jobs=0``), then the summary, the
-comparisons, the tables and the figure.
+"""Run the relational study: every model group, at every number of known pairs, as its own
+task, in child processes (``jobs`` at a time) or in this process (``jobs=0``), then the summary,
+the comparisons, the tables and the figure.
 
 Protocol (Kersting & Xu 2009, Sec. 6): for each number of known pairs ``k`` and each of
 ``repeats`` repetitions ``r``, ``k`` of each query's pairs known (uniformly at random, key
@@ -13,6 +13,8 @@ Why child processes: compiled CPU programs hold memory mappings that jaxlib does
 and one process running every model of a full study hit the kernel's limit of 65,530 mappings
 ("LLVM ERROR: Unable to allocate section memory"). The persistent compilation cache
 (``bayesrank.runtime.enable_compilation_cache``) lets the children share compiled programs.
+A task holds one model group at every number of known pairs, in that order: its settings share
+most programs (``data.batch.size_buckets``), which a child then compiles or loads once.
 
     python -m bayesrank.experiments.relational.runner --part PATH ...
         (a child: one task's rows to PATH)
@@ -89,20 +91,21 @@ def groups(models) -> list[list[str]]:
     return [[m] for m in models if m not in svms] + ([svms] if svms else [])
 
 
-def _child(config: StudyConfig, k: int, models: list[str], path: Path, children, progress) -> None:
-    """One task in a child process (started by ``children``, a ``children.Children``):
-    its rows to ``path``; ``progress(rep)`` after each repetition (the child's stdout lines)."""
+def _child(config: StudyConfig, models: list[str], path: Path, children, progress) -> None:
+    """One task, ``models`` at every ``config.known``, in a child process (started by
+    ``children``, a ``children.Children``): its rows to ``path``; ``progress(k, rep)`` after
+    each repetition (the child's stdout lines)."""
     command = [sys.executable, "-m", "bayesrank.experiments.relational.runner", "--part", str(path)]
-    # every k, not just this one: the queries are chosen among those with pairs for the largest
-    command += ["--setting", str(k), "--known", *map(str, config.known), "--models", *models]
+    command += ["--known", *map(str, config.known), "--models", *models]
     for name in ("collection", "queries", "repeats", "max_movies", "seed", "theta"):
         command += [f"--{name.replace('_', '-')}", str(getattr(config, name) or 0)]  # 0: all
     if config.data_dir is not None:
         command += ["--data-dir", str(config.data_dir)]
 
     def line(text: str) -> None:
-        if text.startswith("repetition "):
-            progress(text.split()[1])
+        if text.startswith("k="):  # "k=20 repetition 0"
+            k, _, rep = text.split()
+            progress(int(k[2:]), rep)
 
     code, _, err = children.run(command, line)
     if code:
@@ -147,26 +150,27 @@ def run_study(config: StudyConfig, *, verbose: bool = True) -> dict:
         f"n = {[q.n for q in queries]}, relations {relations}, known {list(config.known)}, "
         f"{config.repeats} repetitions, models {models}"
     )
-    tasks = [(k, tuple(g)) for k in config.known for g in groups(models)]
-    bar = _Bar(len(tasks) * config.repeats, start) if verbose else (lambda _: None)
+    tasks = [tuple(g) for g in groups(models)]
+    bar = _Bar(len(tasks) * len(config.known) * config.repeats, start) if verbose else None
     parts = {}
     children = Children()
 
-    def one(task):
-        k, group = task
-        name = f"k={k} {'+'.join(group)}"
-
-        def progress(rep):  # one repetition of the task done
-            bar(f"{name} repetition {int(rep) + 1}/{config.repeats}")
+    def one(group):
+        def progress(k, rep):  # one repetition of the task done
+            if bar is not None:
+                bar(f"k={k} {'+'.join(group)} repetition {int(rep) + 1}/{config.repeats}")
 
         if config.jobs == 0:
-            parts[task] = run_setting(queries, k, config, relations, list(group), progress)
+            for k in config.known:
+                parts[(k, group)] = run_setting(
+                    queries, k, config, relations, list(group), lambda rep, k=k: progress(k, rep)
+                )
         else:
             with _scratch() as folder:
                 path = folder / "part.json"
-                _child(config, k, list(group), path, children, progress)
-                part = json.loads(path.read_text())
-                parts[task] = (part["rows"], part["hyper"])
+                _child(config, list(group), path, children, progress)
+                for k, part in json.loads(path.read_text()).items():
+                    parts[(int(k), group)] = (part["rows"], part["hyper"])
 
     with children:  # Ctrl-C or SIGTERM: every child stopped, within seconds
         children.each(one, tasks, threads=config.jobs)
@@ -244,7 +248,8 @@ class _scratch:
 
 
 def main(argv=None) -> None:
-    """A child process: one task (``--setting k --models ...``), its rows as JSON to ``--part``."""
+    """A child process: one task (``--models ...`` at every ``--known``), its rows by number of
+    known pairs as JSON to ``--part``."""
     die_with_parent()
     jax.config.update("jax_enable_x64", True)
     from ...runtime import enable_compilation_cache
@@ -255,7 +260,6 @@ def main(argv=None) -> None:
     p.add_argument("--collection", required=True)
     p.add_argument("--data-dir", type=Path, default=None)
     p.add_argument("--queries", type=int, required=True)
-    p.add_argument("--setting", type=int, required=True)
     p.add_argument("--known", type=int, nargs="+", required=True)
     p.add_argument("--repeats", type=int, required=True)
     p.add_argument("--max-movies", type=int, required=True)
@@ -266,15 +270,18 @@ def main(argv=None) -> None:
     config = StudyConfig.from_args(args, jobs=0)
     queries = load_collection(config)
     relations = sorted(queries[0].relations)
-    rows, hyper = run_setting(
-        queries,
-        args.setting,
-        config,
-        relations,
-        args.models,
-        lambda rep: print(f"repetition {rep}", flush=True),  # the parent's progress bar
-    )
-    args.part.write_text(json.dumps({"rows": rows, "hyper": hyper}))
+    parts = {}
+    for k in config.known:
+        rows, hyper = run_setting(
+            queries,
+            k,
+            config,
+            relations,
+            args.models,
+            lambda rep, k=k: print(f"k={k} repetition {rep}", flush=True),  # the progress bar
+        )
+        parts[k] = {"rows": rows, "hyper": hyper}
+    args.part.write_text(json.dumps(parts))
 
 
 if __name__ == "__main__":

@@ -132,6 +132,7 @@ def test_a_callable_oracle_asks_what_the_compiled_loop_asks():
     np.testing.assert_allclose(session.mean, compiled.mean, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_a_session_updates_by_its_engine():
     """A session on Laplace asks what the compiled loop on Laplace asks, and its posterior is
     Laplace's on the answers (the jitted pure fit, no session code); the old tol= warns and is

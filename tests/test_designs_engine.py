@@ -84,6 +84,7 @@ def _shown(seed=0, n=8, m=6):
     return X, pairs
 
 
+@pytest.mark.slow
 def test_a_toy_engine_proposes_with_its_exact_posterior():
     engine = Exact(v=0.5)
     X, pairs = _shown()

@@ -147,6 +147,7 @@ def test_learning_maximises_the_new_engines_evidence():
     assert abs(np.log(learned / grid[best])) < 0.1, (learned, grid[best])
 
 
+@pytest.mark.slow
 def test_a_collection_runs_the_new_engine_in_one_program():
     """``parallel.fit_predict`` with the new engine (touched entities fitted, the rest by
     prediction at new entities) equals the closed form on every query's whole problem."""

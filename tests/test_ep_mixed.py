@@ -33,6 +33,7 @@ def rbf(rng, n, d=3, lengthscale=1.0):
 
 
 @pytest.mark.float32
+@pytest.mark.slow
 def test_small_problem_against_naive_ep():
     """(float32: ``precision="mixed"`` with x64 off is float32 EP, and reaches its accuracy.)"""
     rng = np.random.default_rng(0)

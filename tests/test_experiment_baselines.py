@@ -65,6 +65,7 @@ def _fold(folder, train, vali, test):
     return folder
 
 
+@pytest.mark.slow
 def test_baselines_query_folds(tmp_path, capsys):
     # RankBoost here, RankSVM in test_baselines_fold_folder: each fit compiles (~2 s)
     results, written = run(

@@ -4,6 +4,8 @@ process, that it computes in float32 and names the line that turns float64 on.""
 import subprocess
 import sys
 
+import pytest
+
 SCRIPT = """
 import warnings
 import numpy as np
@@ -29,6 +31,7 @@ def _run(x64: bool) -> list[str]:
     return done.stdout.splitlines()
 
 
+@pytest.mark.slow  # child processes
 def test_float32_is_said_once_with_the_line_that_turns_x64_on():
     count, message = _run(x64=False)
     assert count == "1"
@@ -36,5 +39,6 @@ def test_float32_is_said_once_with_the_line_that_turns_x64_on():
     assert 'jax.config.update("jax_enable_x64", True)' in message
 
 
+@pytest.mark.slow
 def test_nothing_is_said_in_float64():
     assert _run(x64=True)[0] == "0"

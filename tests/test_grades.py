@@ -284,6 +284,7 @@ def test_the_command_line_fits_grades_as_grades_or_as_pairs_with_ties(tmp_path):
     assert main(["fit", data, "--out", str(tmp_path / "c"), "--quiet", "--labels", "grades"]) == 2
 
 
+@pytest.mark.slow
 def test_new_entities_of_a_graded_problem_as_if_they_were_in_it():
     """``predict_new`` after grades equals the transductive posterior of the same entities added
     to the problem without a grade (the anchor's row of the cross-covariance is 0)."""

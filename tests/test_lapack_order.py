@@ -128,6 +128,7 @@ def test_the_optimisation_loop_runs_its_batched_calls_one_at_a_time(engine):
     assert side_by_side(lowered.compile().as_text()) == []
 
 
+@pytest.mark.slow
 def test_mixed_precision_ep_under_vmap_orders_its_two_roots():
     """``precision="mixed"``: the float64 root of ``K`` and the float32 loop's own root and
     factorisations, for a batch of problems (``jax.vmap(ep.fit)``)."""

@@ -183,6 +183,7 @@ def test_a_learned_fit_compiles_two_programs():
     assert second[0] == 0, second
 
 
+@pytest.mark.slow
 def test_design_points_match_the_tie_margin_and_thresholds_to_the_data():
     """At every design point but the start, the margin and thresholds make the prior
     predictive's tie rate and grade shares the data's: ``eps = sqrt(1 + v) Phi^-1((1 + r) / 2)``,

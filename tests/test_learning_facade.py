@@ -251,6 +251,7 @@ def test_new_but_equal_settings_compile_nothing():
     assert first.design is None
 
 
+@pytest.mark.slow
 def test_ep_fit_takes_the_same_settings():
     problem = _problem(3)
     K = np.asarray(RBF(1.0, 0.7)(problem.X)) + 0.1 * np.eye(problem.n)

@@ -115,6 +115,7 @@ def test_model_fit_predict_rank_components():
 
 
 # passes in float32; not in the float32 run (time)
+@pytest.mark.slow
 def test_model_predict_new_attribute_only():
     X, _, pairs = small_problem()
     prior = XPGP(RBF(1.0, 0.5), weights=jnp.array([2.0]))

@@ -91,6 +91,7 @@ def test_exponential_loss_decreases_every_round():
 
 
 @needs_x64
+@pytest.mark.slow
 def test_jit_vmap_loop_agree_with_padding():
     queries = [problem(s, n=n, n_pairs=m) for s, n, m in [(2, 12, 20), (3, 20, 35), (4, 9, 0)]]
     n_pad, m_pad = 24, 40

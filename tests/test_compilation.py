@@ -37,11 +37,14 @@ def random_problem(seed, n=40, m=80, d=3):
 
 
 def test_bucket_size_rounds_up_within_a_sixteenth():
+    from bayesrank.data.batch import MIN_BUCKET, SMALLEST
+
     for size in range(0, 3000, 7):
         b = bucket_size(size)
-        assert b >= max(size, 8)
-        assert b - size <= max(8, size / 16)
+        assert b >= max(size, SMALLEST)
+        assert b - size <= (SMALLEST if size <= SMALLEST else max(MIN_BUCKET, size / 16))
         assert bucket_size(b) == b  # a bucket is its own bucket
+    assert {bucket_size(s) for s in range(SMALLEST + 1)} == {SMALLEST}  # small sizes share one
 
 
 def test_ep_fit_second_call_and_new_split_compile_nothing():

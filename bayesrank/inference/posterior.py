@@ -110,7 +110,7 @@ def _check_pairs(pairs, n: int, batch: int | None) -> np.ndarray:
 
 
 def _pad_pairs(pairs: np.ndarray) -> np.ndarray:
-    """Pairs padded along their ``p`` axis to ``bucket_size(p, 1)`` (a power of two, at least 8)
+    """Pairs padded along their ``p`` axis to ``bucket_size(p, 1)`` (a power of two, at least 32)
     with ``(0, 0)`` rows: prediction costs O(p), so coarse buckets waste little and keep the
     number of compiled programs to one per octave of test-set size."""
     return pad_rows(pairs, bucket_size(pairs.shape[-2], per_octave=1), axis=-2)

@@ -199,7 +199,7 @@ class DesignSession(InteractiveSession):
         a = len(pairs)
         if not model and a == 0:  # nothing to fit yet
             return _State(theta, sites, np.zeros(0), self._random_pair(key))
-        m_cap = bucket_size(a, per_octave=1)  # powers of two, at least 8: one program a bucket
+        m_cap = bucket_size(a, per_octave=1)  # powers of two, at least 32: one program a bucket
         Xp = np.zeros((2 * m_cap, d), self.dtype)
         Xp[: 2 * a] = X
         mask = np.arange(2 * m_cap) < 2 * a

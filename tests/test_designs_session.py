@@ -263,20 +263,23 @@ def test_a_skip_is_recorded_and_the_next_proposal_differs_undo_restores_it():
 
 @pytest.mark.slow
 def test_answers_within_a_capacity_bucket_compile_nothing():
-    """Pairs are padded to powers of two (at least 8): one program per bucket, not per answer."""
+    """Pairs are padded to powers of two (at least ``SMALLEST``, 32): one program per bucket,
+    not per answer."""
+    from bayesrank.data.batch import SMALLEST
+
     settings = Settings(n_raw=32, n_starts=2, steps=10, learn_steps=5)  # this test's own
     session = DesignSession(1, settings=settings)
-    answer_by_utility(session, 2)  # the first model step compiles the bucket of 8 pairs
+    answer_by_utility(session, 2)  # the first model step compiles the smallest bucket
     with count_compilations() as n:
         answer_by_utility(session, 3)  # 5 pairs
         session.best()
     assert n[0] == 0
-    answer_by_utility(session, 3)  # 8 pairs
+    answer_by_utility(session, SMALLEST - 5)  # SMALLEST pairs: the bucket is full
     with count_compilations() as n:
-        answer_by_utility(session, 1)  # 9: the bucket of 16
+        answer_by_utility(session, 1)  # SMALLEST + 1: the next bucket, twice as large
     assert n[0] >= 1
     with count_compilations() as n:
-        answer_by_utility(session, 3)  # 12
+        answer_by_utility(session, 3)
     assert n[0] == 0
 
 

@@ -45,15 +45,13 @@ def layout(problems, method, optimizer, per_query, bucket):
     driven from the host (``None`` otherwise); EP's restriction; and whether each query gets its
     own ``theta`` (``per_query``, or a single query)."""
     given = isinstance(problems, ProblemBatch)
-    batch = problems if given else stack(problems)
-    per_query = per_query or batch.pairs.shape[0] == 1
-    groups = None
+    per_query = per_query or (problems.pairs.shape[0] if given else len(problems)) == 1
     host_driven = optimizer in (None, "adam", "bfgs")
-    shared_buckets = not per_query and method == "evidence" and host_driven
-    if shared_buckets and bucket is not None and not given:
-        groups = size_buckets(problems, bucket, touched=True)
-        batch = stack(problems, min_pairs=bucket)  # the buckets' pair padding (size_buckets)
-    restrict = False if groups is not None else restriction(batch, method)
+    grouped = not (per_query or given or bucket is None) and method == "evidence" and host_driven
+    # with size buckets, the whole batch has their pair padding (size_buckets)
+    batch = problems if given else stack(problems, min_pairs=bucket if grouped else 1)
+    groups = size_buckets(problems, bucket, touched=True) if grouped else None
+    restrict = False if grouped else restriction(batch, method)
     return batch, groups, restrict, per_query
 
 

@@ -68,10 +68,9 @@ def _sq_distances_jvp(primals, tangents):
 weighted_sq_distances.defjvp(_sq_distances_jvp, symbolic_zeros=True)
 
 
-def _pairs_of(X1, X2):
-    """``(X1, X2)`` as floating-point arrays (``X2`` defaults to ``X1``)."""
-    X1 = jnp.asarray(X1)
-    X2 = X1 if X2 is None else jnp.asarray(X2)
+def _floating(X1, X2):
+    """``(X1, X2)`` as floating-point arrays of one dtype."""
+    X1, X2 = jnp.asarray(X1), jnp.asarray(X2)
     dtype = jnp.result_type(X1, X2)
     if not jnp.issubdtype(dtype, jnp.floating):
         dtype = jnp.result_type(float)
@@ -88,8 +87,8 @@ class RBF(Kernel):
     def evaluate(self, x, y):
         return self.kappa**2 * jnp.exp(-0.5 * self.rho**2 * jnp.sum((x - y) ** 2))
 
-    def __call__(self, X1, X2=None):
-        X1, X2 = _pairs_of(X1, X2)
+    def matrix(self, X1, X2):
+        X1, X2 = _floating(X1, X2)
         return self.kappa**2 * jnp.exp(-0.5 * weighted_sq_distances(X1, X2, self.rho**2))
 
 
@@ -107,8 +106,8 @@ class ARD(Kernel):
     def evaluate(self, x, y):
         return self.kappa**2 * jnp.exp(-0.5 * jnp.sum(((x - y) / self.lengthscales) ** 2))
 
-    def __call__(self, X1, X2=None):
-        X1, X2 = _pairs_of(X1, X2)
+    def matrix(self, X1, X2):
+        X1, X2 = _floating(X1, X2)
         w = jnp.broadcast_to(self.lengthscales**-2, X1.shape[-1:])
         return self.kappa**2 * jnp.exp(-0.5 * weighted_sq_distances(X1, X2, w))
 

@@ -20,9 +20,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 
+from ..runtime import is_traced
 from .checks import check_int
 
 __all__ = [
@@ -158,14 +162,25 @@ class SyntheticFunction:
     optimizer: tuple[float, ...]
 
     def __call__(self, x) -> jnp.ndarray:
-        """``fn(x)``, after checking that ``x`` is ``(..., dim)``."""
-        x = jnp.asarray(x)
+        """``fn(x)``, after checking that ``x`` is ``(..., dim)``.
+
+        On concrete points, one compiled program per function and shape (``_evaluate``);
+        inside a caller's ``jit``, ``vmap`` or ``grad``, the plain function."""
+        traced = is_traced(x)
+        x = jnp.asarray(x) if traced or isinstance(x, jax.Array) else np.asarray(x)
         if x.shape[-1:] != (self.dim,):
             raise ValueError(
                 f"{self.name} has dim {self.dim}: x must have shape (..., {self.dim}), "
                 f"got {x.shape}"
             )
-        return self.fn(x)
+        return self.fn(x) if traced else _evaluate(x, fn=self.fn)
+
+
+@partial(jax.jit, static_argnames=("fn",))
+def _evaluate(x, fn: Callable) -> jnp.ndarray:
+    """``fn(x)`` compiled, one program per function and shape: host calls run one program,
+    not one per operation."""
+    return fn(x)
 
 
 # name -> (function, default dim, optimum value, optimiser's coordinate: the same in every dim)

@@ -14,7 +14,8 @@ PRIOR = XPGP(
     RBF(1.0, 0.8), (RegularizedLaplacian(1.0, 0.7),), jnp.array([1.3, 0.6]), entity=Independent(0.2)
 )
 
-#: (entities, known pairs): three size groups, and more queries than 4 devices in one of them
+#: (entities, known pairs): three buckets in two size groups (``plan.merge_groups``), and more
+#: queries than 4 devices in one of them
 SIZES = [(12, 20), (30, 40), (13, 22), (50, 60), (11, 19), (29, 35), (9, 15), (14, 3), (10, 0)]
 
 

@@ -163,7 +163,7 @@ def test_a_collection_runs_its_size_groups_one_after_another(monkeypatch, method
         return original(*args, **kwargs)
 
     monkeypatch.setattr(program, "_collection_jit", record)
-    probs = problems(0, [(10, 15), (30, 60)])  # two size groups
+    probs = problems(0, [(10, 15), (70, 140)])  # two size groups, too far apart to merge
     parallel.fit_predict(PRIOR, probs, [p.pairs[:3] for p in probs], method=method)
     ((args, kwargs),) = calls
     assert len(args[1]) == 2  # the blocks of two groups

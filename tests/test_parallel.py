@@ -2,6 +2,7 @@
 against a plain loop, and the persistent compilation cache across processes."""
 
 import dataclasses
+import itertools
 import json
 import os
 import subprocess
@@ -48,8 +49,8 @@ PRIOR = XPGP(
 
 @pytest.mark.slow
 def test_fit_ep_over_a_collection_equals_each_problems_own_fit():
-    """Sizes in three size groups (one padded with a repeated query): each posterior equals
-    XPGPModel.fit on its problem alone."""
+    """Sizes in three buckets, merged into two size groups (``plan.merge_groups``; one padded
+    with a repeated query): each posterior equals XPGPModel.fit on its problem alone."""
     probs = problems(0, [(12, 20), (30, 70), (13, 22), (50, 40), (11, 19)])
     posts = parallel.fit_ep(PRIOR, probs, engine=EP(tol=1e-10))
     tol = 1e-8 if jax.config.jax_enable_x64 else 2e-3
@@ -225,3 +226,55 @@ def test_baselines_and_metrics_per_query_equal_the_single_query_cores():
         np.testing.assert_allclose(errors[q], ref_error, atol=1e-12)
     with pytest.raises(ValueError, match=r"pairs\[1\]\[0, 0\]"):
         parallel.fit_ranksvm(Xs, [pairs_list[0], pairs_list[1] + 100, pairs_list[2]])
+
+
+def _exhaustive_merge(keys, slack):
+    """``plan.merge_groups`` by enumeration: every cut of the sorted distinct keys into
+    consecutive runs, the fewest runs within ``slack`` of no merging, the least work among
+    those; the padded work of each query is written out here, not taken from the module."""
+
+    def work(t, n, m):
+        return t**3 + m * t**2 + n**2 * t
+
+    distinct = sorted(set(keys))
+    K = len(distinct)
+    finest = sum(work(*k) for k in keys)
+    for g in range(1, K + 1):
+        best = None
+        for cuts in itertools.combinations(range(1, K), g - 1):
+            runs = list(zip((0, *cuts), (*cuts, K), strict=True))
+            total = 0
+            for a, b in runs:
+                top = tuple(max(k[d] for k in distinct[a:b]) for d in range(3))
+                total += sum(keys.count(k) for k in distinct[a:b]) * work(*top)
+            if best is None or total < best:
+                best = total
+        if best <= slack * finest:
+            return g, best
+    raise AssertionError("unreachable: g = K is no merging")
+
+
+def test_size_groups_merge_to_the_fewest_within_the_slack():
+    from bayesrank.parallel.plan import PADDING_SLACK, merge_groups
+
+    rng = np.random.default_rng(0)
+    for _ in range(150):
+        distinct = {
+            (int(rng.choice([32, 40, 56, 96, 152])), int(rng.choice([32, 64, 128])), int(m))
+            for m in rng.choice([32, 48, 208], size=rng.integers(1, 7))
+        }
+        keys = [k for k in sorted(distinct) for _ in range(int(rng.integers(1, 5)))]
+        slack = float(rng.choice([1.0, 1.1, PADDING_SLACK, 2.0, 10.0]))
+        merged = merge_groups(keys, slack)
+        groups, work = _exhaustive_merge(keys, slack)
+        assert len(set(merged)) == groups
+        total = sum(t**3 + m * t**2 + n**2 * t for t, n, m in merged)
+        assert total == pytest.approx(work, rel=1e-12)
+        # every query padded to at least its own size
+        for padded, key in zip(merged, keys, strict=True):
+            assert all(p >= k for p, k in zip(padded, key, strict=True))
+    assert merge_groups([(32, 32, 32), (40, 40, 40)], 1.0) == [(32, 32, 32), (40, 40, 40)]
+    with pytest.raises(ValueError, match="slack"):
+        merge_groups([(32, 32, 32)], 0.5)
+    with pytest.raises(ValueError, match="slack"):
+        parallel.fit_predict(PRIOR, problems(0, [(10, 15)]), [np.array([[0, 1]])], slack=0.9)

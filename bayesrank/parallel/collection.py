@@ -32,7 +32,7 @@ from ..predict import OutcomePrediction, PairPrediction
 from ..querymap import query_map_method
 from ..runtime import warn_if_float32
 from .batching import check_problems, covariances, prepare_batch, size_groups
-from .plan import CollectionPlan
+from .plan import PADDING_SLACK, CollectionPlan
 from .program import QueryResult, run_collection
 
 
@@ -67,6 +67,7 @@ def fit_predict(
     mesh=None,
     method: str | None = None,
     per_octave: int = 8,
+    slack: float | None = PADDING_SLACK,
     engine: GaussianEngine | str | None = None,
     **old_keywords,
 ) -> CollectionPrediction:
@@ -85,6 +86,9 @@ def fit_predict(
         method: how each device maps its queries, ``"map"`` or ``"vmap"``; default by the
             devices' platform (``query_map_method``). ``plan.describe()`` says which ran.
         per_octave: size buckets per power of two (``make_plan``).
+        slack: the size buckets are merged into fewer groups (each a block of the program,
+            compiled on its own) while EP's padded work stays within this factor of one group
+            per bucket (``plan.merge_groups``; default 1.25); None: one group per bucket.
         engine: the inference engine (``bayesrank.inference.engine``; a ``GaussianEngine``,
             by default ``EP()``), e.g. ``EP(max_iter=300, accelerate=True)`` or ``Laplace()``.
         old_keywords: ``max_iter``, ``tol``, ``schedule``, ``accelerate``, the old spelling of
@@ -112,6 +116,7 @@ def fit_predict(
         method=method,
         per_octave=per_octave,
         engine=engine,
+        slack=slack,
     )
     Q = len(plan.sizes)
     fields = {k: [None] * Q for k in QueryResult._fields}
@@ -185,6 +190,7 @@ def fit_ep(
     mesh=None,
     method: str | None = None,
     per_octave: int = 8,
+    slack: float | None = PADDING_SLACK,
     engine: GaussianEngine | str | None = None,
     **old_keywords,
 ) -> list:
@@ -205,6 +211,7 @@ def fit_ep(
         method=method,
         per_octave=per_octave,
         engine=engine,
+        slack=slack,
     )
     posts: list = [None] * len(plan.sizes)
     for g, res in zip(plan.groups, out, strict=True):

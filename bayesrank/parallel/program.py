@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..data.checks import check_int
+from ..data.checks import check_float, check_int
 from ..inference.gaussian import predict_new
 from ..kernels.xpgp import check_prior, mask_covariance, with_anchor
 from ..likelihoods import outcome_probabilities
@@ -192,7 +192,7 @@ def _block(prior, problems, tests, rows, local_rows: int, g: Group, kinds) -> _B
     return block._replace(test=test, entities=entities, entity_mask=entity_mask)
 
 
-def run_collection(prior, problems, tests, *, mesh, method, per_octave, engine):
+def run_collection(prior, problems, tests, *, mesh, method, per_octave, engine, slack):
     """Plan, place, run and gather: ``(plan, anchored, per group outputs)``, the outputs
     (padded, on the host, every process's) a ``QueryResult`` per row, stacked, or (``tests``
     None) the engine's posterior (e.g. an ``EPPosterior``) per row; ``anchored: (Q,)`` bool,
@@ -211,6 +211,7 @@ def run_collection(prior, problems, tests, *, mesh, method, per_octave, engine):
             f"{len(problems[0].relations)} relation(s)"
         )
     per_octave = check_int(per_octave, "per_octave", low=1)
+    slack = check_float(slack, "slack", low=1.0, allow_none=True)
     mesh = query_mesh() if mesh is None else mesh
     n_processes, per_process = check_mesh(mesh)
     if n_processes != jax.process_count():
@@ -225,7 +226,7 @@ def run_collection(prior, problems, tests, *, mesh, method, per_octave, engine):
     sizes, owner = all_sizes(np.array(sizes, np.int64).reshape(-1, 4))
     flags, _ = all_sizes(np.array([(p.has_outcomes, p.anchored) for p in problems]).reshape(-1, 2))
     kinds = (bool(flags[:, 0].any()) or prior.margin is not None, bool(flags[:, 1].any()))
-    plan = make_plan(sizes, owner, n_processes, per_process, method, per_octave)
+    plan = make_plan(sizes, owner, n_processes, per_process, method, per_octave, slack)
     me = jax.process_index()
     offset = int(np.sum(owner < me))
     blocks = []

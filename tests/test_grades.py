@@ -17,7 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from helpers import mcse_mean
-from scipy import integrate, stats
+from quadrature import normal_cdf, normal_pdf
+from scipy import integrate
 
 from bayesrank import PreferenceProblem, Start, XPGPModel, default_trainable
 from bayesrank.inference import ep, laplace
@@ -40,8 +41,8 @@ def grade_likelihood(f, k):
     edges = np.concatenate([[-np.inf], B, [np.inf]])
     lo, hi = edges[k] - f, edges[k + 1] - f
     if lo + hi > 0:  # both ends mostly above zero: upper tails
-        return stats.norm.sf(lo) - stats.norm.sf(hi)
-    return stats.norm.cdf(hi) - stats.norm.cdf(lo)
+        return normal_cdf(-lo) - normal_cdf(-hi)
+    return normal_cdf(hi) - normal_cdf(lo)
 
 
 def quadrature(m, v, k):
@@ -49,7 +50,7 @@ def quadrature(m, v, k):
 
     def moment(p):
         return integrate.quad(
-            lambda f: f**p * stats.norm.pdf(f, m, sd) * grade_likelihood(f, k),
+            lambda f: f**p * normal_pdf(f, m, sd) * grade_likelihood(f, k),
             m - 14 * sd,
             m + 14 * sd,
             points=list(B),
@@ -127,7 +128,7 @@ def test_grade_probabilities_against_quadrature():
         for k in range(4):
             want = integrate.quad(
                 lambda f, i=i, k=k: (
-                    stats.norm.pdf(f, mean[i], np.sqrt(var[i])) * grade_likelihood(f, k)
+                    normal_pdf(f, mean[i], np.sqrt(var[i])) * grade_likelihood(f, k)
                 ),
                 -np.inf,
                 np.inf,

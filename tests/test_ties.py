@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from helpers import mcse_mean
+from quadrature import normal_cdf, normal_pdf
 from scipy import integrate, stats
 
 from bayesrank import PreferenceProblem, XPGPModel, default_trainable, parallel
@@ -41,8 +42,8 @@ def likelihood(d, tie, eps):
     """``P(outcome | d)`` with scipy: ``Phi(d - eps)`` (win) or ``Phi(eps - d) - Phi(-eps - d)``."""
     if tie:  # on the side where the difference of two tails does not cancel
         d = np.abs(d)
-        return stats.norm.cdf(eps - d) - stats.norm.cdf(-eps - d)
-    return stats.norm.cdf(d - eps)
+        return normal_cdf(eps - d) - normal_cdf(-eps - d)
+    return normal_cdf(d - eps)
 
 
 def quadrature_moments(m, v, tie, eps):
@@ -51,7 +52,7 @@ def quadrature_moments(m, v, tie, eps):
 
     def moment(p):
         return integrate.quad(
-            lambda d: d**p * stats.norm.pdf(d, m, sd) * likelihood(d, tie, eps),
+            lambda d: d**p * normal_pdf(d, m, sd) * likelihood(d, tie, eps),
             m - 14 * sd,
             m + 14 * sd,
             points=[-eps, eps],
@@ -129,7 +130,7 @@ def test_predicted_outcomes_sum_to_one_and_match_quadrature():
         for got, flag in ((tie[k], True), (win[k], False)):
             want = integrate.quad(
                 lambda d, flag=flag, k=k: (
-                    stats.norm.pdf(d, dm[k], np.sqrt(dv[k])) * likelihood(d, flag, eps)
+                    normal_pdf(d, dm[k], np.sqrt(dv[k])) * likelihood(d, flag, eps)
                 ),
                 -np.inf,
                 np.inf,

@@ -101,6 +101,7 @@ def test_evaluate_perfect_scores_on_sample(tmp_path, capsys):
         assert row["MAP"] == pytest.approx(1.0 if relevant else 0.0)
 
 
+@pytest.mark.slow  # a child process
 def test_python_dash_m(tmp_path):
     out = subprocess.run(
         [sys.executable, "-m", "bayesrank", "data", "summary", "--json"],

@@ -41,6 +41,7 @@ def test_one_blas_thread_inside_and_restored_after(monkeypatch):
         assert blas_threads() == before
 
 
+@pytest.mark.slow  # a child process
 def test_no_device_constant_is_built_at_import():
     """x64 turned on after ``import bayesrank``: the probit's inverse Mills ratio is accurate in
     float64 (a constant built at import would carry float32, 1.6e-8 relative error), against
@@ -63,6 +64,7 @@ def test_no_device_constant_is_built_at_import():
     assert float(out.stdout.strip()) < 1e-13
 
 
+@pytest.mark.slow  # child processes
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity is Linux's")
 def test_pin_to_one_cpu_in_a_child_process():
     """``runtime.pin_to_one_cpu``: one CPU unless ``--all-cpus`` (in child processes: the

@@ -38,6 +38,7 @@ def test_variance_ratio_picks_the_pair_its_formula_says():
     assert int(got) == int(np.argmax(dv))
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 @pytest.mark.parametrize("mu, var", [(0.0, 1e-6), (0.3, 0.5), (-1.2, 1.0), (0.8, 2.5), (2.0, 30.0)])
 def test_mutual_information_matches_monte_carlo(mu, var):
     rng = np.random.default_rng(1)
@@ -101,6 +102,7 @@ def test_compiled_loop_equals_a_python_loop(criterion):
     np.testing.assert_allclose(got.cov, cov, atol=1e-8)
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 @pytest.mark.parametrize("criterion", active.CRITERIA)
 def test_no_pair_is_asked_twice(criterion):
     K, cands, outcome = problem(n=6, seed=2)

@@ -125,6 +125,7 @@ def test_padded_problems_give_the_unpadded_answer():
     assert rbf.n_iter_ == int(ref.info.n_iter) and rbf.converged_
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 @needs_x64
 def test_rankboost_padding_of_documents_pairs_and_candidates_changes_no_round():
     X, y, qid = problem()
@@ -138,6 +139,7 @@ def test_rankboost_padding_of_documents_pairs_and_candidates_changes_no_round():
     np.testing.assert_allclose(est.info_.loss, info.loss, rtol=1e-10)
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_estimator_face_repr_params_and_score():
     assert repr(RankSVM()) == "RankSVM()"
     assert repr(RankSVM(C=0.1, kernel="rbf")) == "RankSVM(C=0.1, kernel='rbf')"
@@ -221,6 +223,7 @@ def test_overflowing_features_are_not_reported_converged(loss):
     assert not est.converged_ and np.all(np.isfinite(est.coef_)) and np.isfinite(est.objective_)
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 @needs_x64
 @pytest.mark.parametrize(("kernel", "loss"), [("linear", "squared_hinge"), ("rbf", "hinge")])
 def test_scores_that_underflow_are_not_reported_converged(kernel, loss):

@@ -287,6 +287,7 @@ def test_rankboost_candidates_of_a_feature_spanning_more_than_float64():
 # -- query ids and shapes ------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_mixed_query_ids_are_categories_one_and_the_string_one_differ():
     X, y, _ = problem()
     ids = ["a", 1, "1", 2.0] * 9  # 1 and "1" are two queries; 2.0 and 2 would be one

@@ -173,6 +173,7 @@ def test_fit_save_load_predict_evaluate(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["n_queries"] == 2
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_fit_and_predict_errors(tmp_path, capsys):
     data = _tiny_letor(tmp_path)
     assert main(["fit", str(data), "--out", str(tmp_path / "m"), "--query", "9"]) == 2

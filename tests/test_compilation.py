@@ -47,6 +47,7 @@ def test_bucket_size_rounds_up_within_a_sixteenth():
     assert {bucket_size(s) for s in range(SMALLEST + 1)} == {SMALLEST}  # small sizes share one
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_ep_fit_second_call_and_new_split_compile_nothing():
     X, _, pairs = random_problem(0)
     K = np.asarray(RBF(1.0, 0.7)(X)) + 0.1 * np.eye(len(X))
@@ -60,6 +61,7 @@ def test_ep_fit_second_call_and_new_split_compile_nothing():
     assert other.mean.shape == (37,) and other.sites.tau.shape == (75,)
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_padded_fit_equals_the_core_on_the_unpadded_problem():
     X, _, pairs = random_problem(2, n=37, m=75)
     K = np.asarray(RBF(1.0, 0.7)(X)) + 0.1 * np.eye(len(X))

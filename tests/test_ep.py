@@ -107,6 +107,7 @@ def diff_moments(post, i=0, j=1):
         ([[0.01, 0.0], [0.0, 0.02]], (1, 0)),
     ],
 )
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_one_pair_against_quadrature(K, pair, schedule):
     K = np.array(K)
     a = np.zeros(2)

@@ -48,6 +48,7 @@ def test_accelerated_fixed_point_is_eps_in_fewer_sweeps():
     np.testing.assert_allclose(fast.log_evidence, sequential.log_evidence, rtol=1e-8)
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 @pytest.mark.float32
 def test_accelerated_against_naive_ep():
     K, pairs = random_problem(3)

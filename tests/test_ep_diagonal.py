@@ -34,6 +34,7 @@ def random_pairs(rng, n, m):
     return np.where(flip[:, None], np.stack([b, a], 1), np.stack([a, b], 1))
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 @pytest.mark.float32
 @pytest.mark.parametrize("schedule", ["sequential", "parallel"])
 @pytest.mark.parametrize(("d", "pair"), [((1.3, 0.8), (0, 1)), ((25.0, 0.02), (1, 0))])
@@ -91,6 +92,7 @@ def test_large_problems_match_the_dense_path(n, m):
     "central differences at h = 1e-5 checked to 1e-6: float32 rounds log Z (~5) by ~5e-7, "
     "~5e-2 in the difference quotient"
 )
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_evidence_gradient_against_finite_differences():
     rng = np.random.default_rng(7)
     n = 6

@@ -30,6 +30,7 @@ def problem_with_duplicates(seed=0, n=12, m=30):
 @pytest.mark.parametrize(  # float32 run (time): accelerated; both pass in float32
     "accelerate", [False, float32_param(True)], ids=["plain", "accelerated"]
 )
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_a_loop_over_step_is_run(accelerate):
     K, pairs = problem_with_duplicates()
     sweeps = 25

@@ -104,6 +104,7 @@ def test_baselines_query_folds(tmp_path, capsys):
     assert (tmp_path / "b" / "table.md").is_file() and "table.md" in written["files"]
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_baselines_fold_folder(tmp_path):
     fold = _fold(tmp_path / "Fold1", {"5", "8"}, {"7"}, {"10", "12"})
     results, written = run(None, "--methods", "RankSVM", "--C", 0.01, 1, data_dir=str(fold))
@@ -143,6 +144,7 @@ def test_sortnet_prank_and_xpgp_through_the_same_protocol(tmp_path):
         assert sorted(scores) == list(range(1, len(g) + 1))
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_baselines_collection_folds(tmp_path):
     """A collection's folds under ``--data-dir`` (``--collection``, ``--letor-folds``): each
     fold trained, chosen on vali and scored on its own test queries; the summary is the mean

@@ -66,6 +66,7 @@ def quadrature(m, v, k):
     return np.log(z), mean, second / z - mean**2
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 @pytest.mark.parametrize("k", [0, 1, 2, 3])
 def test_grade_tilted_moments_against_quadrature(k):
     ms = np.array([-5.0, -1.0, 0.0, 0.4, 2.0, 6.0])
@@ -216,6 +217,7 @@ def test_learned_thresholds_reach_an_independent_optimisers_evidence():
     assert ours > -best.fun - 0.02, (ours, -best.fun)
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_a_graded_fit_saves_and_loads(tmp_path):
     problem, _ = graded_problem(6, n=8)
     post = XPGPModel(prior_for(B)).fit(problem)

@@ -153,6 +153,7 @@ def assert_same(a: Posterior, b: Posterior):
             assert_tree_equal(a.predict_new(X_new), b.predict_new(X_new))
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 @pytest.mark.parametrize("fit", ["ep_attributes", "ep_entity", "ep_relation"])
 def test_ep_round_trip(fit, request, tmp_path):
     posterior = request.getfixturevalue(fit)
@@ -162,6 +163,7 @@ def test_ep_round_trip(fit, request, tmp_path):
         assert_tree_equal(posterior.components(), loaded.components())
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_learned_prior_round_trips(ep_learned, tmp_path):
     assert ep_learned.learning is not None
     loaded = round_trip(ep_learned, tmp_path)
@@ -176,6 +178,7 @@ def test_learned_prior_round_trips(ep_learned, tmp_path):
     assert rho["default_trainable"] is True and rho["constraint"] == {"Positive": {"lower": 0.0}}
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_laplace_round_trip(laplace_fit, tmp_path):
     assert_same(laplace_fit, round_trip(laplace_fit, tmp_path))
 

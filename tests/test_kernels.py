@@ -257,6 +257,7 @@ def test_gradients_against_finite_differences(make, names):
         )
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 @float64_only(FINITE_DIFFERENCES)
 def test_xpgp_gradient_in_weights_and_sigma():
     rng = np.random.default_rng(5)

@@ -188,6 +188,7 @@ def _reference_logistic(X, y, s, C, fit_intercept):
     return split(res.x), res.fun
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 @needs_x64
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_logistic_matches_scipy_minimize(fit_intercept):
@@ -210,6 +211,7 @@ def test_logistic_matches_scipy_minimize(fit_intercept):
             np.testing.assert_allclose(fit(X, y, s, C).coef, fits.coef[k], atol=1e-10)
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_logistic_one_class_and_zero_weights():
     """One class only: no finite minimiser, so w = 0 and b = +-inf (probability 1 or 0, the
     observed frequency); rows of weight 0 change nothing (the estimators' padding)."""
@@ -299,6 +301,7 @@ def _cv_tau(model, X, orders, folds=10):
     return float(np.mean(taus)), float(np.std(taus))
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 @pytest.mark.parametrize("name", ["iris", "wine"])
 def test_rpc_ten_fold_cross_validation(name):
     """RPC (C = 1) in 10-fold CV (shuffled, seed 0), the protocol of Cheng et al. (2009), on
@@ -332,6 +335,7 @@ def test_estimator_conventions():
     assert model.predict(X).shape == (150, 3)
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 @pytest.mark.parametrize("Model", [RPC, ConstraintClassification])
 def test_bad_input_names_the_culprit(Model):
     """A ranking row that is not a permutation, mismatched lengths, a NaN in X, a bad option,

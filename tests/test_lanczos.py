@@ -97,6 +97,7 @@ def test_the_estimate_agrees_with_slogdet():
     assert 0 < float(se) < 0.02 * abs(truth)
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_the_standard_error_covers_the_truth():
     """100 independent runs of 10 probes each on ``n = 200`` (one compiled program, vmapped over
     the keys), against NumPy's ``slogdet``. With the quadrature's bias negligible (40 steps,

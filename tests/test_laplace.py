@@ -86,6 +86,7 @@ def numpy_laplace(K, pairs):
     return xi, cov, logZ
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 @pytest.mark.float32
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_mode_covariance_and_evidence_against_dense_newton(seed):
@@ -142,6 +143,7 @@ def test_the_shared_prediction_face_and_vmap():
 
 
 # passes in float32; not in the float32 run (time)
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_duplicates_and_an_uninformative_pair():
     """Two identical documents under an attribute-only kernel: ``K`` is singular and the pair
     between them uninformative (likelihood 1/2): a finite mode, no curvature from that pair."""

@@ -422,6 +422,7 @@ def render(rows, newline):
     gz=st.booleans(),
     extra_width=st.none() | st.integers(0, 3),
 )
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_valid_documents_round_trip_exactly(tmp_path, rows, newline, gz, extra_width):
     text, linenos = render(rows, newline)
     path = write(tmp_path, text, gz=gz)

@@ -14,6 +14,7 @@ from bayesrank import linalg
 
 
 # float32 run (time): past one block; the others pass in float32 too
+@pytest.mark.slow  # 3 s or more in the fast loop
 @pytest.mark.parametrize("n", [5, 128, float32_param(129), 300, 1000, 1023])
 def test_blocked_triangular_inverse_against_numpy(n):
     rng = np.random.default_rng(n)
@@ -24,6 +25,7 @@ def test_blocked_triangular_inverse_against_numpy(n):
     assert np.all(np.tril(got, -1) == 0.0)
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 @pytest.mark.parametrize("n", [float32_param(100), float32_param(300), 517])
 def test_triangular_gram_against_dense_product(n):
     U = np.triu(np.random.default_rng(n).standard_normal((n, n)))

@@ -543,6 +543,7 @@ def test_padding_and_jit(f, kw, kind):
         close(p, e, tol=4 * np.finfo(FLOAT).eps)
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_vmap_equals_python_loop():
     rng = np.random.default_rng(11)
     lengths = (1, 4, 9, N_PAD)

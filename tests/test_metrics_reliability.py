@@ -59,6 +59,7 @@ def test_pair_indices_valid_and_padded():
 # --- 2. negative / non-integer labels -----------------------------------------------------------
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_negative_labels_are_rejected():
     with raises(r"labels\[0\] = -1 is negative"):
         M.ndcg_at([1.0, 0.0], [-1, 1], 1)
@@ -77,6 +78,7 @@ def test_negative_labels_are_rejected():
 # --- 3. non-finite scores -----------------------------------------------------------------------
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_non_finite_scores_name_the_index():
     with raises(r"scores\[0\] = nan is not finite"):
         M.ndcg_at([NAN, 1.0], [0, 1], 1)
@@ -198,6 +200,7 @@ def test_static_options_are_checked():
         jax.jit(M.precision_at)(jnp.zeros(3), jnp.zeros(3, int), 3)
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_hand_worked_values_still_hold():
     # ranking by score: labels [2, 0, 1]; DCG@3 = 3 + 0 + 1/log2(3); ideal = 3 + 1 + 0
     want = (3 + 1 / math.log2(3)) / 4

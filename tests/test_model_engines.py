@@ -151,6 +151,7 @@ def test_the_readmes_default_fit_on_the_bundled_sample():
     assert loglik(fitted) > loglik(before)
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 @pytest.mark.parametrize("engine", ["ep", float32_param("laplace")])  # float32 run (time): one
 def test_predict_new_at_a_training_entity_is_its_posterior(engine):
     """At an input equal to a fitted entity's, the inductive prediction of an attribute-only

@@ -326,6 +326,7 @@ def embed(rng, problem, T_max, n_max, f_max):
     return Rp, fbp, masks, items, pos
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_vmap_over_padded_problems_equals_each_alone():
     rng = np.random.default_rng(3)
     N, beta, T_max, n_max, f_max = 3, 0.4, 5, 6, 5

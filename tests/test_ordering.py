@@ -170,6 +170,7 @@ def test_all_padded_gives_index_order():
     np.testing.assert_array_equal(greedy_order(F, np.zeros(4, dtype=bool)), np.arange(4))
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_jit_matches_eager():
     """The public functions are jitted; under ``disable_jit`` the loop runs as plain Python."""
     rng = np.random.default_rng(7)

@@ -119,6 +119,7 @@ def test_float_pairs_are_cast():
     np.testing.assert_array_equal(sample, PAIRS)
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_each_row_is_included_with_probability_size_over_m(many_keys):
     """Inclusion frequency of every row over K keys is within a Hoeffding bound of size / m.
 

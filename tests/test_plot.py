@@ -197,6 +197,7 @@ def test_ranked_pairs_top_k_labels_level_and_variances():
     assert "50% interval of Phi(delta)" in legend_texts(ax)
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_ranked_pairs_from_posterior(tmp_path):
     X = np.random.default_rng(1).normal(size=(6, 2))
     pairs = np.array([[0, 1], [1, 2], [3, 4], [2, 5], [0, 5], [3, 1]])

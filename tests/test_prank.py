@@ -51,6 +51,7 @@ def graded(seed, n=25, d=3, k=4, noise=1.0):
     return X, y.astype(np.int32)
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_hand_worked_updates():
     # K = 3 grades (the paper's ranks 1..3), b = (b_1, b_2), b_3 = +inf; two epochs of the rows
     # in order. Grades g are 0-based: y_r = -1 iff g <= r - 1, i.e. y_r = -1 for r > g.
@@ -147,6 +148,7 @@ def test_averaged_is_the_mean_of_the_reference_iterates():
     np.testing.assert_array_equal(g_avg, np.sum(s[:, None] >= b_mean[None, :], axis=1))
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_vmap_over_padded_problems_equals_each_alone():
     (X1, y1), (X2, y2) = graded(4, n=9, k=3), graded(5, n=14, k=3)
     size = 16

@@ -20,6 +20,7 @@ EPS32 = float(np.finfo(np.float32).eps)
 
 
 # passes in float32; not in the float32 run (time)
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_pair_probability_is_the_expected_probit():
     """Eq. 13-14: E_q[Phi(d)] with d ~ N(dm, dv) equals Phi(dm / sqrt(1 + dv)) (quadrature)."""
     rng = np.random.default_rng(0)

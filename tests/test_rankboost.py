@@ -75,6 +75,7 @@ def test_reproduces_numpy_pseudocode_round_by_round(complements):
     np.testing.assert_allclose(info.eps_plus + info.eps_minus + info.eps_zero, 1.0, rtol=1e-12)
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 @needs_x64
 def test_exponential_loss_decreases_every_round():
     X, pairs, thresholds = problem(1, n=40, n_pairs=120)
@@ -114,6 +115,7 @@ def test_jit_vmap_loop_agree_with_padding():
     assert np.all(np.asarray(batched.alphas[2]) == 0)  # a query without pairs learns nothing
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 @needs_x64
 def test_smooth_scores_tend_to_hard_scores_and_are_differentiable():
     X, pairs, thresholds = problem(5)
@@ -130,6 +132,7 @@ def test_smooth_scores_tend_to_hard_scores_and_are_differentiable():
     np.testing.assert_allclose(g[2, int(model.features[0])], fd, rtol=1e-6)
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 @needs_x64
 def test_estimator_matches_functional_core():
     X, _, _ = problem(6)

@@ -73,6 +73,7 @@ def test_squared_hinge_matches_scipy_on_pairwise_differences():
     np.testing.assert_allclose(float(sol.info.objective), primal(w, A, C, "squared_hinge"))
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 @needs_x64
 def test_kkt_conditions_squared_hinge_and_hinge():
     X, _, _, pairs = problem(1)
@@ -95,6 +96,7 @@ def test_kkt_conditions_squared_hinge_and_hinge():
     )
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 @needs_x64
 def test_hinge_objective_matches_scipy_dual_qp():
     X, _, _, pairs = problem(2)
@@ -255,6 +257,7 @@ def test_bad_settings():
         RankSVM().fit(X, y, qid).predict(X[:, :4])
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_float32_converges_to_the_float64_solution():
     """float32 (its default tol 1e-4) against the float64 solve (or the scipy reference)."""
     X, _, _, pairs = problem(9)

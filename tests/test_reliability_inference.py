@@ -101,6 +101,7 @@ def test_float32_ep_never_returns_nan(n):
             assert _finite(post), (n, scale, K.ndim)
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_a_factorisation_that_fails_in_float32_is_refused_not_propagated():
     """50 copies of (0, 1) and 50 of (1, 0) at K = 1e6 I: ``B`` exceeds float32's range of
     condition numbers; EP keeps the last finite posterior. By symmetry the two means are equal
@@ -116,6 +117,7 @@ def test_a_factorisation_that_fails_in_float32_is_refused_not_propagated():
     np.testing.assert_allclose(mean[2:], 0.0, atol=1e-6)
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 @float64_only
 def test_mixed_precision_keeps_a_float64_sweep():
     """Even when the cap ends the float32 phase, at least one sweep runs in float64: the change
@@ -131,6 +133,7 @@ def test_mixed_precision_keeps_a_float64_sweep():
             assert post.mean.dtype == np.float64
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_the_default_threshold_is_relative_to_the_prior_sd_beyond_one():
     X, pairs = _problem(30, 60, seed=2)
     K = _rbf(X, 1e8)
@@ -306,6 +309,7 @@ def _small_problem(n=12, m=24, **extra):
     return PreferenceProblem.create(pairs, X=X, **extra), X, pairs
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 @pytest.mark.parametrize("inference", ["ep", "laplace"])
 def test_an_entity_only_prior_needs_no_attributes(inference):
     """Before: ``AttributeError`` on ``X.shape``. Reference: with ``K = s^2 I`` the model is

@@ -78,6 +78,7 @@ def queries(seed=0, n_queries=6, per_query=10, d=4):
     return X, y, qid
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_qid_none_is_one_query():
     X, y, qid = queries()
     one = RankSVM().fit(X, y)
@@ -86,6 +87,7 @@ def test_qid_none_is_one_query():
     assert one.score(X, y) == one.score(X, y, np.ones(len(y)))
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_grid_search_routes_qid_to_fit_and_score():
     """The documented example: metadata routing on, ``groups`` to ``GroupKFold``, ``qid`` to
     ``fit`` and ``score`` (each fold's slice); the scores equal the hand-made folds'."""

@@ -190,6 +190,7 @@ def test_sortnet_learns_a_ranking_from_its_own_errors():
     assert sorted(scores[qv == 0]) == list(range(1, 21))  # places 1..n within each query
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_bad_input_names_the_culprit():
     X = np.random.default_rng(0).normal(size=(6, 2))
     y = np.array([0, 1, 2, 0, 1, 2])

@@ -75,6 +75,7 @@ def test_the_membership_form_is_the_projections_laplacian():
     np.testing.assert_allclose(Q.diagonal(), np.diag(want), atol=1e-12)
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 @pytest.mark.parametrize("Q", ["graph", "groups"])
 def test_root_draws_have_covariance_q(Q):
     """40,000 draws: every entry of their second-moment matrix within 5 standard errors

@@ -103,6 +103,7 @@ def test_tilted_moments_stay_finite_far_out():
         assert np.all((np.asarray(got.var) > 0) & (np.asarray(got.var) <= 1.0))
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 @pytest.mark.parametrize("tie", [False, True])
 def test_laplace_curvature_against_finite_differences(tie):
     d = np.linspace(-4.0, 4.0, 17)
@@ -138,6 +139,7 @@ def test_predicted_outcomes_sum_to_one_and_match_quadrature():
             np.testing.assert_allclose(float(got), want, rtol=1e-9)
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_one_tie_is_exact():
     """One tie on two entities: EP is exact, its evidence is ``P(tie)`` under the prior."""
     K = np.array([[1.3, 0.4], [0.4, 0.8]])
@@ -258,6 +260,7 @@ def test_evidence_gradients_against_finite_differences_of_reconverged_evidence()
 @pytest.mark.parametrize(
     "options", [dict(schedule="sequential"), dict(accelerate=True), dict(precision="mixed")]
 )
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_every_schedule_reaches_the_same_fixed_point(options):
     K = small_problem(4)
     pairs = np.array([[0, 1], [1, 2], [2, 3], [0, 1], [4, 5], [5, 4], [3, 4], [2, 5]])
@@ -434,6 +437,7 @@ def test_ties_need_a_margin_and_batched_nuts_says_it_takes_pairs_only():
         PreferenceProblem.create(problem.pairs, X=problem.X, ties=[[3, 3]])
 
 
+@pytest.mark.slow  # 3 s or more in the fast loop
 def test_a_fit_with_ties_and_weights_saves_and_loads(tmp_path):
     problem = tie_problem(4, n=10, m=30)
     problem = PreferenceProblem.create(

@@ -194,6 +194,22 @@ def cores() -> int:
     return os.cpu_count() or 1
 
 
+def linear_utility_problem(n: int, d: int, m: int, seed: int = 0):
+    """``(X: (n, d), pairs: (m, 2))``: standard-normal attributes, ``m`` distinct pairs whose
+    winner has the larger noisy linear utility ``0.3 X w + N(0, 1)`` (seeded)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    u = X @ rng.normal(size=d) * 0.3 + rng.normal(size=n)
+    pairs: set = set()
+    while len(pairs) < m:
+        i, j = (int(k) for k in rng.integers(0, n, 2))
+        if i != j and (j, i) not in pairs:
+            pairs.add((i, j) if u[i] > u[j] else (j, i))
+    return X, np.array(sorted(pairs))
+
+
 def machine_info() -> dict:
     """``{"cpu", "cores", "memory_gib", "python", "platform"}`` of this machine."""
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30

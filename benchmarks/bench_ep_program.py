@@ -38,21 +38,6 @@ CASES = ("ep.fit", "ep.fit accelerate", "ep.fit mixed", "learned fit")
 FUSION = re.compile(r"^\s*(?:ROOT\s+)?%\S+ = .* fusion\(", re.M)
 
 
-def problem(n: int, d: int, m: int, seed: int = 0):
-    """``(X: (n, d), pairs: (m, 2))``: winners by a noisy linear utility, distinct pairs."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    u = X @ rng.normal(size=d) * 0.3 + rng.normal(size=n)
-    pairs: set = set()
-    while len(pairs) < m:
-        i, j = (int(k) for k in rng.integers(0, n, 2))
-        if i != j and (j, i) not in pairs:
-            pairs.add((i, j) if u[i] > u[j] else (j, i))
-    return X, np.array(sorted(pairs))
-
-
 def call(case: str):
     """The user's call of ``case`` (module docstring), run once."""
     import jax
@@ -61,12 +46,12 @@ def call(case: str):
     from bayesrank.inference import ep
 
     if case == "learned fit":
-        X, pairs = problem(150, 21, 150)
+        X, pairs = harness.linear_utility_problem(150, 21, 150)
         post = XPGPModel(XPGP(RBF())).fit(
             PreferenceProblem.create(pairs, X=X), learn_hyperparameters=True
         )
         return jax.block_until_ready(post.mean)
-    X, pairs = problem(20, 3, 40)
+    X, pairs = harness.linear_utility_problem(20, 3, 40)
     K = RBF()(X)
     options = {"accelerate": True} if "accelerate" in case else {}
     if "mixed" in case:

@@ -26,7 +26,6 @@ def worker() -> dict:
     import collections
 
     import jax.monitoring
-    import numpy as np
 
     events = collections.defaultdict(list)
     jax.monitoring.register_event_duration_secs_listener(
@@ -35,16 +34,8 @@ def worker() -> dict:
     harness.setup_jax()  # float64, the compilation cache (BAYESRANK_CACHE_DIR)
     from bayesrank import RBF, XPGP, PreferenceProblem, XPGPModel
 
-    rng = np.random.default_rng(0)
-    n, d, m = 150, 21, 150
-    X = rng.normal(size=(n, d))
-    u = X @ rng.normal(size=d) * 0.3 + rng.normal(size=n)
-    pairs: set = set()
-    while len(pairs) < m:
-        i, j = (int(k) for k in rng.integers(0, n, 2))
-        if i != j and (j, i) not in pairs:
-            pairs.add((i, j) if u[i] > u[j] else (j, i))
-    problem = PreferenceProblem.create(np.array(sorted(pairs)), X=X)
+    X, pairs = harness.linear_utility_problem(150, 21, 150)
+    problem = PreferenceProblem.create(pairs, X=X)
 
     def fit():  # the README's call
         post = XPGPModel(XPGP(RBF())).fit(problem, learn_hyperparameters=True)

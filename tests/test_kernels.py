@@ -409,8 +409,9 @@ def test_weighted_sq_distances_gradient_against_finite_differences(lengthscales)
     X2[1] = X1[2]  # a duplicate point: distance exactly 0, kernel exactly kappa^2
     G = rng.normal(size=(7, 4))
     kernel = ARD(1.3, jnp.asarray(lengthscales))
-    K = kernel(X1, X2)  # kappa^2 rounded to K's dtype
-    assert float(K[2, 1]) == pytest.approx(float(np.asarray(1.3**2, K.dtype)), rel=0, abs=0)
+    K = kernel(X1, X2)  # kappa^2 computed in K's dtype, as in every compiled program
+    kappa = np.asarray(1.3, K.dtype)
+    assert float(K[2, 1]) == pytest.approx(float(kappa * kappa), rel=0, abs=0)
 
     def f(ell, A, B):
         return jnp.sum(G * ARD(1.3, ell)(A, B))

@@ -166,14 +166,13 @@ class SyntheticFunction:
 
         On concrete points, one compiled program per function and shape (``_evaluate``);
         inside a caller's ``jit``, ``vmap`` or ``grad``, the plain function."""
-        traced = is_traced(x)
-        x = jnp.asarray(x) if traced or isinstance(x, jax.Array) else np.asarray(x)
+        x = x if isinstance(x, jax.Array) else np.asarray(x)  # tracers are jax.Arrays too
         if x.shape[-1:] != (self.dim,):
             raise ValueError(
                 f"{self.name} has dim {self.dim}: x must have shape (..., {self.dim}), "
                 f"got {x.shape}"
             )
-        return self.fn(x) if traced else _evaluate(x, fn=self.fn)
+        return self.fn(x) if is_traced(x) else _evaluate(x, fn=self.fn)
 
 
 @partial(jax.jit, static_argnames=("fn",))

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 import numpy as np
 import pytest
@@ -44,3 +45,18 @@ def test_the_reduced_protocol_cross_validates_each_method(tmp_path):
 def test_bad_folds_name_the_option():
     with pytest.raises(ValueError, match="--folds"):
         run("--folds", "1")
+
+
+def test_without_scikit_learn_the_command_says_what_to_install(monkeypatch, tmp_path, capsys):
+    """scikit-learn is not a dependency: the command ends in one line naming it (exit 2), not
+    a traceback, and writes nothing."""
+    from bayesrank.cli import main
+
+    for name in [m for m in sys.modules if m == "sklearn" or m.startswith("sklearn.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "sklearn", None)  # import sklearn: ModuleNotFoundError
+    assert main(["experiment", "label-ranking", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bayesrank: error: ") and err.count("\n") == 1
+    assert "pip install scikit-learn" in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()

@@ -8,7 +8,7 @@ from functools import partial
 
 import numpy as np
 import pytest
-from experiment_helpers import SAMPLE
+from experiment_helpers import SAMPLE, assert_figure
 from experiment_helpers import run as run_experiment
 from scipy.stats import wilcoxon
 
@@ -87,6 +87,8 @@ def test_the_reduced_protocol_on_the_sample(tmp_path):
         assert list(budgets) == [12] and mean[0] == pytest.approx(np.mean(per_query))
         assert hi[0] - mean[0] == pytest.approx(half) and mean[0] - lo[0] == pytest.approx(half)
     assert plot([written], tmp_path / "labels.png").stat().st_size > 0
+    assert_figure(tmp_path / "out" / "labels.png")  # the command's own figure
+    assert "labels.png" in written["files"]
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,8 @@ Subcommands (``bayesrank COMMAND --help`` for each one's options):
 Every command runs JAX in float64 (it enables x64 for its own process) and keeps compiled
 programs in the persistent compilation cache (``BAYESRANK_CACHE_DIR`` names the directory,
 ``off`` turns it off). User errors (a missing or malformed file, a bad option) exit with status
-2 and a one-line message on stderr, never a traceback.
+2 and a one-line message on stderr, never a traceback; so does a command that needs a package
+bayesrank does not install (``experiment label-ranking``: scikit-learn), naming it.
 """
 
 from __future__ import annotations
@@ -72,4 +73,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError, MemoryError) as err:  # user errors: one line, no traceback
         message = str(err) or type(err).__name__
         print(f"bayesrank: error: {message}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as err:  # an optional package a command needs: say which
+        if (err.name or "").split(".")[0] == "bayesrank":
+            raise  # a broken install of bayesrank itself: its traceback says where
+        print(f"bayesrank: error: {err}", file=sys.stderr)
         return 2

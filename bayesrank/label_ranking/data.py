@@ -58,6 +58,23 @@ def orders_from_scores(scores, decimals: int | None = None) -> np.ndarray:
     return np.argsort(-s, axis=1, kind="stable").astype(np.int64)
 
 
+def _sklearn(module: str):
+    """``sklearn.<module>``, or ``ModuleNotFoundError`` saying in one line what to install
+    (scikit-learn is not among bayesrank's dependencies; ``bayesrank[test]`` carries it)."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"sklearn.{module}")
+    except ModuleNotFoundError as error:
+        if error.name not in ("sklearn", f"sklearn.{module}"):
+            raise
+        raise ModuleNotFoundError(
+            "the label-ranking benchmarks (iris and wine, ranked by naive Bayes) come from "
+            "scikit-learn, which is not installed: pip install scikit-learn",
+            name="sklearn",
+        ) from None
+
+
 def naive_bayes_orders(X, y, decimals: int | None = 3) -> np.ndarray:
     """Label rankings from a Gaussian naive Bayes fitted to all of ``(X, y)``.
 
@@ -72,8 +89,7 @@ def naive_bayes_orders(X, y, decimals: int | None = 3) -> np.ndarray:
     Raises:
       ValueError: for a non-finite ``X``, or ``y`` not of ``n`` labels covering ``0..c-1``.
     """
-    from sklearn.naive_bayes import GaussianNB
-
+    GaussianNB = _sklearn("naive_bayes").GaussianNB
     X = check_X(X)
     y = np.asarray(y)
     if y.shape != (X.shape[0],):
@@ -102,8 +118,7 @@ def load_label_ranking(name: str, *, decimals: int | None = 3, scale: bool = Tru
     """
     if name not in _LOADERS:
         raise ValueError(f"name must be one of {_LOADERS}, got {name!r}")
-    from sklearn import datasets
-
+    datasets = _sklearn("datasets")
     X, y = getattr(datasets, f"load_{name}")(return_X_y=True)
     X = np.asarray(X, dtype=np.float64)
     orders = naive_bayes_orders(X, y, decimals)

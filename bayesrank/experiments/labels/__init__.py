@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> dict:
     """Run the protocol of ``args`` (module docstring); print the table, write the outputs to
     ``args.out`` (if set) and return the results."""
     from .protocol import from_args
-    from .report import table
+    from .report import figure, table
     from .runner import run_protocol
 
     protocol = from_args(args)
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> dict:
     text = table(results)
     print(text)
     if args.out is not None:
-        write_outputs(results, args.out, text, None, NAME)
+        write_outputs(results, args.out, text, lambda: figure([results]), NAME)
     return results
 
 

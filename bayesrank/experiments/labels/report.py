@@ -128,13 +128,20 @@ def error_bands(results) -> dict:
 
 
 def plot(runs, path):
+    """``figure(runs)`` saved to ``path`` (returned). Needs matplotlib."""
+    from ...plot import save
+
+    return save(figure(runs), path, close=True)
+
+
+def figure(runs):
     """The held-out pair error of each way against the number of judgements, one panel per
     collection, from the results of one or more runs (``runs``: result dicts; runs of the same
-    collection are joined by budget). Bands: 95% intervals over queries. Needs matplotlib."""
+    collection are joined by budget). Bands: 95% intervals over queries. Returns the Figure.
+    Needs matplotlib."""
     import matplotlib
 
     matplotlib.use("Agg")
-    from ...plot import save
     from ...plot.base import draw_curve, pyplot
 
     by_collection: dict = {}
@@ -161,4 +168,4 @@ def plot(runs, path):
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("held-out pair error")
     axes[0].legend(frameon=False)
-    return save(fig, path, close=True)
+    return fig

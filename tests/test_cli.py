@@ -185,6 +185,10 @@ def test_fit_and_predict_errors(tmp_path, capsys):
                  "--quiet"]) == 0  # fmt: skip
     assert main(["predict", str(model), "--scores", str(tmp_path / "s.txt")]) == 2
     assert "covers 6 of the 12 data lines" in capsys.readouterr().err
+    both = ["--scores", str(tmp_path / "s.txt"), "--pairs", str(tmp_path / "p.csv")]
+    assert main(["predict", str(model), *both]) == 2  # said, not silent: which, and what to do
+    assert "nothing written (without --scores, the pairs are)" in capsys.readouterr().err
+    assert not (tmp_path / "s.txt").exists() and not (tmp_path / "p.csv").exists()
     index = json.loads((model / "collection.json").read_text())
     index["format_version"] = 99
     (model / "collection.json").write_text(json.dumps(index))
@@ -293,3 +297,48 @@ def test_predict_help_shows_a_percent_sign_not_two(capsys):
         main(["predict", "--help"])
     text = capsys.readouterr().out
     assert "90% interval" in " ".join(text.split()) and "%%" not in text
+    assert "prob_50" in text  # the columns named, the mean and the median told apart
+
+
+@pytest.mark.slow  # a learned fit of a sample query, and a fixed one with ties
+@pytest.mark.parametrize("labels", ["pairs", "ties"])
+def test_predict_pair_columns_keep_the_documented_relations_on_a_real_fit(tmp_path, labels):
+    """The pair file's ``prob`` is the posterior mean of ``Phi(d)``, ``d = xi_i - xi_j - eps``
+    (Gauss-Hermite quadrature over ``N(delta_mean, delta_var)``), ``prob_05``, ``prob_50``,
+    ``prob_95`` its quantiles (``P(Phi(d) <= prob_q) = q`` under that normal, by SciPy's CDF),
+    and, as ``bayesrank predict --help`` and docs/guide/cli.md say, ``prob`` lies between
+    ``prob_50`` and 1/2 and outside ``[prob_05, prob_95]`` only where ``|a| sqrt(v) > 3.29``,
+    on a learned fit of a bundled sample query (where such pairs occur)."""
+    from scipy.stats import norm
+
+    from bayesrank.io import load
+
+    model, pairs = tmp_path / "m", tmp_path / "p.csv"
+    fixed = ["--fixed"] if labels == "ties" else []
+    argv = ["fit", "--query", "5", "--labels", labels, "--out", str(model), "--quiet", *fixed]
+    assert main(argv) == 0
+    assert main(["predict", str(model), "--pairs", str(pairs)]) == 0
+    rows = np.genfromtxt(pairs, delimiter=",", names=True, dtype=None, encoding="utf-8")
+    margin = load(model / "query-0.npz").prior.margin
+    eps = 0.0 if margin is None else float(margin)
+    assert ("prob_tie" in rows.dtype.names) == (labels == "ties")
+    a, v = rows["delta_mean"] - eps, rows["delta_var"]
+    # E[Phi(a + s t)] = P(e < a + s t) = E[Phi((a - e) / s)], t, e ~ N(0, 1): Gauss-Hermite
+    # over whichever variable makes the integrand at least as wide as the weight
+    t, w = np.polynomial.hermite_e.hermegauss(120)
+    s, w = np.sqrt(v)[:, None], w / w.sum()
+    mean = np.where(s[:, 0] > 1, norm.cdf((a[:, None] - t) / np.maximum(s, 1)) @ w,
+                    norm.cdf(a[:, None] + np.minimum(s, 1) * t) @ w)  # fmt: skip
+    np.testing.assert_allclose(rows["prob"], mean, rtol=0, atol=1e-9)
+    for q, column in ((0.05, "prob_05"), (0.5, "prob_50"), (0.95, "prob_95")):
+        inside = np.abs(rows[column] - 0.5) < 0.5 - 1e-6  # ppf is exact enough there
+        d_q = norm.ppf(rows[column][inside])
+        np.testing.assert_allclose(norm.cdf((d_q - a[inside]) / np.sqrt(v[inside])), q,
+                                   atol=1e-6)  # fmt: skip
+    p, lo, mid, hi = (rows[c] for c in ("prob", "prob_05", "prob_50", "prob_95"))
+    assert np.all((lo <= mid) & (mid <= hi))
+    assert np.all((np.minimum(mid, 0.5) <= p + 1e-15) & (p <= np.maximum(mid, 0.5) + 1e-15))
+    outside = (p < lo) | (p > hi)
+    assert np.all(np.abs(a[outside]) * np.sqrt(v[outside]) > 2 * norm.ppf(0.95))
+    if labels == "pairs":
+        assert outside.any()  # the sample's learned fit has such pairs: the rule is exercised

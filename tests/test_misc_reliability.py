@@ -290,7 +290,8 @@ def test_every_file_of_fit_and_predict_reads_back(tmp_path, kind):
     for r in rows:
         i, j = int(r["i"]), int(r["j"])
         assert means[r["qid"]][i] >= means[r["qid"]][j]
-        numbers = [float(r[k]) for k in ("prob", "delta_mean", "delta_var", "prob_05", "prob_95")]
+        numbers = [float(r[k]) for k in ("prob", "delta_mean", "delta_var", "prob_05", "prob_50",
+                                               "prob_95")]
         assert all(math.isfinite(x) for x in numbers) and 0 <= numbers[0] <= 1
 
 

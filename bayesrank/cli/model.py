@@ -25,10 +25,20 @@ MODEL is a folder: ``collection.json`` (the format below) and one model file per
 ``predict MODEL --scores FILE --pairs FILE``: the posterior mean of every entity as a LETOR
 prediction file (one score per data line of the LETOR file the model was fitted on, so
 ``bayesrank evaluate DATA FILE`` scores it), and for every pair of entities of each query, the
-higher-ranked first: ``P(i > j | data)`` (Eq. 13-14), the moments of ``xi_i - xi_j``, and the
-90% interval of ``Phi(xi_i - xi_j)`` (the uncertainty of the probability itself). A model of
-data with ties (a tie margin ``eps``) gives ``P(i > j) = Phi((dm - eps) / s)``, the interval of
+higher-ranked first (``PAIR_COLUMNS``): ``prob = P(i > j | data)`` (Eq. 13-14), the moments of
+``xi_i - xi_j``, and ``prob_05``, ``prob_50``, ``prob_95``: the 5 %, 50 % and 95 % posterior
+quantiles of ``Phi(xi_i - xi_j)`` (the uncertainty of the probability itself). A model of data
+with ties (a tie margin ``eps``) gives ``P(i > j) = Phi((dm - eps) / s)``, the quantiles of
 ``Phi(xi_i - xi_j - eps)``, and a last column ``prob_tie``.
+
+``prob`` is the *mean* of ``Phi(xi_i - xi_j - eps)`` and ``prob_50`` its median: two summaries
+of one distribution, not an estimate inside its interval. Under a Gaussian posterior (EP,
+Laplace) ``prob = Phi(a / sqrt(1 + v))`` lies between the median ``Phi(a)`` and 1/2 (``a = dm -
+eps``, ``v = delta_var``: uncertainty pulls the mean toward a coin flip), and it falls outside
+``[prob_05, prob_95]`` only where ``|a| sqrt(v) > 2 z_0.95 = 3.29``: a pair whose difference is
+large and uncertain, so that most of the posterior puts ``Phi`` near 1 and a tail puts it near
+0. (``prob < prob_05`` means ``a (1 - 1 / sqrt(1 + v)) > z sqrt(v)``, and ``1 - 1 / sqrt(1 + v)
+< v / 2``.)
 """
 
 from __future__ import annotations
@@ -250,17 +260,51 @@ def read_collection(folder: Path) -> dict:
     return document
 
 
+#: The pair file's columns (``prob_tie`` follows for a model with a tie margin).
+PAIR_COLUMNS = ("qid", "i", "j", "doc_i", "doc_j", "prob", "delta_mean", "delta_var",
+                "prob_05", "prob_50", "prob_95")  # fmt: skip
+#: The quantiles of ``Phi(xi_i - xi_j - eps)`` in the pair file: ``prob_05``, ``prob_50``,
+#: ``prob_95``.
+QUANTILES = (0.05, 0.5, 0.95)
+
+
+def _quantiles(posterior, pairs, delta_mean, delta_var, eps: float):
+    """``(lo, median, hi)``, each ``(p,)``: the ``QUANTILES`` of ``Phi(xi_i - xi_j - eps)``
+    under the posterior, for ``pairs: (p, 2)`` (``delta_mean``, ``delta_var``: their
+    moments, ``eps``: the tie margin or 0). A Gaussian posterior's are ``Phi(delta_mean - eps
+    + z_q sqrt(delta_var))`` (``Phi`` is increasing, so the quantiles of ``Phi(d)`` are ``Phi``
+    of ``d``'s); NUTS's are its draws' quantiles."""
+    import numpy as np
+    from scipy.stats import norm
+
+    from ..inference.posterior import SamplePosterior
+
+    if isinstance(posterior.result, SamplePosterior):
+        draws = np.asarray(posterior.result.draws)
+        d = draws[:, pairs[:, 0]] - draws[:, pairs[:, 1]]
+        return tuple(np.quantile(norm.cdf(d - eps), QUANTILES, axis=0))
+    z = norm.ppf(QUANTILES)
+    return tuple(norm.cdf(delta_mean - eps + zq * np.sqrt(delta_var)) for zq in z)
+
+
 def _cmd_predict(args: argparse.Namespace) -> int:
     setup_jax()
     import numpy as np
-    from scipy.stats import norm
 
     from ..io import load
 
     document = read_collection(args.model)
-    z = norm.ppf(0.95)
     letor = document["kind"] == "letor"
     total = document["lines"] if letor else sum(1 for _ in document["queries"])
+    if letor and args.scores is not None:  # checked before any file is written
+        covered = sum(len(q["rows"]) for q in document["queries"])
+        if covered < total:
+            raise ValueError(
+                f"{args.model}: the model covers {covered} of the {total} data lines (fitted "
+                "with --query): predict writes a LETOR prediction file only for a model of "
+                "every query; nothing written"
+                + (" (without --scores, the pairs are)" if args.pairs is not None else "")
+            )
     scores, pair_rows = [], []
     filled = np.full(total, np.nan) if letor else None
     ties = False
@@ -281,26 +325,19 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         prob, tie, dm, dv = (
             np.asarray(a) for a in (pred.win, pred.tie, pred.delta_mean, pred.delta_var)
         )
-        lo, hi = norm.cdf(dm - eps - z * np.sqrt(dv)), norm.cdf(dm - eps + z * np.sqrt(dv))
+        lo, mid, hi = _quantiles(posterior, pairs, dm, dv, eps)
         ids = q["doc_ids"] or [""] * len(mean)
-        columns = zip(*(a.tolist() for a in (prob, dm, dv, lo, hi, tie)), strict=True)
+        columns = zip(*(a.tolist() for a in (prob, dm, dv, lo, mid, hi, tie)), strict=True)
         for (a, b), numbers in zip(pairs.tolist(), columns, strict=True):
             pair_rows.append([q["qid"], a, b, ids[a], ids[b], *numbers])
     if args.scores is not None:
         if letor:
-            if np.isnan(filled).any():
-                missing = int(np.isnan(filled).sum())
-                raise ValueError(
-                    f"{args.model}: the model covers {total - missing} of the {total} data lines "
-                    "(fitted with --query): predict writes a LETOR prediction file only for a "
-                    "model of every query"
-                )
             text = "".join(exact(s) + "\n" for s in filled.tolist())
         else:
             text = csv_text(["qid", "entity", "score"], scores)
         Path(args.scores).write_text(text)
     if args.pairs is not None:
-        head = "qid,i,j,doc_i,doc_j,prob,delta_mean,delta_var,prob_05,prob_95".split(",")
+        head = list(PAIR_COLUMNS)
         if ties:
             head.append("prob_tie")
         else:  # the probit pair model: no tie column
@@ -356,7 +393,11 @@ def add_parsers(sub) -> None:
         help="scores and pair probabilities (with their uncertainty) of a fitted model",
         description="Write the posterior mean of every entity as a LETOR prediction file "
         "(--scores) and every pair's probability with the moments of the latent difference "
-        "and the 90% interval of the probability (--pairs, CSV).",
+        "and the probability's own uncertainty (--pairs, CSV). Columns: prob = P(i > j | "
+        "data), the posterior mean of Phi(xi_i - xi_j); prob_05, prob_50, prob_95: its 5%, 50% "
+        "and 95% posterior quantiles (its median and 90% interval). The mean and the "
+        "median differ: prob lies between prob_50 and 1/2, and outside [prob_05, prob_95] "
+        "only where the difference is large and uncertain (|delta_mean| * sqrt(delta_var) > 3.29).",
     )
     predict.add_argument("model", type=Path, help="a folder written by `bayesrank fit`")
     predict.add_argument("--scores", type=Path, default=None, help="prediction file to write")

@@ -168,7 +168,8 @@ def table(results) -> str:
             )
             wins = "" if name == "bayesrank" else f"{row['bayesrank_wins']}/{row['seeds']}"
             if name != "bayesrank" and row["failed"]:
-                name = f"{name} ({len(row['failed'])} seeds failed)"
+                failed = len(row["failed"])
+                name = f"{name} ({failed} seed{'s' if failed != 1 else ''} failed)"
             ratio = "" if name == "bayesrank" else f"{row['time_ratio']:.1f}x"
             lines.append(
                 f"| {case['function']} | {case['error_rate']} | {case['noise']:.4g} | {name} | "

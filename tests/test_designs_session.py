@@ -108,7 +108,7 @@ def test_a_scripted_person_answers_through_the_cli_and_a_second_run_resumes(
     shown = shown_pairs(out)
     # two answered, the skipped one, a fresh one (undone), the skipped one again, the last
     assert len(shown) == 6
-    assert shown[3] != shown[2] and shown[4] == shown[2]
+    assert far_from(np.array(shown[3]), np.array(shown[2])) and shown[4] == shown[2]
     assert [(tuple(r["a"]), tuple(r["b"])) for r in rows] == [shown[0], shown[1], shown[4]]
     assert "pair 3 of 6" in out and "best guess: (" in out
 
@@ -120,6 +120,7 @@ def test_a_scripted_person_answers_through_the_cli_and_a_second_run_resumes(
     again = shown_pairs(out)
     assert again[0] == shown[5]  # the replayed session proposes what the first run would have
     assert "pair 4 of 6" in out and "pair 3 of 6" not in out
+    assert f"resumed from {path}: 3 entries replayed (3 answers, 0 skips)" in out
     new_rows = [json.loads(line) for line in path.read_text().splitlines()]
     assert new_rows[:3] == rows and len(new_rows) == 5
     assert [(tuple(r["a"]), tuple(r["b"])) for r in new_rows[3:]] == again[:2]
@@ -246,8 +247,19 @@ def test_inputs_are_checked_at_the_boundary(tmp_path):
     assert session.log == [] and session.best() is None and session.undo() is None
 
 
+def far_from(pair, skipped) -> bool:
+    """``pair`` is not ``skipped`` nor its swap, within ``SKIP_RADIUS`` (RMS over both)."""
+    from bayesrank.active.designs.loop import SKIP_RADIUS
+
+    rms = [np.sqrt(np.mean((pair - s) ** 2)) for s in (skipped, skipped[::-1])]
+    return min(rms) >= SKIP_RADIUS
+
+
 @pytest.mark.slow
 def test_a_skip_is_recorded_and_the_next_proposal_differs_undo_restores_it():
+    """A skip means "something else": the next proposal is neither the skipped pair nor its
+    swap (the same question, sides exchanged), nor near either; two skips in a row, neither
+    comes back; undo restores the proposal before the skip exactly."""
     session = DesignSession(1, settings=SETTINGS)
     answer_by_utility(session, 2)
     X, theta = session.X, session.theta
@@ -255,10 +267,31 @@ def test_a_skip_is_recorded_and_the_next_proposal_differs_undo_restores_it():
     session.answer(*skipped, "skip")
     assert session.log[-1][2] == "skip" and len(session.pairs) == 2
     np.testing.assert_array_equal(session.X, X)  # a skip teaches nothing
-    assert not np.array_equal(session.propose(), skipped)  # a fresh proposal
+    second = session.propose()
+    assert far_from(second, skipped)
+    session.answer(*second, "skip")
+    third = session.propose()
+    assert far_from(third, skipped) and far_from(third, second)
+    session.undo()
+    np.testing.assert_array_equal(session.propose(), second)
     session.undo()
     np.testing.assert_array_equal(session.propose(), skipped)
     np.testing.assert_array_equal(session.theta, theta)
+
+
+@pytest.mark.slow  # compiles the pool proposal with skips
+def test_a_pool_whose_every_pair_is_skipped_has_nothing_left_to_ask():
+    pool = [[0.1, 0.1], [0.5, 0.9], [0.9, 0.4]]  # three pairs
+    session = DesignSession(2, settings=SETTINGS, pool=pool, pool_mode="pool", n_init=0)
+    asked = []
+    while (question := session.question()) is not None:
+        pair = np.stack([question.first, question.second])
+        assert all(far_from(pair, s) for s in asked)  # never the same two designs again
+        asked.append(pair)
+        session.reply(question, "skip")
+    assert len(asked) == 3 and session.propose() is None
+    session.undo()
+    assert session.question() is not None  # the last skip taken back: one pair to ask
 
 
 @pytest.mark.slow

@@ -18,6 +18,7 @@ __all__ = [
     "data_path",
     "interact",
     "json_text",
+    "plural",
     "read_reply",
     "seed",
     "setup_jax",
@@ -75,6 +76,12 @@ def data_path(path):
     return Path(path)
 
 
+def plural(count: int, one: str, many: str | None = None) -> str:
+    """``"1 query"``, ``"2 queries"``: ``count`` and the noun in its number (``many``: the
+    plural where it is not ``one + "s"``)."""
+    return f"{count} {one if count == 1 else (many or one + 's')}"
+
+
 #: A person's replies at a session's prompt: the key typed -> the session's word for it.
 REPLIES = {"1": "first", "2": "second", "s": "skip", "u": "undo", "q": "stop"}
 
@@ -97,7 +104,13 @@ def interact(session, k: int, prompt: str, show) -> None:
     ``active.interactive.InteractiveSession``) until it holds ``k`` answers, nothing is left to
     ask, or the person stops; ``prompt``: the question asked of each pair, ``show(question)``:
     the pair as text (lines, each ending in a newline). Each reply (``read_reply``) is an
-    answer, a skip, an undo or the end."""
+    answer, a skip, an undo or the end. A session resumed from its answers file says first
+    what it replayed."""
+    if session.log:
+        answers = len(session.pairs)
+        skips = len(session.log) - answers
+        print(f"resumed from {session.path}: {plural(len(session.log), 'entry', 'entries')} "
+              f"replayed ({plural(answers, 'answer')}, {plural(skips, 'skip')})")  # fmt: skip
     while len(session.pairs) < k:
         question = session.question()
         if question is None:

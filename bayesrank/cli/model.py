@@ -50,7 +50,7 @@ import sys
 from pathlib import Path
 
 from ..inference.engines import EP, names
-from ._common import data_path, seed, setup_jax
+from ._common import data_path, plural, seed, setup_jax
 
 __all__ = ["add_parsers", "csv_text", "exact"]
 
@@ -188,7 +188,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
             print(text, file=sys.stderr, flush=True)
 
     if not args.fixed:
-        say(f"learning the hyperparameters on {len(problems)} queries ...")
+        say(f"learning the hyperparameters on {plural(len(problems), 'query', 'queries')} ...")
         learner = engine.learning_engine()  # EP's evidence for NUTS, the engine's own else
         trainable = None
         if (n_ties or top) and not isinstance(learner, EP):  # only EP's evidence has their
@@ -231,7 +231,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         "queries": index,
     }
     (args.out / INDEX).write_text(json.dumps(document, indent=1))
-    print(f"fitted {len(index)} queries ({args.inference}); model in {args.out}")
+    fitted = plural(len(index), "query", "queries")
+    print(f"fitted {fitted} ({args.inference}); model in {args.out}")
     return 0
 
 
@@ -344,7 +345,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
             pair_rows = [row[:-1] for row in pair_rows]
         Path(args.pairs).write_text(csv_text(head, pair_rows))
     print(
-        f"{len(document['queries'])} queries: "
+        f"{plural(len(document['queries']), 'query', 'queries')}: "
         + (f"scores in {args.scores}" if args.scores else "no --scores")
         + "; "
         + (f"{len(pair_rows)} pairs in {args.pairs}" if args.pairs else "no --pairs")

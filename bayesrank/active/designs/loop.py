@@ -155,18 +155,21 @@ class Proposed(NamedTuple):
 
 
 @partial(jax.jit, static_argnames=("settings", "learn_now", "mode"))
-def propose(X, mask, pairs, pair_mask, sites, theta, key, pool=None, candidates=None, *,
-            settings: Settings, learn_now: bool, mode: str = "cube") -> Proposed:  # fmt: skip
+def propose(X, mask, pairs, pair_mask, sites, theta, key, pool=None, candidates=None,
+            avoid=None, *, settings: Settings, learn_now: bool,
+            mode: str = "cube") -> Proposed:  # fmt: skip
     """One step of the loop on host data, for a session: re-learn ``theta`` if ``learn_now``,
     fit (warm started from ``sites``), and maximise the acquisition. ``X: (n, d)``, ``mask:
     (n,)``, ``pairs: (m, 2)`` winner first, ``pair_mask: (m,)``, ``sites``: ``(m,)`` each
     (zeros for a cold start); shapes are the caller's capacity, so a session that grows in
     buckets compiles once per bucket. ``pool: (p, d)`` and ``candidates: (c, 2)`` rows of it,
     for ``mode`` ``"pool"`` (the best candidate pair) or ``"mixed"`` (that or the cube's best,
-    whichever scores higher). ``settings.engine`` may be a name (``check_settings``)."""
+    whichever scores higher). ``avoid``: ``(skipped: (s, 2, d), skipped_mask: (s,))``, pairs
+    a person skipped, none of which (in either order, within ``SKIP_RADIUS``) is proposed
+    again (``avoiding``), or None. ``settings.engine`` may be a name (``check_settings``)."""
     settings = check_settings(settings)
     check_mode(mode, settings)
-    prepared = _prepare(X, mask, pairs, pair_mask, sites, theta, key, settings=settings,
+    prepared = _prepare(X, mask, pairs, pair_mask, sites, theta, key, avoid, settings=settings,
                         learn_now=learn_now, start=mode != "pool")  # fmt: skip
     if mode != "pool":
         prepared = _ascend(prepared, settings=settings, steps=settings.steps)
@@ -180,18 +183,42 @@ class _Prepared(NamedTuple):
     theta: jax.Array
     sites: object
     mean: jax.Array
+    avoid: tuple | None = None
+
+
+#: A proposal whose two designs lie within this distance of a skipped pair's, in either order,
+#: is not made: the root-mean-square difference over both designs' coordinates, so 0.1 is a
+#: tenth of the cube's side (a skip asks for something else, and a swap is nothing else).
+SKIP_RADIUS = 0.1
+
+
+def avoiding(acquisition, avoid, radius: float = SKIP_RADIUS):
+    """``acquisition`` where ``X[:2]`` is not near a skipped pair, ``-inf`` where it is:
+    ``avoid = (skipped: (s, 2, d), skipped_mask: (s,))``; near means ``sqrt(mean((X[:2] -
+    S)^2)) < radius`` for a masked-in ``S`` or its swap ``S[::-1]``. The ascent's gradient is
+    the acquisition's outside (zero inside, where no start begins and no end point wins)."""
+    skipped, skipped_mask = avoid
+
+    def value(X):
+        pair = X[:2]
+        rms = [jnp.sqrt(jnp.mean((p - skipped) ** 2, axis=(1, 2))) for p in (pair, pair[::-1])]
+        near = jnp.any(skipped_mask & (jnp.minimum(*rms) < radius))
+        return jnp.where(near, -jnp.inf, acquisition(X))
+
+    return value
 
 
 def _acquisition(prepared: _Prepared, settings: Settings):
-    return acquisition_of(settings.acquisition, prepared.belief, prepared.base)
+    f = acquisition_of(settings.acquisition, prepared.belief, prepared.base)
+    return f if prepared.avoid is None else avoiding(f, prepared.avoid)
 
 
 @partial(jax.jit, static_argnames=("settings", "learn_now", "start"))
-def _prepare(X, mask, pairs, pair_mask, sites, theta, key, *, settings: Settings,
+def _prepare(X, mask, pairs, pair_mask, sites, theta, key, avoid=None, *, settings: Settings,
              learn_now: bool, start: bool = True) -> _Prepared:  # fmt: skip
     """``theta`` (re-learned if ``learn_now``), the posterior at it, the acquisition's base
-    samples and, if ``start``, the ascent's starts. ``key`` gives the NUTS stream, the raw
-    candidates and the base samples."""
+    samples and, if ``start``, the ascent's starts (away from ``avoid``'s pairs: ``propose``).
+    ``key`` gives the NUTS stream, the raw candidates and the base samples."""
     theta = clip(theta)
     if learn_now:
         theta = _learn(theta, X, mask, pairs, pair_mask, sites, settings)
@@ -201,12 +228,14 @@ def _prepare(X, mask, pairs, pair_mask, sites, theta, key, *, settings: Settings
     n_base = belief.alpha.shape[0] if isinstance(belief, DrawBelief) else settings.n_mc
     q = acq.DESIGNS.get(settings.acquisition, 2)
     base = jax.random.normal(mc_key, (n_base, q), X.dtype)
-    f = acquisition_of(settings.acquisition, belief, base)
-    ascent = None
+    prepared = _Prepared(belief, base, None, theta, sites, jnp.where(mask, mean, -jnp.inf),
+                         avoid)  # fmt: skip
     if start:
-        ascent = search.begin(f, raw_key, q, X.shape[1], n_raw=settings.n_raw,
-                              n_starts=settings.n_starts, dtype=X.dtype)  # fmt: skip
-    return _Prepared(belief, base, ascent, theta, sites, jnp.where(mask, mean, -jnp.inf))
+        ascent = search.begin(_acquisition(prepared, settings), raw_key, q, X.shape[1],
+                              n_raw=settings.n_raw, n_starts=settings.n_starts,
+                              dtype=X.dtype)  # fmt: skip
+        prepared = prepared._replace(ascent=ascent)
+    return prepared
 
 
 @partial(jax.jit, static_argnames=("settings", "steps"))
@@ -230,8 +259,8 @@ def _conclude(prepared: _Prepared, pool, candidates, *, settings: Settings,
     return Proposed(proposal.X[:2], proposal.value, prepared.theta, prepared.sites, prepared.mean)
 
 
-def propose_within(X, mask, pairs, pair_mask, sites, theta, key, pool=None, candidates=None, *,
-                   settings: Settings, learn_now: bool, mode: str = "cube",
+def propose_within(X, mask, pairs, pair_mask, sites, theta, key, pool=None, candidates=None,
+                   avoid=None, *, settings: Settings, learn_now: bool, mode: str = "cube",
                    time_budget_s: float, chunk: int = 10) -> tuple[Proposed, int]:  # fmt: skip
     """``propose`` with a time budget: the ascent runs in chunks of ``chunk`` steps until
     ``settings.steps`` are done or ``time_budget_s`` seconds have passed since the call
@@ -242,11 +271,11 @@ def propose_within(X, mask, pairs, pair_mask, sites, theta, key, pool=None, cand
     settings = check_settings(settings)
     check_mode(mode, settings)
     if mode == "pool":
-        out = propose(X, mask, pairs, pair_mask, sites, theta, key, pool, candidates,
+        out = propose(X, mask, pairs, pair_mask, sites, theta, key, pool, candidates, avoid,
                       settings=settings, learn_now=learn_now, mode=mode)  # fmt: skip
         return out, 0
     start = time.perf_counter()
-    prepared = _prepare(X, mask, pairs, pair_mask, sites, theta, key, settings=settings,
+    prepared = _prepare(X, mask, pairs, pair_mask, sites, theta, key, avoid, settings=settings,
                         learn_now=learn_now)  # fmt: skip
     done = 0
     while done < settings.steps:

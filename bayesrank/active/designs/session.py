@@ -16,7 +16,9 @@ previous sites, and maximise the acquisition.
 The state after ``N`` log entries (theta, sites, the posterior mean at the shown designs and the
 next proposal) is computed when the entry is added and kept, so ``undo`` restores the previous
 one exactly and a replayed file gives the state of the session that wrote it. Step ``N`` uses
-the key ``fold_in(key, N)``: after a skip the next proposal is drawn afresh.
+the key ``fold_in(key, N)``. A skip means "show me something else": no later proposal lies
+near a skipped pair in either order (``loop.SKIP_RADIUS``; a swapped pair is not a new
+question), and a pool whose every pair left was skipped has nothing more to ask.
 """
 
 from __future__ import annotations
@@ -46,12 +48,13 @@ MAX_QUESTIONS_PER_ANSWER = 10
 
 class _State(NamedTuple):
     """After ``N`` log entries: ``theta: (1 + dim,)``, ``sites`` (``tau``, ``nu``: ``(a,)``
-    each, ``a`` answered pairs), ``mean: (2 a,)`` at the shown designs, ``proposal: (2, dim)``."""
+    each, ``a`` answered pairs), ``mean: (2 a,)`` at the shown designs, ``proposal: (2, dim)``,
+    or None where every pair left to propose is a skipped one (a pool asked through)."""
 
     theta: np.ndarray
     sites: tuple[np.ndarray, np.ndarray]
     mean: np.ndarray
-    proposal: np.ndarray
+    proposal: np.ndarray | None
 
 
 def _check_design(x, name: str, dim: int) -> np.ndarray:
@@ -222,6 +225,7 @@ class DesignSession(InteractiveSession):
             key,
             None if self.pool is None else self.pool.astype(self.dtype),
             self.candidates,
+            self._skipped(),
         )
         options = {"settings": self.settings, "learn_now": bool(learn_now), "mode": self.mode}
         if self.time_budget_s is None:
@@ -230,6 +234,8 @@ class DesignSession(InteractiveSession):
             out, steps = loop.propose_within(*args, **options, time_budget_s=self.time_budget_s)
             self.steps_taken.append(steps)
         proposal = np.asarray(out.X, np.float64) if model else self._random_pair(key)
+        if model and not np.isfinite(out.value):  # every candidate left was skipped
+            proposal = None
         return _State(
             np.asarray(out.theta),
             tuple(np.asarray(s)[:a] for s in out.sites),
@@ -237,15 +243,30 @@ class DesignSession(InteractiveSession):
             proposal,
         )
 
+    def _skipped(self):
+        """The skipped pairs, for ``loop.propose``'s ``avoid``: ``(skipped: (s_cap, 2, dim),
+        mask: (s_cap,))`` in capacity buckets (powers of two: one program a bucket), or None
+        before any skip. A skip asks for something else: no proposal lies near a skipped pair,
+        in either order (``loop.SKIP_RADIUS``)."""
+        rows = [(a, b) for a, b, r in self.log if r == "skip"]
+        if not rows:
+            return None
+        cap = bucket_size(len(rows), per_octave=1)
+        skipped = np.zeros((cap, 2, self.dim), self.dtype)
+        skipped[: len(rows)] = rows
+        return skipped, np.arange(cap) < len(rows)
+
     def _random_pair(self, key) -> np.ndarray:
         return np.asarray(jax.random.uniform(key, (2, self.dim), self.dtype), np.float64)
 
     # --- the loop ----------------------------------------------------------------------------
 
-    def propose(self) -> np.ndarray:
+    def propose(self) -> np.ndarray | None:
         """The next pair of designs to ask about: ``(2, dim)`` (the same until the log
-        changes)."""
-        return self._states[-1].proposal.copy()
+        changes; never near a skipped pair, in either order), or None when the pool's every
+        pair left is a skipped one."""
+        proposal = self._states[-1].proposal
+        return None if proposal is None else proposal.copy()
 
     def answer(self, a, b, reply: str) -> None:
         """Record ``reply`` (one of ``ANSWERS``) about designs ``a`` and ``b`` (``(dim,)`` each,
@@ -253,10 +274,11 @@ class DesignSession(InteractiveSession):
         reply = check_choice(reply, "reply", ANSWERS)
         self._commit((_check_design(a, "a", self.dim), _check_design(b, "b", self.dim), reply))
 
-    def question(self) -> Question:
-        """The next pair of designs (``propose``), ``a`` and ``b``: ``(dim,)`` each."""
-        a, b = self.propose()
-        return Question(a, b)
+    def question(self) -> Question | None:
+        """The next pair of designs (``propose``), ``a`` and ``b``: ``(dim,)`` each; None when
+        nothing is left to ask."""
+        proposal = self.propose()
+        return None if proposal is None else Question(*proposal)
 
     def reply(self, question: Question, answer: str) -> None:
         """Record ``answer`` (one of ``ANSWERS``) to a ``question()``."""

@@ -70,7 +70,14 @@ def _interact(session, query, k: int) -> int:
 
 
 def add_parser(sub) -> None:
-    act = sub.add_parser("active", help="ask the pairs the model is least sure of (sample)")
+    act = sub.add_parser(
+        "active",
+        help="ask the pairs the model is least sure of (sample)",
+        description="Active preference exploration on a query of the bundled sample: the "
+        "model asks about the pair of documents it is least sure of, one at a time; you answer "
+        "(--interactive) or the query's relevance labels do. Answers are kept in --answers and "
+        "a later run resumes from them.",
+    )
     act.add_argument("--interactive", action="store_true", help="you answer, in the terminal")
     act.add_argument("--query", default="5", help="a query of the bundled sample (default 5)")
     act.add_argument("--k", type=int, default=10, help="how many answers (default 10)")
@@ -78,6 +85,10 @@ def add_parser(sub) -> None:
         "--criterion",
         default="variance_ratio",
         choices=["variance_ratio", "mutual_information", "random"],
+        help="which pair to ask: variance_ratio (the paper's greedy rule: the pair whose "
+        "latent degrees are closest and most uncertain, delta_var / delta_mean^2; the "
+        "default), mutual_information (BALD: what the answer tells about the latent degrees), "
+        "or random",
     )
     act.add_argument(
         "--answers", default="active_answers.jsonl", help="answer file, resumed if it exists"

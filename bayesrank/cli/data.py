@@ -62,9 +62,19 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 def add_parsers(sub) -> None:
     """``data summary`` and ``evaluate``."""
-    data = sub.add_parser("data", help="inspect ranking datasets")
-    data_sub = data.add_subparsers(dest="data_command", required=True)
-    summary = data_sub.add_parser("summary", help="queries, documents, labels, pairs per query")
+    data = sub.add_parser(
+        "data",
+        help="inspect ranking datasets",
+        description="Inspect ranking datasets (data summary: queries, documents, labels and "
+        "pairs of LETOR files).",
+    )
+    data_sub = data.add_subparsers(dest="data_command", required=True, metavar="COMMAND")
+    summary = data_sub.add_parser(
+        "summary",
+        help="queries, documents, labels, pairs per query",
+        description="Queries, documents, relevance labels and the preference pairs they imply, "
+        "per LETOR file and in total.",
+    )
     summary.add_argument(
         "paths", nargs="*", help="LETOR files, or sample (the default: the bundled sample)"
     )

@@ -3,10 +3,12 @@ default (a few minutes on a laptop CPU) or on a collection in ``--data-dir``.
 
 - ``relational``: the relational study of ``bayesrank.experiments.relational`` (Kersting &
   Xu 2009, Sec. 6) with the controls (PGP+I, placebo graphs) and the ranking SVMs;
-- ``active``, ``baselines``, ``ep-vs-nuts``, ``inference``: ``bayesrank.experiments``.
+- ``active``, ``baselines``, ``ep-vs-nuts``, ``inference``, ``label-ranking``, ``labels``,
+  ``large``: ``bayesrank.experiments.EXPERIMENTS`` (a module's ``DATA_DIR`` is its
+  ``--data-dir`` help, None for no such option; ``FIGURE = False``: it draws no figure).
 
 Each prints its summary table, shows progress on stderr and writes ``results.json``, a table
-and (with matplotlib) a figure to ``--out``.
+and (with matplotlib, all but ``large``) a figure to ``--out``.
 """
 
 from __future__ import annotations
@@ -23,20 +25,37 @@ __all__ = ["add_parser"]
 DEVICES = ("cpu", "gpu", "tpu")
 
 
-def _common(parser: argparse.ArgumentParser, name: str, out: str | None = None) -> None:
-    parser.add_argument(
-        "--data-dir", type=Path, default=None, help="the data (default: the bundled sample)"
-    )
+#: ``--data-dir``'s help where an experiment module says nothing else (its ``DATA_DIR``).
+DATA_DIR = "the data (default: the bundled sample)"
+
+
+def _common(
+    parser: argparse.ArgumentParser,
+    name: str,
+    out: str | None = None,
+    data_dir: str | None = DATA_DIR,
+    figure: bool = True,
+) -> None:
+    """The options every experiment shares. ``data_dir``: ``--data-dir``'s help (None: the
+    experiment reads no data folder, and has no such option); ``figure``: whether ``--out``
+    gets a figure."""
+    if data_dir is None:
+        parser.set_defaults(data_dir=None)
+    else:
+        parser.add_argument("--data-dir", type=Path, default=None, help=data_dir)
+    what = "results.json, the table and the figure" if figure else "results.json and the table"
     parser.add_argument(
         "--out",
         type=Path,
         default=None,
-        help="folder for results.json, the table and the figure (default: "
-        f"{out or f'./bayesrank-{name}'})",
+        help=f"folder for {what} (default: {out or f'./bayesrank-{name}'})",
     )
     parser.add_argument("--seed", type=seed, default=0, help="seed of every random choice")
     parser.add_argument(
-        "--device", choices=DEVICES, default=None, help="JAX platform (default: JAX's choice)"
+        "--device",
+        choices=DEVICES,
+        default=None,
+        help="the JAX platform: cpu, gpu or tpu (default: JAX's choice)",
     )
 
 
@@ -88,15 +107,18 @@ def _other(module):
 
 
 def add_parser(sub) -> None:
+    from ..experiments import EXPERIMENTS
     from ..experiments.relational import COLLECTIONS
     from ..experiments.relational.config import DEFAULT_KNOWN, THETA
 
+    names = ", ".join(["relational", *EXPERIMENTS])
     experiment = sub.add_parser(
         "experiment",
-        help="run a study (relational, active, baselines, ep-vs-nuts, inference)",
-        description="The project's studies, on the bundled sample by default or on a "
-        "collection in --data-dir; each prints its table and writes results.json, a table and "
-        "a figure to --out.",
+        help=f"run a study ({names})",
+        description=f"The project's studies ({names}), on the bundled sample by default or "
+        "on a collection in --data-dir (large needs it; label-ranking reads scikit-learn's "
+        "iris and wine); each prints its table and writes results.json, a table and (all but "
+        "large) a figure to --out.",
     )
     studies = experiment.add_subparsers(dest="experiment", required=True, metavar="NAME")
     rel = studies.add_parser(
@@ -140,14 +162,14 @@ def add_parser(sub) -> None:
         "--theta",
         choices=THETA,
         default="shared",
-        help="the GPs' hyperparameters: one theta shared by the queries of a repetition "
-        "(default, the paper's setting) or one per query (e.g. one user per query)",
+        help="the GPs' hyperparameters: shared (one theta for the queries of a repetition; "
+        "the default, the paper's setting) or per-query (one theta per query, e.g. one user "
+        "per query)",
     )
     rel.set_defaults(func=_relational)
-    from ..experiments import EXPERIMENTS
-
     for name, module in EXPERIMENTS.items():
         parser = studies.add_parser(name, help=module.HELP, description=module.HELP)
-        _common(parser, name)
+        _common(parser, name, data_dir=getattr(module, "DATA_DIR", DATA_DIR),
+                figure=getattr(module, "FIGURE", True))  # fmt: skip
         module.add_arguments(parser)
         parser.set_defaults(func=_other(module))

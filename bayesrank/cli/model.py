@@ -369,13 +369,19 @@ def add_parsers(sub) -> None:
     fit.add_argument("--out", type=Path, required=True, help="the model folder to write")
     fit.add_argument("--query", nargs="+", default=None, help="only these query ids")
     fit.add_argument("--relations", nargs="*", default=None, help="relation names (study data)")
-    fit.add_argument("--inference", choices=names(), default=EP.name)
+    fit.add_argument(
+        "--inference",
+        choices=names(),
+        default=EP.name,
+        help="the posterior of each query: ep (expectation propagation, the default), laplace, "
+        "or nuts (NumPyro's sampler; its hyperparameters by EP's evidence)",
+    )
     fit.add_argument(
         "--approximation",
         choices=["dense", "sparse"],
         default="dense",
-        help="sparse: no n x n matrix, for thousands of entities (needs --inference laplace "
-        "and --fixed; docs/guide/large.md)",
+        help="dense (the default: n x n matrices) or sparse (none, for thousands of entities; "
+        "needs --inference laplace and --fixed; docs/guide/large.md)",
     )
     fit.add_argument("--rank", type=int, default=256, help="attribute kernel's rank (sparse)")
     fit.add_argument("--fixed", action="store_true", help="keep the default hyperparameters")

@@ -10,6 +10,7 @@ import shlex
 import subprocess
 import sys
 
+from ..data.functions import NAMES as FUNCTIONS
 from ..inference.engines import EP, names
 from ._common import interact, seed, setup_jax
 
@@ -180,7 +181,13 @@ def _by_function(args: argparse.Namespace, options: dict) -> int:
 
 def add_parser(sub) -> None:
     opt = sub.add_parser(
-        "optimize", help="preferential Bayesian optimisation over [0, 1]^dim (you or a function)"
+        "optimize",
+        help="preferential Bayesian optimisation over [0, 1]^dim (you or a function)",
+        description="Preferential Bayesian optimisation over designs in [0, 1]^dim: the model "
+        "proposes two designs at a time, you (--interactive) or a synthetic --function say "
+        "which is better, and after every answer it re-fits a GP of the utility and proposes "
+        "the pair its acquisition rates highest; at the end it prints its best guess. "
+        "Answers are kept in --answers and a later run resumes from them.",
     )
     opt.add_argument("--dim", type=int, required=True, help="the designs' dimension")
     opt.add_argument("--interactive", action="store_true", help="you answer, in the terminal")
@@ -191,7 +198,10 @@ def add_parser(sub) -> None:
         "show its output (default: the coordinates)",
     )
     opt.add_argument(
-        "--function", metavar="NAME", help="a synthetic utility answers (bayesrank.data.functions)"
+        "--function",
+        metavar="NAME",
+        help="a synthetic utility answers (bayesrank.data.functions): one of "
+        + ", ".join(FUNCTIONS),
     )
     opt.add_argument(
         "--noise", type=float, default=0.1, help="the probit noise of --function (default 0.1)"
@@ -201,7 +211,16 @@ def add_parser(sub) -> None:
         "--answers",
         help=f"answer file, resumed if it exists (--interactive: default {DEFAULT_ANSWERS})",
     )
-    opt.add_argument("--acquisition", default="eubo", choices=ACQUISITION_CHOICES)
+    opt.add_argument(
+        "--acquisition",
+        default="eubo",
+        choices=ACQUISITION_CHOICES,
+        help="how a pair is rated: eubo (the expected utility of the better design; the "
+        "default), qeubo (the same by Monte Carlo), variance (the paper's rule, var(d) / "
+        "(mean(d)^2 + var(d)) of the utility difference d), bald (what the answer tells about "
+        "the utility), kg (the knowledge gradient: the best posterior mean after the answer; "
+        "not with a pool)",
+    )
     opt.add_argument("--engine", default=EP.name, choices=names(),
                      help="the posterior: EP (default), Laplace, or NUTS's draws")  # fmt: skip
     opt.add_argument(

@@ -32,6 +32,8 @@ __all__ = ["HELP", "NAME", "PRESETS", "PUBLISHED", "LabelRankingProtocol", "add_
 
 NAME = "label-ranking"
 HELP = "label rankers (RPC, constraint classification, the GP) on iris and wine: Kendall tau"
+#: No ``--data-dir``: iris and wine are scikit-learn's own data.
+DATA_DIR = None
 
 METHODS = ("RPC", "CC", "GP")
 
@@ -63,7 +65,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         PRESETS,
         help="reduced (default: iris, 3 folds) or full (iris and wine, 10 folds)",
     )
-    parser.add_argument("--datasets", nargs="+", choices=("iris", "wine"), default=None)
+    parser.add_argument(
+        "--datasets",
+        nargs="+",
+        choices=("iris", "wine"),
+        default=None,
+        help="iris, wine or both (reduced: iris; full: both)",
+    )
     parser.add_argument("--folds", type=int, default=None, help="folds (reduced 3, full 10)")
 
 

@@ -51,6 +51,10 @@ __all__ = ["HELP", "NAME", "PRESETS", "LargeProtocol", "add_arguments", "run"]
 
 NAME = "large"
 HELP = "XPGP on all 10,197 HetRec movies without a dense matrix, against choix and dense"
+#: ``--data-dir``'s help: HetRec is not bundled, so there is no default.
+DATA_DIR = "the folder that holds hetrec2011-movielens-2k (required: HetRec is not bundled)"
+#: The experiment writes its results and table, no figure.
+FIGURE = False
 
 
 @dataclasses.dataclass(frozen=True)

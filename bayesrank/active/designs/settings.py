@@ -158,5 +158,7 @@ def check_mode(mode: str, settings: Settings) -> None:
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if mode != "cube" and settings.acquisition in acq.DESIGNS:
-        raise ValueError(f"acquisition {settings.acquisition!r} needs look-ahead designs "
-                         f"anywhere in the cube; mode {mode!r} offers pool pairs only")  # fmt: skip
+        raise ValueError(f"acquisition {settings.acquisition!r} scores a pair with look-ahead "
+                         f"designs anywhere in the cube, so it cannot score a pool's candidate "
+                         f"pairs (mode {mode!r}); without a pool (mode 'cube') it can, or choose "
+                         f"another acquisition")  # fmt: skip

@@ -147,10 +147,13 @@ def add_arguments(
         nargs="+",
         choices=CRITERIA,
         default=list(CRITERIA),
-        help="which criteria (default all three)",
+        help=f"which criteria, of {', '.join(CRITERIA)} (default all three)",
     )
     parser.add_argument(
-        "--engine", choices=ENGINES, default="ep", help="posterior update (default ep)"
+        "--engine",
+        choices=ENGINES,
+        default="ep",
+        help=f"the posterior update after each answer, of {', '.join(ENGINES)} (default ep)",
     )
     parser.add_argument(
         "--max-movies", type=int, default=100, help="MovieLens: movies per user (default 100)"

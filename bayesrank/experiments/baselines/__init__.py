@@ -60,8 +60,8 @@ from .runner import run
 
 NAME = "baselines"
 HELP = (
-    "RankSVM, RankBoost (and XGBoost, LightGBM): MAP, NDCG@k, P@k on held-out queries or LETOR "
-    "folds (--protocol full: the LETOR protocol)"
+    "RankSVM, RankBoost, SortNet, PRank, XPGP (and XGBoost, LightGBM): MAP, NDCG@k, P@k on "
+    "held-out queries or LETOR folds (--protocol full: the LETOR protocol)"
 )
 
 __all__ = [

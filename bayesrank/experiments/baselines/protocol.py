@@ -84,8 +84,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         choices=METHODS,
         default=None,
-        help="reduced: RankSVM RankBoost; full: all nine (XGBoost and LightGBM where their "
-        "packages import, else skipped; named here, a missing one is an error)",
+        help=f"of {', '.join(METHODS)}; reduced: RankSVM RankBoost; full: all nine (XGBoost "
+        "and LightGBM where their packages import, else skipped; named here, a missing one is "
+        "an error)",
     )
     for name, flag, what in (
         ("C", "--C", "RankSVM's C (both losses)"),

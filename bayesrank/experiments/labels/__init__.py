@@ -75,7 +75,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--collection",
         choices=COLLECTIONS,
         default=None,
-        help=f"the queries ({r.collection}; full: {f.collection})",
+        help=f"the queries: sample (the bundled sample) or OHSUMED, MQ2008, MovieLens (in "
+        f"--data-dir) (reduced: {r.collection}; full: {f.collection})",
     )
     parser.add_argument(
         "--queries", type=int, default=None, help=f"queries ({r.queries}; full: {f.queries})"

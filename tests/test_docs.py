@@ -45,6 +45,11 @@ OPTIONAL = {"matplotlib", "tqdm", "sklearn", "choix", "botorch", "torch", "xgboo
 #: Command lines (after ``bayesrank``, ``--json`` aside) cheap enough to run: the bundled sample.
 CHEAP_COMMANDS = (("data", "summary"),)
 
+#: A ``text`` block with this in its info string (```` ```text title="output" ````) shows what
+#: the ``python`` block just before it prints: the run checks it, line by line (trailing blanks
+#: aside), so a page that shows output shows the output its code gives.
+OUTPUT_TITLE = 'title="output"'
+
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`]*)$")
 
 
@@ -70,6 +75,8 @@ def code_blocks(path: Path) -> list[tuple[str, int, str]]:
                 break
             body.append(line[len(indent) :] if line.startswith(indent) else line.lstrip())
             k += 1
+        if language.lower() == "text" and OUTPUT_TITLE in info:
+            language = "output"  # what the python block before it prints, checked
         blocks.append((language.lower(), start, "\n".join(body) + "\n"))
         k += 1
     return blocks
@@ -112,18 +119,25 @@ def _run_file(path: Path) -> dict:
     with tempfile.TemporaryDirectory() as work:
         os.chdir(work)
         try:
+            printed = None  # what the last python block printed
             for language, line, code in code_blocks(path):
-                if language in PYTHON:
+                if language == "output":
+                    record["outputs"] = record.get("outputs", 0) + 1
+                    _check_output(printed, code, line)
+                elif language in PYTHON:
                     record["blocks"] += 1
                     tick = time.perf_counter()
                     try:
-                        with warnings.catch_warnings():
+                        with warnings.catch_warnings(), contextlib.redirect_stdout(
+                            io.StringIO()
+                        ) as out:
                             _errors_for_convergence_warnings()
                             # dont_inherit: the blocks run as a user's script would, without
                             # this file's ``from __future__ import annotations`` (under which a
                             # dataclass defined in a block looks for a module that is not there)
                             name = f"{_name(path)}:{line}"
                             exec(compile(code, name, "exec", dont_inherit=True), namespace)
+                        printed = out.getvalue()
                         record["times"].append((line, round(time.perf_counter() - tick, 2)))
                     except ModuleNotFoundError as err:
                         if (err.name or "").split(".")[0] in OPTIONAL:
@@ -149,6 +163,18 @@ def _run_file(path: Path) -> dict:
     record["seconds"] = round(time.perf_counter() - start, 2)
     record["cpu_seconds"] = round(time.process_time() - cpu, 2)
     return record
+
+
+def _check_output(printed: str | None, shown: str, line: int) -> None:
+    """The output block at ``line`` (``shown``) is what the python block before it printed."""
+    if printed is None:
+        raise RuntimeError(f"line {line}: an output block with no python block before it")
+    got, want = ([x.rstrip() for x in t.strip("\n").splitlines()] for t in (printed, shown))
+    if got != want:
+        raise RuntimeError(
+            f"line {line}: the page shows\n{chr(10).join(want)}\nbut the block above it "
+            f"printed\n{chr(10).join(got)}"
+        )
 
 
 def _errors_for_convergence_warnings() -> None:

@@ -69,9 +69,11 @@ class SortResult(NamedTuple):
 
 
 class SortNetInfo(NamedTuple):
-    """The training's trace: per iteration the validation MAP, the pairs in ``P_T`` and
-    ``P_V`` after it, and the training loss at the end of its ``TrainAndValidate`` (NaN at
-    iteration 0); ``best``: the iteration kept; ``stopped``: no new misordered pair."""
+    """The training's trace: per iteration ``0..max_iter`` (0: the untrained network, whose
+    sort seeds the pair sets; so ``max_iter + 1`` entries, fewer where it stopped early) the
+    validation MAP, the pairs in ``P_T`` and ``P_V`` after it, and the training loss at the end
+    of its ``TrainAndValidate`` (NaN at iteration 0); ``best``: the iteration kept;
+    ``stopped``: no new misordered pair."""
 
     vali_map: np.ndarray
     train_pairs: np.ndarray

@@ -28,7 +28,7 @@ from .data.problem import PreferenceProblem
 from .diagnostics import warn_if_unconverged
 from .inference import ep
 from .inference.engine import Engine, GaussianEngine
-from .inference.engines import EP, NUTS, engine_from_keywords, resolve
+from .inference.engines import EP, NUTS, Laplace, engine_from_keywords, resolve
 from .inference.problem import why_not_finite
 from .kernels.xpgp import XPGP, check_prior
 from .posterior import Posterior
@@ -44,6 +44,26 @@ AUTO_DENSE_UP_TO = 2000
 
 
 LEARNING = ("evidence", "em", NUTS.name)
+
+
+def _large(engine: Engine, n: int, rank: int) -> Engine:
+    """``approximation="auto"``'s engine for ``n > AUTO_DENSE_UP_TO`` entities: the engine's
+    own sparse form (``Laplace`` -> ``SparseLaplace``), or, for an engine that has none (EP,
+    NUTS), the sparse Laplace at ``rank``, said in a ``UserWarning`` (once per place, as
+    Python's warnings are)."""
+    if type(engine).large is not Engine.large:
+        return engine.large(n, rank)
+    import warnings
+
+    sparse = Laplace().large(n, rank)
+    warnings.warn(
+        f"approximation='auto' at {n} entities (beyond AUTO_DENSE_UP_TO = {AUTO_DENSE_UP_TO}): "
+        f"{engine!r} has no form without an n x n matrix, so this fit uses {sparse!r}, the "
+        "Laplace approximation in precision form (pass that engine to say so yourself)",
+        UserWarning,
+        stacklevel=4,
+    )
+    return sparse
 
 #: ``XPGPModel``'s old engine keywords (each now a field of the engine object).
 _OLD_KEYWORDS = ("schedule", "max_iter", "tol", "damping", "precision", "nuts_options")
@@ -69,10 +89,12 @@ class XPGPModel:
             for thousands of entities and more; strict pairs, at the prior's hyperparameters),
             or any ``GaussianEngine``. The strings ``"ep"``, ``"laplace"``, ``"nuts"`` and
             ``"sparse"`` are the engines at their defaults.
-        approximation: ``"dense"`` (the default: the engine as given) or ``"auto"``: a
-            ``Laplace`` engine becomes ``SparseLaplace(rank, max_iter, tol)`` beyond
-            ``AUTO_DENSE_UP_TO`` entities (where the dense engine would take minutes and
-            gigabytes: docs/results/large.md). ``"sparse"`` is the old spelling of
+        approximation: ``"dense"`` (the default: the engine as given) or ``"auto"``: beyond
+            ``AUTO_DENSE_UP_TO`` entities (where a dense engine would take minutes and
+            gigabytes: docs/results/large.md) a ``Laplace`` engine becomes
+            ``SparseLaplace(rank, max_iter, tol)``, and an engine with no sparse form (``EP``,
+            the default, or ``NUTS``) gives way to ``SparseLaplace(rank)``, with a
+            ``UserWarning`` saying so. ``"sparse"`` is the old spelling of
             ``engine=SparseLaplace(rank=rank)``.
         rank: the attribute kernel's rank where ``"auto"`` goes sparse (256).
 
@@ -315,5 +337,5 @@ class XPGPModel:
         if getattr(engine, "max_iter", None) is not None:
             check_int(engine.max_iter, "max_iter", low=1)
         if self.approximation == "auto" and problem.n > AUTO_DENSE_UP_TO:
-            engine = engine.large(problem.n, self.rank)
+            engine = _large(engine, problem.n, self.rank)
         return engine

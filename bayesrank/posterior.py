@@ -78,6 +78,21 @@ class Posterior:
         margin = 0.0 if self.prior.margin is None else float(self.prior.margin)
         return self.result.predict_outcomes(pairs, margin)
 
+    def outcome_blocks(self, blocks, n_pairs: int):
+        """``predict_outcomes`` over a stream of pair blocks: ``(block, OutcomePrediction)``
+        for each ``block: (b, 2)`` of ``blocks`` (an iterable), in order, so that predicting
+        many pairs holds one block at a time. ``n_pairs``: the stream's total; where it is
+        beyond a sparse posterior's ``exact_up_to``, its posterior draws are made once and
+        shared by every block (one estimate, as a single call on all the pairs would give)."""
+        from .inference.sparse import SparsePosterior
+
+        margin = 0.0 if self.prior.margin is None else float(self.prior.margin)
+        reuse = {}
+        if isinstance(self.result, SparsePosterior) and n_pairs > self.result.exact_up_to:
+            reuse = {"draws": self.result.draws()}
+        for block in blocks:
+            yield block, self.result.predict_outcomes(block, margin, **reuse)
+
     def predict_grades(self, entities=None) -> np.ndarray:
         """``(p, K)``: each entity's probability of each grade ``0..K-1`` under the prior's
         thresholds (the ordinal model): ``P(y = k) = Phi((b_k - mu) / s) - Phi((b_{k-1} - mu)

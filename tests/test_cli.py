@@ -342,3 +342,47 @@ def test_predict_pair_columns_keep_the_documented_relations_on_a_real_fit(tmp_pa
     assert np.all(np.abs(a[outside]) * np.sqrt(v[outside]) > 2 * norm.ppf(0.95))
     if labels == "pairs":
         assert outside.any()  # the sample's learned fit has such pairs: the rule is exercised
+
+
+@pytest.mark.slow  # a sparse fit of 300 entities and 44,850 pair predictions
+def test_predict_streams_a_sparse_model_with_one_set_of_draws(tmp_path, monkeypatch):
+    """``bayesrank predict --pairs`` writes every pair of a sparse model in blocks (here 45 of
+    1,000 pairs), all from one set of posterior draws (made once): the file equals the model's
+    own prediction of all 44,850 pairs in one call (``predict_pairs``: by draws of the same
+    key), pair by pair, to rounding."""
+    import bayesrank.cli.model as cli_model
+    from bayesrank.inference.sparse import SparsePosterior
+    from bayesrank.io import load
+
+    rng = np.random.default_rng(3)
+    n = 300
+    query = tmp_path / "data" / "q1"
+    query.mkdir(parents=True)
+    X = rng.uniform(size=(n, 2))
+    utility = np.sin(5 * X[:, 0]) + X[:, 1]
+    i, j = rng.integers(0, n, size=(2, 1500))
+    i, j = i[i != j], j[i != j]
+    pairs = np.where((utility[i] > utility[j])[:, None], np.c_[i, j], np.c_[j, i])
+    np.savetxt(query / "attributes.csv", X, delimiter=",")
+    np.savetxt(query / "comparisons.csv", pairs, fmt="%d", delimiter=",")
+    model, out = tmp_path / "m", tmp_path / "p.csv"
+    assert main(["fit", str(query.parent), "--out", str(model), "--approximation", "sparse",
+                 "--inference", "laplace", "--fixed", "--quiet"]) == 0  # fmt: skip
+    monkeypatch.setattr(cli_model, "PAIR_BLOCK", 1000)
+    blocks, draws = [], []
+    real_blocks, real_draws = cli_model._upper_pairs, SparsePosterior.draws
+
+    def counted_blocks(order, block=1000):
+        return (blocks.append(b) or b for b in real_blocks(order, block))
+
+    monkeypatch.setattr(cli_model, "_upper_pairs", counted_blocks)
+    monkeypatch.setattr(SparsePosterior, "draws", lambda self: draws.append(1) or real_draws(self))
+    assert main(["predict", str(model), "--pairs", str(out)]) == 0
+    assert len(blocks) == 45 and max(map(len, blocks)) == 1000 and len(draws) == 1
+    rows = np.genfromtxt(out, delimiter=",", names=True, dtype=None, encoding="utf-8")
+    assert len(rows) == n * (n - 1) // 2
+    posterior = load(model / "query-0.npz")
+    whole = posterior.predict_pairs(np.c_[rows["i"], rows["j"]])  # > exact_up_to: the draws
+    # the same draws, from another compiled program: equal but for the last bit of rounding
+    np.testing.assert_allclose(rows["prob"], np.asarray(whole.prob), rtol=1e-13, atol=0)
+    np.testing.assert_allclose(rows["delta_var"], np.asarray(whole.delta_var), rtol=1e-12)

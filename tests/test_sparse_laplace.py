@@ -371,3 +371,19 @@ def test_auto_is_dense_up_to_its_size_and_sparse_beyond(monkeypatch):
     assert isinstance(auto.result, SparsePosterior)
     dense = XPGPModel(XPGP(RBF(), ()), inference="laplace", tol=1e-12).fit(problem)
     np.testing.assert_allclose(auto.mean, dense.mean, atol=1e-8)
+    # the default engine, EP, has no sparse form: "auto" gives way to the sparse Laplace and
+    # says so, rather than failing where it should switch
+    with pytest.warns(UserWarning, match=r"EP\(.*\) has no form without an n x n matrix, so "
+                      r"this fit uses SparseLaplace\(rank=30"):  # fmt: skip
+        by_ep = XPGPModel(XPGP(RBF(), ()), approximation="auto", rank=30).fit(problem)
+    assert isinstance(by_ep.result, SparsePosterior)
+    np.testing.assert_allclose(by_ep.mean, dense.mean, atol=1e-8)
+
+
+def test_inference_sparse_names_the_spelling_that_works():
+    from bayesrank import XPGPModel
+    from bayesrank.kernels import XPGP
+
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError) as error:
+        XPGPModel(XPGP(RBF(), ()), inference="sparse").engine
+    assert "XPGPModel(prior, SparseLaplace(rank=256))" in str(error.value)

@@ -77,7 +77,12 @@ def _field(value) -> str:
 
 def csv_text(head: list[str], rows: list[list]) -> str:
     """A CSV file: the header, then one line per row (fields by ``_field``), ``\\n`` ended."""
-    return "".join(",".join(_field(v) for v in row) + "\n" for row in [head, *rows])
+    return csv_rows([head, *rows])
+
+
+def csv_rows(rows: list[list]) -> str:
+    """CSV lines, one per row (fields by ``_field``), ``\\n`` ended."""
+    return "".join(",".join(_field(v) for v in row) + "\n" for row in rows)
 
 
 def _labels(qid, grades, pairs, judged, labels: str):
@@ -306,51 +311,83 @@ def _cmd_predict(args: argparse.Namespace) -> int:
                 "every query; nothing written"
                 + (" (without --scores, the pairs are)" if args.pairs is not None else "")
             )
-    scores, pair_rows = [], []
-    filled = np.full(total, np.nan) if letor else None
-    ties = False
-    for q in document["queries"]:
-        posterior = load(Path(args.model) / q["file"])
-        mean = np.asarray(posterior.mean)
-        if letor:
-            filled[np.asarray(q["rows"])] = mean
-        else:
-            scores += [[q["qid"], i, m] for i, m in enumerate(mean.tolist())]
-        order = np.argsort(-mean, kind="stable")
-        i, j = np.triu_indices(len(order), 1)
-        pairs = np.stack([order[i], order[j]], axis=1)
-        # the tie model (a prior with a margin): P(i > j) = Phi((dm - eps) / s), and P(tie)
-        eps = 0.0 if posterior.prior.margin is None else float(posterior.prior.margin)
-        ties = ties or posterior.prior.margin is not None
-        pred = posterior.predict_outcomes(pairs)
-        prob, tie, dm, dv = (
-            np.asarray(a) for a in (pred.win, pred.tie, pred.delta_mean, pred.delta_var)
-        )
-        lo, mid, hi = _quantiles(posterior, pairs, dm, dv, eps)
-        ids = q["doc_ids"] or [""] * len(mean)
-        columns = zip(*(a.tolist() for a in (prob, dm, dv, lo, mid, hi, tie)), strict=True)
-        for (a, b), numbers in zip(pairs.tolist(), columns, strict=True):
-            pair_rows.append([q["qid"], a, b, ids[a], ids[b], *numbers])
+    posteriors = [load(Path(args.model) / q["file"]) for q in document["queries"]]
     if args.scores is not None:
+        means = [np.asarray(p.mean) for p in posteriors]
         if letor:
+            filled = np.full(total, np.nan)
+            for q, mean in zip(document["queries"], means, strict=True):
+                filled[np.asarray(q["rows"])] = mean
             text = "".join(exact(s) + "\n" for s in filled.tolist())
         else:
+            scores = [[q["qid"], i, m] for q, mean in zip(document["queries"], means, strict=True)
+                      for i, m in enumerate(mean.tolist())]  # fmt: skip
             text = csv_text(["qid", "entity", "score"], scores)
         Path(args.scores).write_text(text)
+    n_pairs = 0
     if args.pairs is not None:
-        head = list(PAIR_COLUMNS)
-        if ties:
-            head.append("prob_tie")
-        else:  # the probit pair model: no tie column
-            pair_rows = [row[:-1] for row in pair_rows]
-        Path(args.pairs).write_text(csv_text(head, pair_rows))
+        n_pairs = _write_pairs(Path(args.pairs), document["queries"], posteriors)
     print(
         f"{plural(len(document['queries']), 'query', 'queries')}: "
         + (f"scores in {args.scores}" if args.scores else "no --scores")
         + "; "
-        + (f"{len(pair_rows)} pairs in {args.pairs}" if args.pairs else "no --pairs")
+        + (f"{n_pairs} pairs in {args.pairs}" if args.pairs else "no --pairs")
     )
     return 0
+
+
+#: Pairs predicted and written at a time: the pair file streams, so its memory stays that of a
+#: block, whatever the number of entities (a query of n entities has n (n - 1) / 2 pairs).
+PAIR_BLOCK = 1 << 16
+
+
+def _upper_pairs(order, block: int = PAIR_BLOCK):
+    """Every pair ``(order[a], order[b])``, ``a < b``, in row order, as ``(<= block, 2)`` int64
+    arrays: the upper triangle without ever holding all of it."""
+    import numpy as np
+
+    n, rows = len(order), []
+    held = 0
+    for a in range(n - 1):
+        rows.append(np.stack([np.full(n - 1 - a, order[a]), order[a + 1 :]], axis=1))
+        held += n - 1 - a
+        while held >= block or (a == n - 2 and held):
+            stacked = np.concatenate(rows)
+            yield stacked[:block]
+            rows, held = [stacked[block:]], len(stacked) - min(block, len(stacked))
+
+
+def _write_pairs(path: Path, queries: list[dict], posteriors: list) -> int:
+    """The pair file (``PAIR_COLUMNS``, then ``prob_tie`` where a prior has a tie margin) of
+    every query, streamed block by block into a temporary file renamed over ``path`` (never
+    half-written); returns the number of pairs."""
+    import numpy as np
+
+    ties = any(p.prior.margin is not None for p in posteriors)
+    head = [*PAIR_COLUMNS, "prob_tie"] if ties else list(PAIR_COLUMNS)
+    tmp = path.with_name(path.name + ".tmp")
+    count = 0
+    with open(tmp, "w", newline="") as out:
+        out.write(csv_rows([head]))
+        for q, posterior in zip(queries, posteriors, strict=True):
+            mean = np.asarray(posterior.mean)
+            order = np.argsort(-mean, kind="stable")
+            ids = q["doc_ids"] or [""] * len(mean)
+            # the tie model (a prior with a margin): P(i > j) = Phi((dm - eps) / s), and P(tie)
+            eps = 0.0 if posterior.prior.margin is None else float(posterior.prior.margin)
+            total = len(mean) * (len(mean) - 1) // 2
+            for pairs, pred in posterior.outcome_blocks(_upper_pairs(order), total):
+                prob, tie, dm, dv = (
+                    np.asarray(a) for a in (pred.win, pred.tie, pred.delta_mean, pred.delta_var)
+                )
+                lo, mid, hi = _quantiles(posterior, pairs, dm, dv, eps)
+                numbers = [prob, dm, dv, lo, mid, hi] + ([tie] if ties else [])
+                columns = zip(pairs.tolist(), *(a.tolist() for a in numbers), strict=True)
+                rows = [[q["qid"], a, b, ids[a], ids[b], *values] for (a, b), *values in columns]
+                out.write(csv_rows(rows))
+                count += len(pairs)
+    tmp.replace(path)
+    return count
 
 
 def add_parsers(sub) -> None:

@@ -67,16 +67,26 @@ class NUTS(Engine):
         return nuts.sample_problem(key, prior, problem, **self.options())
 
 
+#: ``SparseLaplace``'s ``exact_up_to``: exact pair variances (a CG solve each) for at most this
+#: many pairs at once, draws beyond. Both ways cost about one CG solve per pair or per draw
+#: (``benchmarks/bench_sparse_pairs.py``, n = 5,000: 200 pairs exactly 12.7 s, by 200 draws
+#: 8.0 s; 50 pairs 2.5 s against 10.9 s), so well before ``n_samples`` pairs the draws win.
+EXACT_UP_TO = 100
+
+
 @dataclasses.dataclass(frozen=True)
 class SparseLaplace(Engine):
     """The Laplace approximation in precision form (``bayesrank.inference.sparse``): no dense
     ``(n, n)`` matrix, for thousands of entities and more; strict pairs only, at the prior's
     hyperparameters. The attribute kernel at ``rank`` by pivoted Cholesky with its residual
-    variances kept; relations ``RegularizedLaplacian``. Its posterior predicts pairs by CG (by
-    posterior draws beyond 2,000 pairs) and estimates its evidence by stochastic Lanczos
-    quadrature.
+    variances kept; relations ``RegularizedLaplacian``. Its posterior predicts pairs' variances
+    by one CG solve each, or, for more than ``exact_up_to`` pairs at once, from ``n_samples``
+    posterior draws (one CG solve each, shared by every pair: relative error about
+    ``sqrt(2 / n_samples)``); it estimates its evidence by stochastic Lanczos quadrature.
 
-    Attributes: ``rank`` (256), ``max_iter`` (200 Newton steps), ``tol`` (1e-10, on the mode).
+    Attributes: ``rank`` (256), ``max_iter`` (200 Newton steps), ``tol`` (1e-10, on the mode),
+    ``exact_up_to`` (``EXACT_UP_TO``: exact variances up to that many pairs at once; ``0``:
+    always draws), ``n_samples`` (200 draws).
     """
 
     name: ClassVar[str] = "sparse"
@@ -85,18 +95,24 @@ class SparseLaplace(Engine):
     rank: int = 256
     max_iter: int = 200
     tol: float | None = 1e-10
+    exact_up_to: int = EXACT_UP_TO
+    n_samples: int = 200
 
     def __post_init__(self):
         check_int(self.rank, "rank", low=1)
         check_engine_settings(self)
         check_float(self.tol, "tol", 0.0, low_open=True)
+        check_int(self.exact_up_to, "exact_up_to", low=0)
+        check_int(self.n_samples, "n_samples", low=2)
 
     def fit_problem(self, prior, problem, sites=None, *, key=None):
         if sites is not None:
             raise ValueError("SparseLaplace takes no sites (it fits at the prior's values)")
         from . import sparse
 
-        result = sparse.fit_problem(prior, problem, self.rank, self.max_iter, self.tol, key)
+        result = sparse.fit_problem(prior, problem, self.rank, self.max_iter, self.tol, key,
+                                    exact_up_to=self.exact_up_to,
+                                    n_samples=self.n_samples)  # fmt: skip
         warn_if_unconverged(result.converged, "Laplace fit", self.advice)
         return result
 
@@ -153,6 +169,13 @@ def engine_from_keywords(inference, settings: dict, approximation="dense", rank:
     others, as before), ``approximation`` (``"sparse"``: the sparse form, at ``rank``; other
     values leave the engine dense). ``ValueError`` naming a keyword the engine does not
     have."""
+    if inference == SparseLaplace.name:  # an engine's name, but not an inference's
+        raise ValueError(
+            "inference='sparse' is not an inference name (ep, laplace, nuts): the sparse engine "
+            "is the engine object, XPGPModel(prior, SparseLaplace(rank=256)) (or engine="
+            "'sparse'); XPGPModel(prior, Laplace(), approximation='auto') picks it beyond "
+            "2,000 entities"
+        )
     name = EP.name if inference is None else check_choice(inference, "inference", names())
     settings = dict(settings)
     options = settings.pop("nuts_options", None) or {}

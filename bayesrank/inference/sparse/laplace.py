@@ -234,9 +234,21 @@ def posterior_draws(prior: LatentPrior, pairs, fit: SparseMode, key, n_samples: 
     return jax.vmap(prior.entities)(latent_draws(prior, pairs, fit, key, n_samples, cg_tol))
 
 
+#: The CG tolerance of the sampled pair predictions' draws.
+SAMPLED_CG_TOL = 1e-10
+
+
+@partial(jax.jit, static_argnames=("n_samples",))
+def posterior_draws_core(prior: LatentPrior, pairs, fit: SparseMode, key, n_samples: int,
+                         cg_tol):  # fmt: skip
+    """``posterior_draws`` as one compiled program (for inputs already checked)."""
+    return posterior_draws(prior, jnp.asarray(pairs), fit, key, n_samples, cg_tol)
+
+
 def sampled_pair_predictions(
-    prior: LatentPrior, pairs, fit: SparseMode, test, key, n_samples: int = 200, cg_tol=1e-10
-):
+    prior: LatentPrior, pairs, fit: SparseMode, test, key, n_samples: int = 200,
+    cg_tol=SAMPLED_CG_TOL,
+):  # fmt: skip
     """``(prob, delta_mean, delta_var, var_se)`` of ``test: (p, 2)`` with each pair's variance
     estimated from ``n_samples`` draws of the posterior (module docstring); ``var_se: (p,)`` the
     estimate's standard error (the draws' sd of ``(x_i - x_j)^2`` over ``sqrt(n_samples)``).

@@ -27,9 +27,17 @@ from ...data.checks import check_float, check_index_pairs
 from ...kernels.graph import RegularizedLaplacian
 from ...kernels.lowrank import pivoted_cholesky
 from ...kernels.xpgp import check_graph_count, check_prior
+from ...likelihoods import pair_probability
 from ...predict import OutcomePrediction, PairPrediction
 from .evidence import log_evidence
-from .laplace import SparseMode, mode, pair_predictions, sampled_pair_predictions
+from .laplace import (
+    SAMPLED_CG_TOL,
+    SparseMode,
+    mode,
+    pair_predictions,
+    posterior_draws_core,
+    sampled_pair_predictions,
+)
 from .precision import diagonal_precision, laplacian_precision
 from .prior import LatentPrior, latent_prior
 
@@ -86,7 +94,7 @@ class SparsePosterior(NamedTuple):
     fit: SparseMode
     key: jax.Array
     residual: float = 0.0
-    exact_up_to: int = 2000
+    exact_up_to: int = 100
     n_samples: int = 200
 
     @property
@@ -97,14 +105,24 @@ class SparsePosterior(NamedTuple):
     def converged(self):
         return self.fit.converged
 
-    def predict_pairs(self, pairs) -> PairPrediction:
+    def predict_pairs(self, pairs, draws=None) -> PairPrediction:
         """Eq. 13-14 for ``pairs: (p, 2)``: each variance by one CG solve up to
         ``exact_up_to`` pairs, beyond by ``n_samples`` posterior draws (relative error about
-        ``sqrt(2 / n_samples)``; ``predict_pairs_with_error`` returns it)."""
+        ``sqrt(2 / n_samples)``; ``predict_pairs_with_error`` returns it). ``draws``: this
+        posterior's ``draws()``, to reuse over many calls (the variances then come from them,
+        however few the pairs: a stream of blocks is one estimate)."""
         pairs = check_index_pairs(pairs, self.latent.n)
-        if len(pairs) <= self.exact_up_to:
+        if draws is None and len(pairs) <= self.exact_up_to:
             return PairPrediction(*pair_predictions(self.latent, self.pairs, self.fit, pairs))
-        return PairPrediction(*self.predict_pairs_with_error(pairs)[:3])
+        if draws is None:
+            return PairPrediction(*self.predict_pairs_with_error(pairs)[:3])
+        return PairPrediction(*_from_draws(self.fit.mean, draws, jnp.asarray(pairs)))
+
+    def draws(self) -> jax.Array:
+        """``(n_samples, n)``: the posterior draws of ``xi - xi_hat`` that the sampled pair
+        variances use (the same as ``predict_pairs``' for many pairs: same key)."""
+        return posterior_draws_core(self.latent, self.pairs, self.fit, self._key(),
+                                    self.n_samples, SAMPLED_CG_TOL)  # fmt: skip
 
     def predict_pairs_with_error(self, pairs):
         """``(prob, delta_mean, delta_var, var_se)`` by ``n_samples`` draws."""
@@ -112,12 +130,12 @@ class SparsePosterior(NamedTuple):
         return sampled_pair_predictions(self.latent, self.pairs, self.fit, pairs,
                                         self._key(), n_samples=self.n_samples)  # fmt: skip
 
-    def predict_outcomes(self, pairs, margin) -> OutcomePrediction:
+    def predict_outcomes(self, pairs, margin, draws=None) -> OutcomePrediction:
         """``predict_pairs`` as the three outcomes of the probit pair model: no tie (the sparse
         engine fits strict pairs only; a nonzero ``margin`` is refused)."""
         if check_float(margin, "margin", low=0.0) != 0.0:
             raise ValueError("approximation='sparse' has no tie model (margin must be 0)")
-        p = self.predict_pairs(pairs)
+        p = self.predict_pairs(pairs, draws)
         return OutcomePrediction(p.prob, jnp.zeros_like(p.prob), 1 - p.prob, p.delta_mean,
                                  p.delta_var)  # fmt: skip
 
@@ -138,13 +156,25 @@ class SparsePosterior(NamedTuple):
         return jax.random.wrap_key_data(self.key)
 
 
-def fit_problem(prior, problem, rank: int, max_iter: int, tol: float, key=None):
+@jax.jit
+def _from_draws(mean, draws, pairs):
+    """``(prob, delta_mean, delta_var)`` of ``pairs: (p, 2)`` with each variance the mean over
+    ``draws: (S, n)`` of the squared difference (``sampled_pair_predictions``' estimate)."""
+    delta_mean = mean[pairs[:, 0]] - mean[pairs[:, 1]]
+    delta_var = jnp.mean((draws[:, pairs[:, 0]] - draws[:, pairs[:, 1]]) ** 2, axis=0)
+    return pair_probability(delta_mean, delta_var), delta_mean, delta_var
+
+
+def fit_problem(prior, problem, rank: int, max_iter: int, tol: float, key=None, *,
+                exact_up_to: int = 100, n_samples: int = 200):  # fmt: skip
     """``SparsePosterior`` of a ``PreferenceProblem`` under the ``XPGP`` ``prior``
     (the engine ``SparseLaplace``): strict pairs only (``ValueError`` otherwise); ``key`` seeds
-    the sampled predictions and the evidence (default ``key(0)``)."""
+    the sampled predictions and the evidence (default ``key(0)``); ``exact_up_to`` and
+    ``n_samples``: the posterior's pair predictions (``SparsePosterior``)."""
     if problem.has_outcomes:
         raise ValueError("SparseLaplace takes strict pairs only (no ties or grades)")
     latent, residual = from_xpgp(prior, problem.X, problem.relations, problem.n, rank)
     fit = mode(latent, problem.pairs, max_iter=max_iter, tol=tol)
     key = jax.random.key_data(jax.random.key(0) if key is None else key)
-    return SparsePosterior(latent, jnp.asarray(problem.pairs), fit, key, residual=residual)
+    return SparsePosterior(latent, jnp.asarray(problem.pairs), fit, key, residual=residual,
+                           exact_up_to=exact_up_to, n_samples=n_samples)  # fmt: skip

@@ -100,7 +100,9 @@ def predict_command(entities: int, pythonpath: str | None) -> dict:
         bayesrank = [sys.executable, "-m", "bayesrank"]
         fit = [*bayesrank, "fit", str(query.parent), "--out", f"{work}/m", "--approximation",
                "sparse", "--inference", "laplace", "--fixed", "--quiet"]  # fmt: skip
-        subprocess.run(fit, check=True, env=env, capture_output=True)
+        # cwd: the temporary folder, so that ``python -m`` imports the --pythonpath bayesrank,
+        # not the checkout's (``-m`` puts the working directory first on sys.path)
+        subprocess.run(fit, check=True, env=env, capture_output=True, cwd=work)
         code = (
             "import resource, subprocess, sys, time, json; t = time.perf_counter(); "
             "r = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
@@ -109,7 +111,7 @@ def predict_command(entities: int, pythonpath: str | None) -> dict:
             "'err': r.stderr[-500:]}))"
         )
         predict = [*bayesrank, "predict", f"{work}/m", "--pairs", f"{work}/p.csv"]
-        done = subprocess.run([sys.executable, "-c", code, *predict], env=env,
+        done = subprocess.run([sys.executable, "-c", code, *predict], env=env, cwd=work,
                               capture_output=True, text=True, check=True)  # fmt: skip
         import json
 

@@ -78,9 +78,13 @@ class CollectionPlan(NamedTuple):
 
     def describe(self) -> str:
         """One line: queries, groups, devices, processes, method and padding waste."""
+        def count(k: int, noun: str, plural: str | None = None) -> str:
+            return f"{k} {noun if k == 1 else plural or noun + 's'}"
+
         return (
-            f"{len(self.sizes)} queries in {len(self.groups)} size groups on {self.n_devices} "
-            f"device(s) of {self.n_processes} process(es), each device's queries by "
+            f"{count(len(self.sizes), 'query', 'queries')} in "
+            f"{count(len(self.groups), 'size group')} on {count(self.n_devices, 'device')} of "
+            f"{count(self.n_processes, 'process', 'processes')}, each device's queries by "
             f"{'vmap' if self.method == 'vmap' else 'lax.map'}; padding "
             f"{100 * self.padding_waste():.0f}% of EP's t^3 work"
         )

@@ -387,3 +387,32 @@ def test_inference_sparse_names_the_spelling_that_works():
     with pytest.warns(DeprecationWarning), pytest.raises(ValueError) as error:
         XPGPModel(XPGP(RBF(), ()), inference="sparse").engine
     assert "XPGPModel(prior, SparseLaplace(rank=256))" in str(error.value)
+
+
+def test_exact_up_to_and_n_samples_choose_how_pair_variances_are_predicted():
+    """``SparseLaplace(exact_up_to, n_samples)``: up to ``exact_up_to`` pairs, each variance by
+    its own CG solve (``pair_predictions``); beyond, or always at ``exact_up_to=0``, from
+    ``n_samples`` draws (``sampled_pair_predictions`` with the posterior's key); bad values are
+    refused, naming the setting."""
+    import jax
+
+    from bayesrank import PreferenceProblem, SparseLaplace, XPGPModel
+    from bayesrank.inference.sparse import pair_predictions, sampled_pair_predictions
+    from bayesrank.kernels import XPGP
+
+    problem = PreferenceProblem.create(probit_pairs(30, 60, 1), X=np.eye(30)[:, :4])
+    test = probit_pairs(30, 5, 2)
+    for exact_up_to, n_samples, exact in ((100, 200, True), (0, 50, False), (4, 20, False)):
+        engine = SparseLaplace(rank=30, exact_up_to=exact_up_to, n_samples=n_samples)
+        post = XPGPModel(XPGP(RBF(), ()), engine).fit(problem).result
+        got = post.predict_pairs(test).delta_var
+        if exact:
+            want = pair_predictions(post.latent, post.pairs, post.fit, test)[2]
+        else:
+            key = jax.random.wrap_key_data(post.key)
+            want = sampled_pair_predictions(post.latent, post.pairs, post.fit, test, key,
+                                            n_samples=n_samples)[2]  # fmt: skip
+        np.testing.assert_allclose(got, want, rtol=1e-10)
+    for bad, name in (({"exact_up_to": -1}, "exact_up_to"), ({"n_samples": 1}, "n_samples")):
+        with pytest.raises(ValueError, match=name):
+            SparseLaplace(**bad)

@@ -350,7 +350,7 @@ def test_predict_streams_a_sparse_model_with_one_set_of_draws(tmp_path, monkeypa
     1,000 pairs), all from one set of posterior draws (made once): the file equals the model's
     own prediction of all 44,850 pairs in one call (``predict_pairs``: by draws of the same
     key), pair by pair, to rounding."""
-    import bayesrank.cli.model as cli_model
+    import bayesrank.cli.pairfile as pairfile
     from bayesrank.inference.sparse import SparsePosterior
     from bayesrank.io import load
 
@@ -368,14 +368,14 @@ def test_predict_streams_a_sparse_model_with_one_set_of_draws(tmp_path, monkeypa
     model, out = tmp_path / "m", tmp_path / "p.csv"
     assert main(["fit", str(query.parent), "--out", str(model), "--approximation", "sparse",
                  "--inference", "laplace", "--fixed", "--quiet"]) == 0  # fmt: skip
-    monkeypatch.setattr(cli_model, "PAIR_BLOCK", 1000)
+    monkeypatch.setattr(pairfile, "PAIR_BLOCK", 1000)
     blocks, draws = [], []
-    real_blocks, real_draws = cli_model._upper_pairs, SparsePosterior.draws
+    real_blocks, real_draws = pairfile.upper_pairs, SparsePosterior.draws
 
-    def counted_blocks(order, block=1000):
+    def counted_blocks(order, block):
         return (blocks.append(b) or b for b in real_blocks(order, block))
 
-    monkeypatch.setattr(cli_model, "_upper_pairs", counted_blocks)
+    monkeypatch.setattr(pairfile, "upper_pairs", counted_blocks)
     monkeypatch.setattr(SparsePosterior, "draws", lambda self: draws.append(1) or real_draws(self))
     assert main(["predict", str(model), "--pairs", str(out)]) == 0
     assert len(blocks) == 45 and max(map(len, blocks)) == 1000 and len(draws) == 1

@@ -150,8 +150,8 @@ TABLE = {
     # 7
     "cli": (
         7,
-        "the bayesrank command: experiment.py, model.py (fit, predict), data.py (summary, "
-        "evaluate), active.py, optimize.py",
+        "the bayesrank command: experiment.py, model.py (fit, predict), pairfile.py "
+        "(predict's pair file), data.py (summary, evaluate), active.py, optimize.py",
     ),
     "__main__": (7, "python -m bayesrank"),
 }

@@ -1,5 +1,6 @@
-"""What every subcommand shares: strict JSON output, float64 and the compilation cache, and the
-question loop of the interactive sessions (``bayesrank active`` and ``bayesrank optimize``)."""
+"""What every subcommand shares: strict JSON and exact CSV output, float64 and the compilation
+cache, and the question loop of the interactive sessions (``bayesrank active`` and ``bayesrank
+optimize``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ __all__ = [
     "MAX_K_LIMIT",
     "MAX_SEED",
     "REPLIES",
+    "csv_rows",
+    "csv_text",
     "data_path",
+    "exact",
     "interact",
     "json_text",
     "plural",
@@ -38,6 +42,32 @@ def seed(text: str) -> int:
     if not 0 <= value <= MAX_SEED:
         raise argparse.ArgumentTypeError(f"must be an integer in [0, {MAX_SEED}], got {value}")
     return value
+
+
+def exact(x) -> str:
+    """A number as the shortest text that reads back to the same float64 (``repr`` of a Python
+    float: ``0.1``, ``-1.4389...e-05``), whatever its NumPy type (NumPy 2's ``repr`` of a
+    ``np.float64`` is ``np.float64(0.1)``, which no reader takes)."""
+    return repr(float(x))
+
+
+def _field(value) -> str:
+    """One CSV field: floats by ``exact``; quoted (RFC 4180) where it holds a comma, a quote or
+    a line break (a qid or document id), so that it stays one field."""
+    text = exact(value) if isinstance(value, float) else str(value)
+    if any(c in text for c in ',"\r\n'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def csv_text(head: list[str], rows: list[list]) -> str:
+    """A CSV file: the header, then one line per row (fields by ``_field``), ``\\n`` ended."""
+    return csv_rows([head, *rows])
+
+
+def csv_rows(rows: list[list]) -> str:
+    """CSV lines, one per row (fields by ``_field``), ``\\n`` ended."""
+    return "".join(",".join(_field(v) for v in row) + "\n" for row in rows)
 
 
 def json_text(obj) -> str:

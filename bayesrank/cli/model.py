@@ -24,21 +24,8 @@ MODEL is a folder: ``collection.json`` (the format below) and one model file per
 
 ``predict MODEL --scores FILE --pairs FILE``: the posterior mean of every entity as a LETOR
 prediction file (one score per data line of the LETOR file the model was fitted on, so
-``bayesrank evaluate DATA FILE`` scores it), and for every pair of entities of each query, the
-higher-ranked first (``PAIR_COLUMNS``): ``prob = P(i > j | data)`` (Eq. 13-14), the moments of
-``xi_i - xi_j``, and ``prob_05``, ``prob_50``, ``prob_95``: the 5 %, 50 % and 95 % posterior
-quantiles of ``Phi(xi_i - xi_j)`` (the uncertainty of the probability itself). A model of data
-with ties (a tie margin ``eps``) gives ``P(i > j) = Phi((dm - eps) / s)``, the quantiles of
-``Phi(xi_i - xi_j - eps)``, and a last column ``prob_tie``.
-
-``prob`` is the *mean* of ``Phi(xi_i - xi_j - eps)`` and ``prob_50`` its median: two summaries
-of one distribution, not an estimate inside its interval. Under a Gaussian posterior (EP,
-Laplace) ``prob = Phi(a / sqrt(1 + v))`` lies between the median ``Phi(a)`` and 1/2 (``a = dm -
-eps``, ``v = delta_var``: uncertainty pulls the mean toward a coin flip), and it falls outside
-``[prob_05, prob_95]`` only where ``|a| sqrt(v) > 2 z_0.95 = 3.29``: a pair whose difference is
-large and uncertain, so that most of the posterior puts ``Phi`` near 1 and a tail puts it near
-0. (``prob < prob_05`` means ``a (1 - 1 / sqrt(1 + v)) > z sqrt(v)``, and ``1 - 1 / sqrt(1 + v)
-< v / 2``.)
+``bayesrank evaluate DATA FILE`` scores it), and every pair's probability with its uncertainty
+(``cli.pairfile``: its columns, what they mean, and how it streams).
 """
 
 from __future__ import annotations
@@ -50,39 +37,14 @@ import sys
 from pathlib import Path
 
 from ..inference.engines import EP, names
-from ._common import data_path, plural, seed, setup_jax
+from ._common import csv_text, data_path, exact, plural, seed, setup_jax
+from .pairfile import write_pairs
 
 __all__ = ["add_parsers", "csv_text", "exact"]
 
 COLLECTION = "bayesrank-collection"
 COLLECTION_VERSION = 1
 INDEX = "collection.json"
-
-
-def exact(x) -> str:
-    """A number as the shortest text that reads back to the same float64 (``repr`` of a Python
-    float: ``0.1``, ``-1.4389...e-05``), whatever its NumPy type (NumPy 2's ``repr`` of a
-    ``np.float64`` is ``np.float64(0.1)``, which no reader takes)."""
-    return repr(float(x))
-
-
-def _field(value) -> str:
-    """One CSV field: floats by ``exact``; quoted (RFC 4180) where it holds a comma, a quote or
-    a line break (a qid or document id), so that it stays one field."""
-    text = exact(value) if isinstance(value, float) else str(value)
-    if any(c in text for c in ',"\r\n'):
-        return '"' + text.replace('"', '""') + '"'
-    return text
-
-
-def csv_text(head: list[str], rows: list[list]) -> str:
-    """A CSV file: the header, then one line per row (fields by ``_field``), ``\\n`` ended."""
-    return csv_rows([head, *rows])
-
-
-def csv_rows(rows: list[list]) -> str:
-    """CSV lines, one per row (fields by ``_field``), ``\\n`` ended."""
-    return "".join(",".join(_field(v) for v in row) + "\n" for row in rows)
 
 
 def _labels(qid, grades, pairs, judged, labels: str):
@@ -266,33 +228,6 @@ def read_collection(folder: Path) -> dict:
     return document
 
 
-#: The pair file's columns (``prob_tie`` follows for a model with a tie margin).
-PAIR_COLUMNS = ("qid", "i", "j", "doc_i", "doc_j", "prob", "delta_mean", "delta_var",
-                "prob_05", "prob_50", "prob_95")  # fmt: skip
-#: The quantiles of ``Phi(xi_i - xi_j - eps)`` in the pair file: ``prob_05``, ``prob_50``,
-#: ``prob_95``.
-QUANTILES = (0.05, 0.5, 0.95)
-
-
-def _quantiles(posterior, pairs, delta_mean, delta_var, eps: float):
-    """``(lo, median, hi)``, each ``(p,)``: the ``QUANTILES`` of ``Phi(xi_i - xi_j - eps)``
-    under the posterior, for ``pairs: (p, 2)`` (``delta_mean``, ``delta_var``: their
-    moments, ``eps``: the tie margin or 0). A Gaussian posterior's are ``Phi(delta_mean - eps
-    + z_q sqrt(delta_var))`` (``Phi`` is increasing, so the quantiles of ``Phi(d)`` are ``Phi``
-    of ``d``'s); NUTS's are its draws' quantiles."""
-    import numpy as np
-    from scipy.stats import norm
-
-    from ..inference.posterior import SamplePosterior
-
-    if isinstance(posterior.result, SamplePosterior):
-        draws = np.asarray(posterior.result.draws)
-        d = draws[:, pairs[:, 0]] - draws[:, pairs[:, 1]]
-        return tuple(np.quantile(norm.cdf(d - eps), QUANTILES, axis=0))
-    z = norm.ppf(QUANTILES)
-    return tuple(norm.cdf(delta_mean - eps + zq * np.sqrt(delta_var)) for zq in z)
-
-
 def _cmd_predict(args: argparse.Namespace) -> int:
     setup_jax()
     import numpy as np
@@ -326,7 +261,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         Path(args.scores).write_text(text)
     n_pairs = 0
     if args.pairs is not None:
-        n_pairs = _write_pairs(Path(args.pairs), document["queries"], posteriors)
+        n_pairs = write_pairs(Path(args.pairs), document["queries"], posteriors)
     print(
         f"{plural(len(document['queries']), 'query', 'queries')}: "
         + (f"scores in {args.scores}" if args.scores else "no --scores")
@@ -334,60 +269,6 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         + (f"{n_pairs} pairs in {args.pairs}" if args.pairs else "no --pairs")
     )
     return 0
-
-
-#: Pairs predicted and written at a time: the pair file streams, so its memory stays that of a
-#: block, whatever the number of entities (a query of n entities has n (n - 1) / 2 pairs).
-PAIR_BLOCK = 1 << 16
-
-
-def _upper_pairs(order, block: int = PAIR_BLOCK):
-    """Every pair ``(order[a], order[b])``, ``a < b``, in row order, as ``(<= block, 2)`` int64
-    arrays: the upper triangle without ever holding all of it."""
-    import numpy as np
-
-    n, rows = len(order), []
-    held = 0
-    for a in range(n - 1):
-        rows.append(np.stack([np.full(n - 1 - a, order[a]), order[a + 1 :]], axis=1))
-        held += n - 1 - a
-        while held >= block or (a == n - 2 and held):
-            stacked = np.concatenate(rows)
-            yield stacked[:block]
-            rows, held = [stacked[block:]], len(stacked) - min(block, len(stacked))
-
-
-def _write_pairs(path: Path, queries: list[dict], posteriors: list) -> int:
-    """The pair file (``PAIR_COLUMNS``, then ``prob_tie`` where a prior has a tie margin) of
-    every query, streamed block by block into a temporary file renamed over ``path`` (never
-    half-written); returns the number of pairs."""
-    import numpy as np
-
-    ties = any(p.prior.margin is not None for p in posteriors)
-    head = [*PAIR_COLUMNS, "prob_tie"] if ties else list(PAIR_COLUMNS)
-    tmp = path.with_name(path.name + ".tmp")
-    count = 0
-    with open(tmp, "w", newline="") as out:
-        out.write(csv_rows([head]))
-        for q, posterior in zip(queries, posteriors, strict=True):
-            mean = np.asarray(posterior.mean)
-            order = np.argsort(-mean, kind="stable")
-            ids = q["doc_ids"] or [""] * len(mean)
-            # the tie model (a prior with a margin): P(i > j) = Phi((dm - eps) / s), and P(tie)
-            eps = 0.0 if posterior.prior.margin is None else float(posterior.prior.margin)
-            total = len(mean) * (len(mean) - 1) // 2
-            for pairs, pred in posterior.outcome_blocks(_upper_pairs(order), total):
-                prob, tie, dm, dv = (
-                    np.asarray(a) for a in (pred.win, pred.tie, pred.delta_mean, pred.delta_var)
-                )
-                lo, mid, hi = _quantiles(posterior, pairs, dm, dv, eps)
-                numbers = [prob, dm, dv, lo, mid, hi] + ([tie] if ties else [])
-                columns = zip(pairs.tolist(), *(a.tolist() for a in numbers), strict=True)
-                rows = [[q["qid"], a, b, ids[a], ids[b], *values] for (a, b), *values in columns]
-                out.write(csv_rows(rows))
-                count += len(pairs)
-    tmp.replace(path)
-    return count
 
 
 def add_parsers(sub) -> None:

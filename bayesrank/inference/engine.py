@@ -166,8 +166,9 @@ class GaussianEngine(Engine):
 
     def with_defaults(self, dtype) -> GaussianEngine:
         """This engine with ``tol=None`` made ``default_tol(dtype)`` and every traced field a
-        host array (int32 for integers, ``dtype`` for the rest), so that every call of a
-        compiled program traces the same types."""
+        host array (int32 for integers, ``dtype`` for the rest and for an integer beyond
+        int32: ``tol=2**70`` is a tolerance, and a count that large was refused where it was
+        set), so that every call of a compiled program traces the same types."""
         values = {}
         for name in self.traced:
             value = getattr(self, name)
@@ -177,7 +178,7 @@ class GaussianEngine(Engine):
                 values[name] = value
             elif isinstance(value, bool | np.bool_):
                 values[name] = np.asarray(value)
-            elif isinstance(value, int | np.integer):
+            elif isinstance(value, int | np.integer) and abs(int(value)) <= MAX_ITER_LIMIT:
                 values[name] = np.asarray(value, np.int32)
             else:
                 values[name] = np.asarray(value, dtype)

@@ -17,7 +17,8 @@ process, as a study's loop does:
   (``hyperprior="botorch"``: Gamma(2.4, 2.7) on each lengthscale in units of its feature's
   range, a smoothed box on the output scale), BoTorch's own model, cold cache;
 - ``botorch``: ``PairwiseGP(X, comparisons)`` with its defaults and ``fit_gpytorch_mll``
-  (float64, 2 threads), ``np.random.seed`` before each fit (``inference_accuracy.fit_botorch``).
+  (float64, 2 threads: torch's default on the 2-core machine), ``np.random.seed`` before each
+  fit (``inference_accuracy.fit_botorch``); ``botorch-1t``: the same at one thread.
 
 Reported per method: the loop's total wall time (the process's imports and the data's loading
 apart), the median and the slowest fit, the mean held-out pair error and log-likelihood
@@ -42,7 +43,14 @@ from pathlib import Path
 import _harness as harness
 
 HERE = Path(__file__).resolve().parent
-METHODS = ("bayesrank", "bayesrank-plain", "bayesrank+e", "bayesrank-ard", "botorch")
+METHODS = (
+    "bayesrank",
+    "bayesrank-plain",
+    "bayesrank+e",
+    "bayesrank-ard",
+    "botorch",
+    "botorch-1t",
+)
 
 
 def worker(method: str, data_dir: str) -> dict:
@@ -85,7 +93,7 @@ def worker(method: str, data_dir: str) -> dict:
             extra["objective"] = float(np.asarray(post.learning.trace.objective)[-1])
             extra["design_gap"] = post.learning.design_gap
         else:  # PairwiseGP's defaults, float64, 2 threads, seeded (inference_accuracy.py)
-            fitted = fit_botorch(p, 0)
+            fitted = fit_botorch(p, 0, threads=1 if method == "botorch-1t" else 2)
             mean, cov, noise = fitted["mean"], fitted["cov"], fitted["noise_var"]
         return mean, cov, noise, extra
 
@@ -136,27 +144,40 @@ def main():
             runs.append({**spawn(method, args.data_dir, cache), "cache": state})
         print(f"done: {method}", file=sys.stderr, flush=True)
     peer = next((r for r in runs if r["method"] == "botorch"), None)
+    peer_1t = next((r for r in runs if r["method"] == "botorch-1t"), None)
     print(
         "| method | cache | loop s | median fit s | slowest fit s | pair error | log-lik |"
-        " error - BoTorch (wins, p) | loop: BoTorch / ours | min design gap |"
+        " error - BoTorch (wins, p) | loop: BoTorch / ours (1 thread) |"
+        " median fit: BoTorch / ours (1 thread) | min design gap |"
     )
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+
+    def ratios(key, mine):
+        """BoTorch's (2 threads, then 1) over ours, for the loop or the median fit."""
+        out = [f"{key(q) / mine:.2f}x" for q in (peer, peer_1t) if q is not None]
+        return f"{out[0]} ({out[1]})" if len(out) == 2 else (out[0] if out else "-")
+
+    def median_fit(r):
+        return float(np.median([row["seconds"] for row in r["rows"]]))
+
     for r in runs:
         sec = [row["seconds"] for row in r["rows"]]
         err = np.array([row["error"] for row in r["rows"]])
         ll = np.mean([row["loglik"] for row in r["rows"]])
-        versus, ratio = "-", "-"
-        if peer is not None and r is not peer:
+        versus, loop_ratio, fit_ratio = "-", "-", "-"
+        if peer is not None and r["method"] not in ("botorch", "botorch-1t"):
             d = err - np.array([row["error"] for row in peer["rows"]])
             p = wilcoxon(d).pvalue if np.any(d != 0) else 1.0
             versus = f"{d.mean():+.4f} ({int(np.sum(d < 0))}/{len(d)}, p={p:.2g})"
-            ratio = f"{peer['loop_s'] / r['loop_s']:.2f}x"
+        if r["method"] not in ("botorch", "botorch-1t"):
+            loop_ratio = ratios(lambda q: q["loop_s"], r["loop_s"])
+            fit_ratio = ratios(median_fit, median_fit(r))
         gaps = [row.get("design_gap") for row in r["rows"] if row.get("design_gap") is not None]
         gap = f"{min(gaps):+.2f}" if gaps else "-"
         print(
             f"| {r['method']} | {r.get('cache', '-')} | {r['loop_s']:.2f} | "
             f"{np.median(sec):.3f} | {max(sec):.2f} | {err.mean():.4f} | {ll:+.4f} | "
-            f"{versus} | {ratio} | {gap} |"
+            f"{versus} | {loop_ratio} | {fit_ratio} | {gap} |"
         )
     harness.write_json(HERE / "out" / "bench_study.json", runs, indent=1)
 

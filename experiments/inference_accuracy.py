@@ -48,16 +48,16 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 PROBLEMS = {"default": "accuracy", "hetrec21": "hetrec21", "all": "all"}
 
 
-def fit_botorch(p, seed):
+def fit_botorch(p, seed, threads=2):
     """BoTorch's ``PairwiseGP`` with its defaults on the problem dict ``p``: ``{mean, cov,
     noise_var}`` of its latent utilities on every entity (``benchmarks/bench_study.py`` uses it
-    too)."""
+    too), torch at ``threads`` intra-op threads (2, the 2-core machine's default)."""
     import torch
     from botorch.fit import fit_gpytorch_mll
     from botorch.models.pairwise_gp import PairwiseGP, PairwiseLaplaceMarginalLogLikelihood
 
     start = time.perf_counter()
-    torch.set_num_threads(2)
+    torch.set_num_threads(threads)
     np.random.seed(seed)  # noqa: NPY002 (PairwiseGP perturbs its fsolve start with it)
     torch.manual_seed(seed)
     X = torch.tensor(p["X"], dtype=torch.float64)

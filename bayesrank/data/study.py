@@ -23,6 +23,12 @@ query (a query without edges of that type has an empty file). ``read_study_dir``
 at random, every other pair a test pair; ``seen_category`` says for each test pair whether
 both, one or neither of its entities occur in a known pair (relations should matter most where
 there is no entity-specific evidence).
+
+**The entity-level split** (``split_entities``): entities, not pairs, are held out. A share of
+the query's judged entities is drawn; each keeps ``j`` of its judgements (pairs with an entity
+that is not held out) in training, for every ``j`` of a grid (0: the cold start), and the test
+pairs are the held-out entities' other judgements. The question it asks is the XPGP paper's:
+do relations help an entity with few or no judgements of its own?
 """
 
 from __future__ import annotations
@@ -32,18 +38,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import jax
 import numpy as np
 
-from .checks import check_adjacency, check_features
+from .checks import check_adjacency, check_features, check_int, check_pair_array
 from .files import as_path, csv_rows
+from .keys import check_key, permutation
 from .pairs import pairs_from_grades, split_pairs
 from .userdata import read_judgements
 
 __all__ = [
     "SEEN",
+    "EntitySplit",
     "StudyQuery",
     "read_study_dir",
     "seen_category",
+    "split_entities",
     "split_known",
     "write_study_dir",
 ]
@@ -213,3 +223,102 @@ def seen_category(known, test, n: int) -> np.ndarray:
     seen[np.asarray(known, np.int64).reshape(-1)] = True
     test = np.asarray(test, np.int64).reshape(-1, 2)
     return seen[test[:, 0]].astype(np.int64) + seen[test[:, 1]]
+
+
+@dataclass(frozen=True, eq=False)
+class EntitySplit:
+    """One query's entity-level split (``split_entities``).
+
+    ``held: (h,)`` the held-out entities (sorted); ``known[j]: (k_j, 2)`` the training pairs
+    when each held-out entity keeps ``j`` judgements (the pairs among the other entities, then
+    the kept ones; nested: ``known[j]`` holds ``known[i]`` for ``i < j``); ``test: (t, 2)`` every
+    pair that involves a held-out entity and is not kept at the grid's largest ``j``, the same
+    for every ``j``, so that the settings are paired."""
+
+    held: np.ndarray
+    known: dict[int, np.ndarray]
+    test: np.ndarray
+
+
+def split_entities(key, pairs, n: int, *, held_out=0.2, keep=(0, 1, 2, 5, 10), n_known=None):
+    """Hold out entities of one query: ``EntitySplit``.
+
+    1. ``held_out`` of the entities that occur in ``pairs`` are drawn uniformly at random (a
+       share in (0, 1), rounded, at least 1; or a count), leaving at least two judged ones.
+    2. The pairs among the other entities are training pairs: all of them, or ``n_known`` of
+       them uniformly at random.
+    3. Each held-out entity's judgements with an entity that is not held out are put in a random
+       order; at setting ``j`` (each of ``keep``) its first ``j`` are training pairs too (all of
+       them where it has fewer). No held-out entity has more than ``j`` training judgements: a
+       pair of two held-out entities is never kept.
+    4. The test pairs: every pair that involves a held-out entity, less those kept at
+       ``max(keep)``.
+
+    Every draw is a function of ``key`` (``jax.random``), so the split is reproducible.
+
+    Raises:
+        ValueError: naming ``pairs`` (shape, an entity outside ``0..n-1``), ``held_out`` (not a
+            share or count, or leaving fewer than two judged entities), ``keep`` (empty or a
+            negative entry) or ``n_known`` (more than the pairs among the other entities).
+    """
+    check_key(key)
+    arr = check_pair_array(pairs)
+    n = check_int(n, "n", low=1)
+    if len(arr) and (arr.min() < 0 or arr.max() >= n):
+        row = int(np.flatnonzero((arr < 0).any(1) | (arr >= n).any(1))[0])
+        raise ValueError(f"pairs row {row}: {arr[row].tolist()} is outside 0..{n - 1}")
+    keep = sorted({check_int(j, "keep", low=0) for j in _sequence(keep, "keep")})
+    if not keep:
+        raise ValueError("keep is empty: give at least one number of kept judgements")
+    judged = np.unique(arr)
+    count = _held_count(held_out, len(judged))
+    held = np.sort(judged[permutation(jax.random.fold_in(key, 0), len(judged))[:count]])
+    is_held = np.zeros(n, bool)
+    is_held[held] = True
+    first, second = is_held[arr[:, 0]], is_held[arr[:, 1]]
+    touches = first | second
+    rest = np.flatnonzero(~touches)
+    if n_known is not None:
+        n_known = check_int(n_known, "n_known", low=0)
+        if n_known > len(rest):
+            raise ValueError(
+                f"n_known={n_known} exceeds the {len(rest)} pairs among the entities that are "
+                f"not held out"
+            )
+        rest = np.sort(rest[permutation(jax.random.fold_in(key, 1), len(rest))[:n_known]])
+    single = np.flatnonzero(first ^ second)  # one held-out entity: a judgement it may keep
+    single = single[permutation(jax.random.fold_in(key, 2), len(single))]
+    owner = np.where(first[single], arr[single, 0], arr[single, 1])
+    by_owner = np.argsort(owner, kind="stable")  # each owner's judgements in the random order
+    rank = np.empty(len(single), np.int64)
+    sorted_owner = owner[by_owner]
+    rank[by_owner] = np.arange(len(single)) - np.searchsorted(sorted_owner, sorted_owner)
+    kept = {j: single[rank < j] for j in keep}
+    test = np.setdiff1d(np.flatnonzero(touches), kept[keep[-1]])
+    known = {j: arr[np.concatenate([rest, np.sort(kept[j])])] for j in keep}
+    return EntitySplit(held, known, arr[test])
+
+
+def _sequence(values, name: str) -> list:
+    if isinstance(values, str) or not hasattr(values, "__iter__"):
+        raise ValueError(f"{name} must be a sequence of integers, got {values!r}")
+    return list(values)
+
+
+def _held_count(held_out, judged: int) -> int:
+    """The number of entities ``held_out`` (a share in (0, 1) or a count) means among
+    ``judged`` ones."""
+    if isinstance(held_out, bool) or not isinstance(held_out, int | float | np.number):
+        raise ValueError(f"held_out must be a share in (0, 1) or a count, got {held_out!r}")
+    if isinstance(held_out, int | np.integer):
+        count = int(held_out)
+    elif 0 < held_out < 1:
+        count = max(1, round(float(held_out) * judged))
+    else:
+        raise ValueError(f"held_out={held_out!r} must be a share in (0, 1) or a count >= 1")
+    if not 1 <= count <= judged - 2:
+        raise ValueError(
+            f"held_out={held_out!r} holds out {count} of the {judged} judged entities: it must "
+            f"hold out at least 1 and leave at least 2"
+        )
+    return count

@@ -109,7 +109,13 @@ def _other(module):
 def add_parser(sub) -> None:
     from ..experiments import EXPERIMENTS
     from ..experiments.relational import COLLECTIONS
-    from ..experiments.relational.config import DEFAULT_KNOWN, THETA
+    from ..experiments.relational.config import (
+        DEFAULT_KEEP,
+        DEFAULT_KNOWN,
+        SPLITS,
+        THETA,
+        held_out_value,
+    )
 
     names = ", ".join(["relational", *EXPERIMENTS])
     experiment = sub.add_parser(
@@ -165,6 +171,30 @@ def add_parser(sub) -> None:
         help="the GPs' hyperparameters: shared (one theta for the queries of a repetition; "
         "the default, the paper's setting) or per-query (one theta per query, e.g. one user "
         "per query)",
+    )
+    rel.add_argument(
+        "--split",
+        choices=SPLITS,
+        default="pairs",
+        help="pairs (the paper's protocol: --known pairs at random, the rest test pairs; the "
+        "default) or entities (a share of each query's entities held out, each keeping --keep "
+        "of its judgements; the test pairs the rest of theirs; --known: one number, the pairs "
+        "among the other entities)",
+    )
+    rel.add_argument(
+        "--keep",
+        type=int,
+        nargs="+",
+        default=DEFAULT_KEEP,
+        help=f"--split entities: the judgements each held-out entity keeps, one setting each "
+        f"(default {' '.join(map(str, DEFAULT_KEEP))}; 0 is the cold start)",
+    )
+    rel.add_argument(
+        "--held-out",
+        type=held_out_value,
+        default=0.2,
+        help="--split entities: the share (0.2, the default) or number of each query's judged "
+        "entities held out",
     )
     rel.set_defaults(func=_relational)
     for name, module in EXPERIMENTS.items():

@@ -126,10 +126,18 @@ def _collection_name(results) -> str | None:
     return name
 
 
+def _x_label(results) -> str:
+    """The settings' axis: known pairs, or (``"split": "entities"``) the judgements each
+    held-out entity keeps."""
+    if results.get("split") == "entities":
+        return "judgements kept per held-out entity"
+    return "known pairs"
+
+
 def _known_pairs_axis(panel, ks) -> None:
     """Ticks at the numbers of known pairs; one setting gets a margin, not a 96-104 range."""
     if len(ks) == 1:
-        panel.set_xlim(ks[0] * 0.5, ks[0] * 1.5)
+        panel.set_xlim(ks[0] * 0.5 - 0.5, ks[0] * 1.5 + 0.5)
     panel.set_xticks(ks, labels=[str(k) for k in ks])
 
 
@@ -204,7 +212,7 @@ def paired(
     ax.axhline(0.0, color="0.5", lw=0.8)
     ax.set_xticks(range(len(ks)), labels=[str(k) for k in ks])
     label = METRIC_LABELS.get(metric, metric)
-    ax.set(xlabel="known pairs", ylabel=f"{label} - {reference} (95% CI)")
+    ax.set(xlabel=_x_label(results), ylabel=f"{label} - {reference} (95% CI)")
     title = _collection_name(results) if title is None else title
     ax.set_title(f"paired difference to {reference}" + ("" if title is None else f": {title}"))
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside, not over
@@ -239,6 +247,7 @@ def study(
     path); only these keys are read::
 
         {"collection": "OHSUMED",                  # optional: the panels' title
+         "split": "pairs",                         # optional: "entities" labels the x axis
          "settings": {                             # one entry per number of known pairs k
              "100": {                              # k (a string in JSON; an int is fine)
                  "summary": {                      # per model, per metric: mean and sd over
@@ -322,7 +331,7 @@ def study(
             )
             handles.setdefault(model, line)
         label = METRIC_LABELS.get(metric, metric)
-        panel.set(xlabel="known pairs", ylabel=label)
+        panel.set(xlabel=_x_label(results), ylabel=label)
         _known_pairs_axis(panel, known)
         panel.set_title(label if title is None else f"{title}: {label}")
     drawn = [m for m in models if m in handles]

@@ -8,11 +8,19 @@ from pathlib import Path
 from ...data.checks import check_choice, check_int
 from ..protocol import Protocol, given
 
-__all__ = ["DEFAULT_KNOWN", "THETA", "StudyConfig"]
+__all__ = ["DEFAULT_KEEP", "DEFAULT_KNOWN", "SPLITS", "THETA", "StudyConfig", "held_out_value"]
 
 #: How the GP models' hyperparameters are fitted: one ``theta`` shared by the queries of a
 #: repetition (the paper's setting), or one per query (users of a recommender, one query each).
 THETA = ("shared", "per-query")
+
+#: How the study splits a query's judgements: ``pairs``, the paper's protocol (``k`` known pairs
+#: at random, every other pair a test pair), or ``entities`` (``data.study.split_entities``: a
+#: share of the entities held out, each keeping ``j`` judgements, for each ``j`` of ``keep``).
+SPLITS = ("pairs", "entities")
+
+#: The entity split's numbers of judgements a held-out entity keeps (0: the cold start).
+DEFAULT_KEEP = (0, 1, 2, 5, 10)
 
 #: Numbers of known pairs per collection (the paper's 100, 150, 200 on OHSUMED; scaled to the
 #: sizes of the others' queries).
@@ -25,6 +33,17 @@ DEFAULT_KNOWN = {
 }
 
 
+def held_out_value(text: str) -> int | float:
+    """``--held-out`` from the command line: a count (``"5"``) or a share (``"0.2"``)."""
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError(f"--held-out {text!r}: a share in (0, 1) or a count") from None
+
+
 @dataclasses.dataclass(frozen=True)
 class StudyConfig(Protocol):
     """One run: ``collection`` (see ``collections``), read from ``data_dir``; ``queries``
@@ -32,7 +51,12 @@ class StudyConfig(Protocol):
     each ``k`` in ``known``, ``repeats`` random splits;
     ``models`` (``None``: every model of ``bayesrank.experiments.relational.models.model_names``);
     ``jobs`` child processes at a time (0: everything in this process); results to ``out``;
-    ``theta``: the GPs' hyperparameters shared by the queries or one per query (``THETA``)."""
+    ``theta``: the GPs' hyperparameters shared by the queries or one per query (``THETA``).
+
+    ``split="entities"`` (``SPLITS``) holds out ``held_out`` of each query's judged entities
+    (a share, or a count), each keeping ``j`` of its judgements for each ``j`` of ``keep``; the
+    pairs among the other entities number ``known`` (one value; default the collection's
+    largest). Its settings are the ``keep`` values, where the pair split's are ``known``'s."""
 
     collection: str = "sample"
     data_dir: Path | None = None
@@ -45,6 +69,9 @@ class StudyConfig(Protocol):
     jobs: int = 2
     out: Path | None = None
     theta: str = "shared"  # the GPs' hyperparameters: one for all queries, or "per-query"
+    split: str = "pairs"
+    keep: tuple[int, ...] = DEFAULT_KEEP
+    held_out: float = 0.2
 
     @classmethod
     def from_args(cls, args, **overrides) -> StudyConfig:
@@ -56,14 +83,44 @@ class StudyConfig(Protocol):
         values = {**given(args, cls), **overrides}
         if values.get("queries") == 0:
             values["queries"] = None
-        for name in ("known", "models"):
+        for name in ("known", "models", "keep"):
             if values.get(name) is not None:
                 values[name] = tuple(values[name])
         return cls(**values)
 
+    @property
+    def settings(self) -> tuple[int, ...]:
+        """The study's settings: numbers of known pairs, or of kept judgements (entity split)."""
+        return self.keep if self.split == "entities" else self.known
+
+    @property
+    def setting_letter(self) -> str:
+        """``k`` (known pairs) or ``j`` (judgements a held-out entity keeps)."""
+        return "j" if self.split == "entities" else "k"
+
     def __post_init__(self):
+        check_choice(self.split, "split", SPLITS)
         known = tuple(self.known) or DEFAULT_KNOWN.get(self.collection, ())
+        if self.split == "entities" and not self.known and known:
+            known = (max(known),)
         object.__setattr__(self, "known", tuple(int(k) for k in known))
+        if self.split == "entities":
+            if len(self.known) != 1:
+                raise ValueError(
+                    f"split='entities' takes one known (the pairs among the entities not held "
+                    f"out), got {list(self.known)}"
+                )
+            keep = tuple(self.keep)
+            if not keep:
+                raise ValueError("keep is empty: give at least one number of kept judgements")
+            for j in keep:
+                check_int(j, "keep", low=0)
+            object.__setattr__(self, "keep", tuple(sorted(set(keep))))
+            held = self.held_out
+            if isinstance(held, bool) or not isinstance(held, int | float):
+                raise ValueError(f"held_out must be a share in (0, 1) or a count, got {held!r}")
+            if not (0 < held < 1 or (isinstance(held, int) and held >= 1)):
+                raise ValueError(f"held_out={held!r} must be a share in (0, 1) or a count >= 1")
         if not self.repeats:
             object.__setattr__(self, "repeats", 3 if self.collection == "sample" else 20)
         for k in self.known:

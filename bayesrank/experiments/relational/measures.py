@@ -34,7 +34,7 @@ __all__ = ["COMPARATORS", "TIE", "compare", "evaluate", "gp_numbers", "summarize
 #: its arithmetic's last bits (posteriors equal to 1e-12 after a change of padding).
 TIE = 1e-3
 #: The models XPGP is compared with.
-COMPARATORS = ("PGP", "PGP+I", "placebo", "RankSVM", "LapRankSVM")
+COMPARATORS = ("PGP", "PGP+I", "placebo", "Entity", "RankSVM", "LapRankSVM")
 KEYS = ("err", "err_untied", "ties", "auc", "loglik", "brier", "ece")
 KEYS += tuple(f"err_{name}" for name in SEEN)
 

@@ -12,6 +12,9 @@ over the queries together) and the two ranking SVMs (settings by cross-validatio
   (``permute_graph``: degrees and weights kept, identity broken); five
   permutations per query, repetition ``r`` uses permutation ``r mod 5``;
 - ``XPGP[<relation>]``: one relation alone (where a collection has several);
+- ``Entity``: the entity effect alone, ``s^2 I`` (``s`` learned), no attributes and no
+  relations: choix's Thurstone model (``choix.ep_pairwise(..., model="probit")`` with
+  ``alpha = 1 / s^2``), which gives an entity without judgements its prior alone;
 - ``RankSVM``: kernel RankSVM on the entities (RBF), ``gamma`` (1/16, 1/4, 1 or 4 times the
   median heuristic's) and ``C`` (0.1 to 1000, by decades) by 3-fold cross-validation on each
   query's known pairs;
@@ -45,7 +48,7 @@ from ...learning import default_trainable, fit_hyperparameters
 from ...learning.initialize import median_distance
 from ...parallel import map_queries
 
-__all__ = ["SVMS", "fit_gp", "fit_svms", "gp_prior", "model_names"]
+__all__ = ["SVMS", "entity_split_models", "fit_gp", "fit_svms", "gp_prior", "model_names"]
 
 PLACEBO_PERMUTATIONS = 5
 JITTER = 1e-3
@@ -57,15 +60,30 @@ SVMS = ("RankSVM", "LapRankSVM")
 
 
 def model_names(relations: list[str]) -> list[str]:
-    """Every model of a collection with these relation names, in the table's order."""
+    """Every model of a collection with these relation names, in the table's order (the pair
+    split's default; ``Entity`` runs where asked for)."""
     names = ["PGP", "PGP+I", "XPGP", "XPGP-Silva", "XPGP-diffusion", "placebo"]
     if len(relations) > 1:
         names += [f"XPGP[{r}]" for r in relations]
     return [*names, *SVMS]
 
 
+def entity_split_models(relations: list[str]) -> list[str]:
+    """The entity split's default models: the comparison that decides whether relations help
+    an entity with few judgements (XPGP; the placebo graph of the same degrees; attributes
+    with and without the entity effect; the entity effect alone, choix's model; RankSVM),
+    and each relation alone where a collection has several."""
+    names = ["XPGP", "placebo", "PGP+I", "PGP", "Entity"]
+    if len(relations) > 1:
+        names += [f"XPGP[{r}]" for r in relations]
+    return [*names, "RankSVM"]
+
+
 def gp_prior(model: str, relations: list[str]):
     """``(prior, trainable, relation names used)`` of a GP model."""
+    if model == "Entity":
+        prior = XPGP(None, (), entity=Independent(1.0))
+        return prior, default_trainable(prior), []
     if model in ("PGP", "PGP+I"):
         prior = XPGP(RBF(), (), entity=Independent(JITTER if model == "PGP" else 0.1))
         trainable = default_trainable(prior)
@@ -77,7 +95,7 @@ def gp_prior(model: str, relations: list[str]):
     used = [model[5:-1]] if model.startswith("XPGP[") else relations
     unknown = sorted(set(used) - set(relations))
     if unknown or model not in {*model_names(relations), "placebo"}:
-        raise ValueError(f"unknown model {model!r} (models: {model_names(relations)})")
+        raise ValueError(f"unknown model {model!r} (models: {[*model_names(relations), 'Entity']})")
     kernel = {"XPGP-Silva": HiddenCommonCause, "XPGP-diffusion": Diffusion}.get(
         model, RegularizedLaplacian
     )

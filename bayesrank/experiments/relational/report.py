@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["fmt", "markdown", "plot", "table"]
+__all__ = ["fmt", "markdown", "plot", "setting_title", "table"]
 
 
 def _p(value) -> str:
@@ -17,10 +17,18 @@ def fmt(stat, digits=3) -> str:
     return "-" if stat is None else f"{stat['mean']:.{digits}f}+-{stat['sd']:.{digits}f}"
 
 
+def setting_title(results, k) -> str:
+    """A setting's heading: ``k`` known pairs, or (the entity split) the judgements each
+    held-out entity keeps."""
+    if results.get("split") == "entities":
+        return f"held-out entities keeping {k} judgement{'' if str(k) == '1' else 's'}"
+    return f"{k} known pairs"
+
+
 def table(results) -> str:
     lines = []
     for k, block in results["settings"].items():
-        lines.append(f"== {results['collection']}, {k} known pairs ==")
+        lines.append(f"== {results['collection']}, {setting_title(results, k)} ==")
         lines.append(
             f"{'model':<26}{'error':>14}{'AUC':>14}{'log P(truth)':>15}{'Brier':>8}{'ECE':>8}"
             f"{'err both':>10}{'err one':>9}{'err neither':>12}"
@@ -50,7 +58,7 @@ def markdown(results) -> str:
     lines = []
     for k, block in results["settings"].items():
         lines += [
-            f"**{results['collection']}, {k} known pairs**",
+            f"**{results['collection']}, {setting_title(results, k)}**",
             "",
             "| model | error | AUC | log P(truth) | Brier | ECE | error: both seen | one | "
             "neither |",

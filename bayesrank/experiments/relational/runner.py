@@ -33,12 +33,12 @@ import jax
 import numpy as np
 
 from ...data.batch import bucket_size
-from ...data.study import split_known
+from ...data.study import split_entities, split_known
 from .children import Children, die_with_parent
 from .collections import load_collection
-from .config import StudyConfig
+from .config import StudyConfig, held_out_value
 from .measures import COMPARATORS, compare, gp_numbers, summarize, svm_numbers
-from .models import SVMS, fit_gp, fit_svms, model_names
+from .models import SVMS, entity_split_models, fit_gp, fit_svms, model_names
 from .report import markdown, plot, table
 
 __all__ = ["FULL_STUDY", "run_all", "run_setting", "run_study"]
@@ -47,16 +47,36 @@ __all__ = ["FULL_STUDY", "run_all", "run_setting", "run_study"]
 FULL_STUDY = ("OHSUMED", "MovieLens", "MQ2008")
 
 
+def splits_of(queries, k: int, config: StudyConfig, rep: int) -> list[tuple]:
+    """Each query's ``(known, test)`` pairs at setting ``k`` (known pairs, or with
+    ``split="entities"`` the judgements a held-out entity keeps) of repetition ``rep``."""
+    key = jax.random.fold_in(jax.random.PRNGKey(config.seed), rep)
+    if config.split == "pairs":
+        return [split_known(jax.random.fold_in(key, b), q.pairs, k) for b, q in enumerate(queries)]
+    out = []
+    for b, q in enumerate(queries):
+        try:
+            split = split_entities(
+                jax.random.fold_in(key, b),
+                q.pairs,
+                q.n,
+                held_out=config.held_out,
+                keep=config.keep,
+                n_known=config.known[0],
+            )
+        except ValueError as error:
+            raise ValueError(f"query {q.qid}: {error}") from None
+        out.append((split.known[k], split.test))
+    return out
+
+
 def run_setting(queries, k: int, config: StudyConfig, relations, models, progress=None):
-    """Every repetition of ``k`` known pairs for ``models``: ``({model: [row per
+    """Every repetition of setting ``k`` (``splits_of``) for ``models``: ``({model: [row per
     query-repetition]}, {model: [hyperparameters per repetition]})``."""
     rows = {m: [] for m in models}
     hyper = {m: [] for m in models}
     for rep in range(config.repeats):
-        key = jax.random.fold_in(jax.random.PRNGKey(config.seed), rep)
-        splits = [
-            split_known(jax.random.fold_in(key, b), q.pairs, k) for b, q in enumerate(queries)
-        ]
+        splits = splits_of(queries, k, config, rep)
         size = bucket_size(max(len(test) for _, test in splits), 4)  # one program for all
         flips = [
             np.random.default_rng([config.seed, rep, b]).uniform(size=len(test)) < 0.5
@@ -92,13 +112,15 @@ def groups(models) -> list[list[str]]:
 
 
 def _child(config: StudyConfig, models: list[str], path: Path, children, progress) -> None:
-    """One task, ``models`` at every ``config.known``, in a child process (started by
+    """One task, ``models`` at every setting (``config.settings``), in a child process (started by
     ``children``, a ``children.Children``): its rows to ``path``; ``progress(k, rep)`` after
     each repetition (the child's stdout lines)."""
     command = [sys.executable, "-m", "bayesrank.experiments.relational.runner", "--part", str(path)]
     command += ["--known", *map(str, config.known), "--models", *models]
-    for name in ("collection", "queries", "repeats", "max_movies", "seed", "theta"):
+    command += ["--keep", *map(str, config.keep)]
+    for name in ("collection", "queries", "repeats", "max_movies", "seed", "theta", "split"):
         command += [f"--{name.replace('_', '-')}", str(getattr(config, name) or 0)]  # 0: all
+    command += ["--held-out", repr(config.held_out)]
     if config.data_dir is not None:
         command += ["--data-dir", str(config.data_dir)]
 
@@ -143,7 +165,8 @@ def run_study(config: StudyConfig, *, verbose: bool = True) -> dict:
     start = time.perf_counter()
     queries = load_collection(config)
     relations = sorted(queries[0].relations)
-    models = list(config.models or model_names(relations))
+    default = entity_split_models if config.split == "entities" else model_names
+    models = list(config.models or default(relations))
     say = (lambda text: print(text, file=sys.stderr, flush=True)) if verbose else (lambda _: 0)
     say(
         f"{config.collection}: {len(queries)} queries ({[q.qid for q in queries]}), "
@@ -151,17 +174,18 @@ def run_study(config: StudyConfig, *, verbose: bool = True) -> dict:
         f"{config.repeats} repetitions, models {models}"
     )
     tasks = [tuple(g) for g in groups(models)]
-    bar = _Bar(len(tasks) * len(config.known) * config.repeats, start) if verbose else None
+    bar = _Bar(len(tasks) * len(config.settings) * config.repeats, start) if verbose else None
     parts = {}
     children = Children()
 
     def one(group):
         def progress(k, rep):  # one repetition of the task done
             if bar is not None:
-                bar(f"k={k} {'+'.join(group)} repetition {int(rep) + 1}/{config.repeats}")
+                letter = config.setting_letter
+                bar(f"{letter}={k} {'+'.join(group)} repetition {int(rep) + 1}/{config.repeats}")
 
         if config.jobs == 0:
-            for k in config.known:
+            for k in config.settings:
                 parts[(k, group)] = run_setting(
                     queries, k, config, relations, list(group), lambda rep, k=k: progress(k, rep)
                 )
@@ -178,10 +202,11 @@ def run_study(config: StudyConfig, *, verbose: bool = True) -> dict:
         "collection": config.collection,
         "queries": [{"qid": q.qid, "n": q.n, "pairs": len(q.pairs)} for q in queries],
         "relations": relations,
+        "split": config.split,
         "settings": {},
         "config": {k: str(v) for k, v in vars(config).items()},
     }
-    for k in config.known:
+    for k in config.settings:
         rows, hyper = {}, {}
         for group in groups(models):
             part_rows, part_hyper = parts[(k, tuple(group))]
@@ -266,12 +291,15 @@ def main(argv=None) -> None:
     p.add_argument("--models", nargs="+", required=True)
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--theta", default="shared")
+    p.add_argument("--split", default="pairs")
+    p.add_argument("--keep", type=int, nargs="+", required=True)
+    p.add_argument("--held-out", type=held_out_value, required=True)
     args = p.parse_args(argv)
     config = StudyConfig.from_args(args, jobs=0)
     queries = load_collection(config)
     relations = sorted(queries[0].relations)
     parts = {}
-    for k in config.known:
+    for k in config.settings:
         rows, hyper = run_setting(
             queries,
             k,

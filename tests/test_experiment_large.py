@@ -62,3 +62,67 @@ def test_large_on_hetrec(shared_data, tmp_path, monkeypatch):
         assert 0.1 < models[name]["error"] < 0.4 and models[name]["converged"]
     with pytest.raises(ValueError, match="--data-dir"):
         run("large", None)
+
+
+def test_placebo_memberships_keep_group_sizes_and_break_identity():
+    from bayesrank.experiments.large_entities import placebo_memberships
+
+    entities = np.array([0, 1, 2, 3, 4, 5, 6, 7])
+    groups = np.array([0, 0, 0, 1, 1, 2, 2, 2])
+    out = placebo_memberships({"r": (entities, groups)}, 50, seed=3)["r"]
+    np.testing.assert_array_equal(out[1], groups)  # the same groups, the same sizes
+    assert len(set(out[0].tolist())) == 8 and out[0].max() < 50  # distinct movies
+    assert not np.array_equal(out[0], entities)
+    again = placebo_memberships({"r": (entities, groups)}, 50, seed=3)["r"]
+    np.testing.assert_array_equal(out[0], again[0])  # seeded
+
+
+def test_held_out_pairs_draw_without_replacement_in_order():
+    import jax
+
+    from bayesrank.data.pairs import pairs_from_grades
+    from bayesrank.data.study import split_entities
+    from bayesrank.experiments.large_entities import held_out_pairs
+
+    pairs = pairs_from_grades(np.arange(40) % 5)
+    split = split_entities(jax.random.PRNGKey(0), pairs, 40, held_out=8, keep=(0, 2))
+    some = held_out_pairs(split, 30, seed=1)
+    rows = [tuple(r) for r in split.test.tolist()]
+    index = [rows.index(tuple(r)) for r in some.tolist()]
+    assert len(some) == 30 and index == sorted(set(index))
+    assert held_out_pairs(split, 10**6, seed=1) is split.test
+
+
+@pytest.mark.shared_data
+@pytest.mark.slow  # HetRec's 2.3 million pooled pairs, four sparse models at two settings
+def test_large_entity_split_on_hetrec(shared_data, tmp_path, monkeypatch):
+    """``--split entities``: the split is ``split_entities``'s on the pooled pairs (its sizes
+    recomputed here from the data), every model fits at every ``j``, and the placebo is not
+    the XPGP model (its relations are permuted)."""
+    import sys
+
+    import jax
+
+    from bayesrank.data.study import split_entities
+    from bayesrank.experiments.large import load
+
+    monkeypatch.setitem(sys.modules, "choix", None)
+    results, written = run(
+        "large", tmp_path, "--split", "entities", "--n-train", 3000, "--n-test", 800,
+        "--held-out", 60, "--keep", 0, 3, "--rank", 32, "--samples", 16, "--probes", 4,
+        data_dir=shared_data,
+    )  # fmt: skip
+    ids, _, pairs, _ = load(shared_data)
+    split = split_entities(jax.random.PRNGKey(0), pairs, len(ids), held_out=60, keep=(0, 3),
+                           n_known=3000)  # fmt: skip
+    s = written["settings"]
+    assert s["held_out_movies"] == 60 and s["n_test"] == min(800, len(split.test))
+    assert s["train_pairs"] == {"0": 3000, "3": len(split.known[3])}
+    assert 3000 < len(split.known[3]) <= 3000 + 3 * 60
+    for j in ("0", "3"):
+        rows = results["entity_split"][j]
+        assert rows["choix"] is None
+        for name in ("XPGP", "placebo", "attributes + entity", "attributes"):
+            assert rows[name]["converged"] and 0.05 < rows[name]["error"] < 0.5
+        assert rows["XPGP"]["log_likelihood"] != rows["placebo"]["log_likelihood"]
+        assert 0.05 < rows["RankSVM"]["error"] < 0.5

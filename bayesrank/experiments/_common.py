@@ -24,6 +24,7 @@ __all__ = [
     "check_fraction",
     "check_positive",
     "fold_files",
+    "held_out_value",
     "load_fold",
     "load_queries",
     "median_rho",
@@ -251,3 +252,14 @@ def warning_lines(messages: Sequence[str], width: int = 160) -> list[str]:
 def rng_for(seed: int, *parts: int) -> np.random.Generator:
     """A NumPy generator of ``seed`` and the indices ``parts`` (a query's, a repetition's)."""
     return np.random.default_rng([int(seed), *map(int, parts)])
+
+
+def held_out_value(text: str) -> int | float:
+    """``--held-out`` from the command line: a count (``"5"``) or a share (``"0.2"``)."""
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError(f"--held-out {text!r}: a share in (0, 1) or a count") from None

@@ -44,7 +44,7 @@ import time
 
 import numpy as np
 
-from ._common import Progress, check_positive, median_rho, write_outputs
+from ._common import Progress, check_positive, held_out_value, median_rho, write_outputs
 from .protocol import Protocol, add_protocol_argument, from_args, preset_of
 
 __all__ = ["HELP", "NAME", "PRESETS", "LargeProtocol", "add_arguments", "run"]
@@ -95,6 +95,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="training pairs in a dense subset, at most (memory: O(m n))",
     )
     parser.add_argument(
+        "--split",
+        choices=("pairs", "entities"),
+        default="pairs",
+        help="pairs (the default: the first --n-train of the shuffled pairs train, the next "
+        "--n-test are held out) or entities (--held-out movies held out, each keeping --keep "
+        "of its judgements; bayesrank.experiments.large_entities)",
+    )
+    parser.add_argument(
+        "--keep",
+        type=int,
+        nargs="+",
+        default=[0, 1, 2, 5, 10],
+        help="--split entities: the judgements each held-out movie keeps, one setting each "
+        "(default 0 1 2 5 10; 0 is the cold start)",
+    )
+    parser.add_argument(
+        "--held-out",
+        type=held_out_value,
+        default=300,
+        help="--split entities: the number (default 300) or share of the rated movies held out",
+    )
+    parser.add_argument(
         "--em-steps",
         type=int,
         default=None,
@@ -123,7 +145,9 @@ def load(data_dir):
     return ids, X, pairs, memberships
 
 
-def _prior(X, memberships, rank, relations: bool):
+def _prior(X, memberships, rank, relations: bool, entity: float | None = None):
+    """The sparse prior (module docstring), the entity effect's variance ``entity`` (default
+    ``ENTITY_VARIANCE``); with it the attributes' residual trace."""
     import jax.numpy as jnp
 
     from ..inference import sparse as S
@@ -132,7 +156,8 @@ def _prior(X, memberships, rank, relations: bool):
 
     kernel = RBF(1.0, median_rho(X))
     low = pivoted_cholesky(kernel, jnp.asarray(X), rank)
-    blocks = [S.diagonal_precision(np.asarray(low.residual) + ENTITY_VARIANCE)]
+    variance = ENTITY_VARIANCE if entity is None else entity
+    blocks = [S.diagonal_precision(np.asarray(low.residual) + variance)]
     if relations:
         n = len(X)
         blocks += [S.membership_precision(e, g, n, normalize=True) for e, g in memberships.values()]
@@ -271,6 +296,11 @@ def run(args: argparse.Namespace) -> dict:
         raise ValueError(
             f"--n-train + --n-test = {n_train + n_test} exceeds the {len(pairs)} pooled pairs"
         )
+    if getattr(args, "split", "pairs") == "entities":
+        from .large_entities import run_entities
+
+        return run_entities(args, start, ids, X, pairs, memberships, n_train, n_test, rank,
+                            samples, probes, protocol)  # fmt: skip
     order = np.random.default_rng(args.seed).permutation(len(pairs))
     train, test = pairs[order[:n_train]], pairs[order[n_train : n_train + n_test]]
     progress(f"data: {len(ids)} movies, {len(pairs)} pooled pairs")

@@ -6,6 +6,7 @@ import dataclasses
 from pathlib import Path
 
 from ...data.checks import check_choice, check_int
+from .._common import held_out_value
 from ..protocol import Protocol, given
 
 __all__ = ["DEFAULT_KEEP", "DEFAULT_KNOWN", "SPLITS", "THETA", "StudyConfig", "held_out_value"]
@@ -31,17 +32,6 @@ DEFAULT_KNOWN = {
     "dir": (25, 50, 100),
     "sample": (20, 40),
 }
-
-
-def held_out_value(text: str) -> int | float:
-    """``--held-out`` from the command line: a count (``"5"``) or a share (``"0.2"``)."""
-    try:
-        return int(text)
-    except ValueError:
-        try:
-            return float(text)
-        except ValueError:
-            raise ValueError(f"--held-out {text!r}: a share in (0, 1) or a count") from None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -88,8 +88,9 @@ def markdown(results) -> str:
 
 
 def plot(results, path: Path) -> list[Path]:
-    """Error and AUC against the number of known pairs (``bayesrank.plot.study``; bands:
-    sd over query-repetitions) to ``path``, and each model's paired difference in error to
+    """Error and AUC (the entity split: error and log-likelihood) against the setting
+    (``bayesrank.plot.study``; bands: sd over query-repetitions) to ``path``, and each model's
+    paired difference in error to
     PGP+I with its 95% interval (``bayesrank.plot.paired``) to ``paired.png`` beside it,
     where PGP+I ran with another model. Returns the files written."""
     import matplotlib
@@ -97,7 +98,9 @@ def plot(results, path: Path) -> list[Path]:
     matplotlib.use("Agg")
     from ...plot import paired, save, study
 
-    written = [save(study(results), path, close=True)]
+    # the entity split's question is the held-out entities' error and calibration
+    metrics = ("err", "loglik") if results.get("split") == "entities" else ("err", "auc")
+    written = [save(study(results, metrics=metrics), path, close=True)]
     ran = {m for block in results["settings"].values() for m in block.get("rows", {})}
     if "PGP+I" in ran and len(ran) > 1:
         written.append(save(paired(results), Path(path).with_name("paired.png"), close=True))

@@ -30,7 +30,10 @@ from __future__ import annotations
 import sys
 import time
 
+import jax
 import numpy as np
+
+from ..baselines.ranksvm import fit_linear
 
 __all__ = [
     "SVM_C",
@@ -68,24 +71,23 @@ def held_out_pairs(split, n_test: int, seed: int) -> np.ndarray:
     return test[pick]
 
 
+@jax.jit
+def _fit_linear(X, pairs, C):
+    """``fit_linear`` as one compiled program (every ``C`` of the grid shares it)."""
+    return fit_linear(X, pairs, C)
+
+
 def _ranksvm(X, train, test, seed):
     """Linear RankSVM: ``C`` by the error on a tenth of ``train`` held aside, then refitted."""
-    import jax
-    import jax.numpy as jnp
-
-    from ..baselines.ranksvm import fit_linear
-
     t = time.perf_counter()
-    Xj = jnp.asarray(X)
     aside = np.random.default_rng([seed, 13]).random(len(train)) < 0.1
-    fit = jax.jit(fit_linear)
     errors = []
     for C in SVM_C:
-        w = np.asarray(fit(Xj, jnp.asarray(train[~aside]), C).w)
+        w = np.asarray(_fit_linear(X, train[~aside], C).w)
         d = X[train[aside, 0]] @ w - X[train[aside, 1]] @ w
         errors.append(np.mean((d < 0) + 0.5 * (d == 0)))
     C = SVM_C[int(np.argmin(errors))]
-    w = np.asarray(fit(Xj, jnp.asarray(train), C).w)
+    w = np.asarray(_fit_linear(X, train, C).w)
     d = X[test[:, 0]] @ w - X[test[:, 1]] @ w
     seconds = time.perf_counter() - t
     return {"fit_s": seconds, "C": C, "error": float(np.mean((d < 0) + 0.5 * (d == 0)))}
@@ -142,8 +144,6 @@ def entity_table(results) -> str:
 def run_entities(args, start, ids, X, pairs, memberships, n_train, n_test, rank, samples,
                  probes, protocol) -> dict:  # fmt: skip
     """``--split entities`` (``large_entities``): the split, every model at every ``j``."""
-    import jax
-
     from ..data.study import split_entities
     from ._common import write_outputs
     from .large import NAME

@@ -48,15 +48,21 @@ from .pairs import pairs_from_grades, split_pairs
 from .userdata import read_judgements
 
 __all__ = [
+    "DEFAULT_KEEP",
     "SEEN",
     "EntitySplit",
     "StudyQuery",
+    "check_held_out",
+    "check_keep",
     "read_study_dir",
     "seen_category",
     "split_entities",
     "split_known",
     "write_study_dir",
 ]
+
+#: ``split_entities``' default numbers of judgements a held-out entity keeps (0: the cold start).
+DEFAULT_KEEP = (0, 1, 2, 5, 10)
 
 #: ``seen_category``'s codes, by name: how many of a test pair's entities are in known pairs.
 SEEN = {"neither": 0, "one": 1, "both": 2}
@@ -240,7 +246,7 @@ class EntitySplit:
     test: np.ndarray
 
 
-def split_entities(key, pairs, n: int, *, held_out=0.2, keep=(0, 1, 2, 5, 10), n_known=None):
+def split_entities(key, pairs, n: int, *, held_out=0.2, keep=DEFAULT_KEEP, n_known=None):
     """Hold out entities of one query: ``EntitySplit``.
 
     1. ``held_out`` of the entities that occur in ``pairs`` are drawn uniformly at random (a
@@ -267,9 +273,7 @@ def split_entities(key, pairs, n: int, *, held_out=0.2, keep=(0, 1, 2, 5, 10), n
     if len(arr) and (arr.min() < 0 or arr.max() >= n):
         row = int(np.flatnonzero((arr < 0).any(1) | (arr >= n).any(1))[0])
         raise ValueError(f"pairs row {row}: {arr[row].tolist()} is outside 0..{n - 1}")
-    keep = sorted({check_int(j, "keep", low=0) for j in _sequence(keep, "keep")})
-    if not keep:
-        raise ValueError("keep is empty: give at least one number of kept judgements")
+    keep = check_keep(keep)
     judged = np.unique(arr)
     count = _held_count(held_out, len(judged))
     held = np.sort(judged[permutation(jax.random.fold_in(key, 0), len(judged))[:count]])
@@ -299,23 +303,34 @@ def split_entities(key, pairs, n: int, *, held_out=0.2, keep=(0, 1, 2, 5, 10), n
     return EntitySplit(held, known, arr[test])
 
 
-def _sequence(values, name: str) -> list:
-    if isinstance(values, str) or not hasattr(values, "__iter__"):
-        raise ValueError(f"{name} must be a sequence of integers, got {values!r}")
-    return list(values)
+def check_keep(keep) -> tuple[int, ...]:
+    """``keep`` (numbers of kept judgements) as a sorted tuple of distinct integers ``>= 0``;
+    ``ValueError`` for a non-sequence, an empty one or a negative entry."""
+    if isinstance(keep, str) or not hasattr(keep, "__iter__"):
+        raise ValueError(f"keep must be a sequence of integers, got {keep!r}")
+    out = tuple(sorted({check_int(j, "keep", low=0) for j in keep}))
+    if not out:
+        raise ValueError("keep is empty: give at least one number of kept judgements")
+    return out
+
+
+def check_held_out(held_out):
+    """``held_out``, a share in (0, 1) or a count ``>= 1``; ``ValueError`` otherwise."""
+    if isinstance(held_out, bool) or not isinstance(held_out, int | float | np.number):
+        raise ValueError(f"held_out must be a share in (0, 1) or a count, got {held_out!r}")
+    if not (0 < held_out < 1 or (isinstance(held_out, int | np.integer) and held_out >= 1)):
+        raise ValueError(f"held_out={held_out!r} must be a share in (0, 1) or a count >= 1")
+    return held_out
 
 
 def _held_count(held_out, judged: int) -> int:
     """The number of entities ``held_out`` (a share in (0, 1) or a count) means among
     ``judged`` ones."""
-    if isinstance(held_out, bool) or not isinstance(held_out, int | float | np.number):
-        raise ValueError(f"held_out must be a share in (0, 1) or a count, got {held_out!r}")
+    held_out = check_held_out(held_out)
     if isinstance(held_out, int | np.integer):
         count = int(held_out)
-    elif 0 < held_out < 1:
-        count = max(1, round(float(held_out) * judged))
     else:
-        raise ValueError(f"held_out={held_out!r} must be a share in (0, 1) or a count >= 1")
+        count = max(1, round(float(held_out) * judged))
     if not 1 <= count <= judged - 2:
         raise ValueError(
             f"held_out={held_out!r} holds out {count} of the {judged} judged entities: it must "

@@ -77,6 +77,11 @@ def _fit_linear(X, pairs, C):
     return fit_linear(X, pairs, C)
 
 
+def _error(d) -> float:
+    """The pair error of score differences ``d`` (winner minus loser; a tie counts half)."""
+    return float(np.mean((d < 0) + 0.5 * (d == 0)))
+
+
 def _ranksvm(X, train, test, seed):
     """Linear RankSVM: ``C`` by the error on a tenth of ``train`` held aside, then refitted."""
     t = time.perf_counter()
@@ -85,12 +90,12 @@ def _ranksvm(X, train, test, seed):
     for C in SVM_C:
         w = np.asarray(_fit_linear(X, train[~aside], C).w)
         d = X[train[aside, 0]] @ w - X[train[aside, 1]] @ w
-        errors.append(np.mean((d < 0) + 0.5 * (d == 0)))
+        errors.append(_error(d))
     C = SVM_C[int(np.argmin(errors))]
     w = np.asarray(_fit_linear(X, train, C).w)
     d = X[test[:, 0]] @ w - X[test[:, 1]] @ w
     seconds = time.perf_counter() - t
-    return {"fit_s": seconds, "C": C, "error": float(np.mean((d < 0) + 0.5 * (d == 0)))}
+    return {"fit_s": seconds, "C": C, "error": _error(d)}
 
 
 def entity_rows(X, memberships, split, test, keep, rank, samples, probes, seed):

@@ -6,6 +6,7 @@ import dataclasses
 from pathlib import Path
 
 from ...data.checks import check_choice, check_int
+from ...data.study import DEFAULT_KEEP, check_held_out, check_keep
 from .._common import held_out_value
 from ..protocol import Protocol, given
 
@@ -19,9 +20,6 @@ THETA = ("shared", "per-query")
 #: at random, every other pair a test pair), or ``entities`` (``data.study.split_entities``: a
 #: share of the entities held out, each keeping ``j`` judgements, for each ``j`` of ``keep``).
 SPLITS = ("pairs", "entities")
-
-#: The entity split's numbers of judgements a held-out entity keeps (0: the cold start).
-DEFAULT_KEEP = (0, 1, 2, 5, 10)
 
 #: Numbers of known pairs per collection (the paper's 100, 150, 200 on OHSUMED; scaled to the
 #: sizes of the others' queries).
@@ -100,17 +98,8 @@ class StudyConfig(Protocol):
                     f"split='entities' takes one known (the pairs among the entities not held "
                     f"out), got {list(self.known)}"
                 )
-            keep = tuple(self.keep)
-            if not keep:
-                raise ValueError("keep is empty: give at least one number of kept judgements")
-            for j in keep:
-                check_int(j, "keep", low=0)
-            object.__setattr__(self, "keep", tuple(sorted(set(keep))))
-            held = self.held_out
-            if isinstance(held, bool) or not isinstance(held, int | float):
-                raise ValueError(f"held_out must be a share in (0, 1) or a count, got {held!r}")
-            if not (0 < held < 1 or (isinstance(held, int) and held >= 1)):
-                raise ValueError(f"held_out={held!r} must be a share in (0, 1) or a count >= 1")
+            object.__setattr__(self, "keep", check_keep(self.keep))
+            check_held_out(self.held_out)
         if not self.repeats:
             object.__setattr__(self, "repeats", 3 if self.collection == "sample" else 20)
         for k in self.known:

@@ -28,7 +28,7 @@ from .data.problem import PreferenceProblem
 from .diagnostics import warn_if_unconverged
 from .inference import ep
 from .inference.engine import Engine, GaussianEngine
-from .inference.engines import EP, NUTS, Laplace, engine_from_keywords, resolve
+from .inference.engines import EP, NUTS, Laplace, SparseLaplace, engine_from_keywords, resolve
 from .inference.problem import why_not_finite
 from .kernels.xpgp import XPGP, check_prior
 from .posterior import Posterior
@@ -64,6 +64,7 @@ def _large(engine: Engine, n: int, rank: int) -> Engine:
         stacklevel=4,
     )
     return sparse
+
 
 #: ``XPGPModel``'s old engine keywords (each now a field of the engine object).
 _OLD_KEYWORDS = ("schedule", "max_iter", "tol", "damping", "precision", "nuts_options")
@@ -201,7 +202,10 @@ class XPGPModel:
         ``engine=EP(...)``, ``start=Start(restarts=2)``); given without
         ``learn_hyperparameters`` they are a ``ValueError`` (they would be ignored). The fitted
         prior is the posterior's ``prior`` and the learning result its ``learning``;
-        ``self.prior`` stays as it was.
+        ``self.prior`` stays as it was. On the sparse engine (``SparseLaplace``) ``True``
+        learns the mixing weights, the entity effect and the lengthscale from its Laplace
+        evidence (``bayesrank.learning.fit_sparse_hyperparameters``, whose keywords the
+        learning options are; the result a ``SparseLearning``).
         """
         warn_if_float32("XPGPModel.fit")
         if not isinstance(problem, PreferenceProblem):
@@ -229,14 +233,16 @@ class XPGPModel:
         if not isinstance(engine, GaussianEngine):
             if key is None and isinstance(engine, NUTS):
                 raise ValueError("NUTS needs a key: XPGPModel(prior, NUTS()).fit(problem, key=...)")
-            if learn_hyperparameters and not isinstance(engine, NUTS):
+            if learn_hyperparameters and not isinstance(engine, NUTS | SparseLaplace):
                 raise ValueError(
-                    f"{engine!r} fits at the prior's hyperparameters: no "
-                    "learn_hyperparameters (learn them with learning.sparse_em)"
+                    f"{engine!r} fits at the prior's hyperparameters: no learn_hyperparameters"
                 )
         prior, learning = self.prior, None
         if learn_hyperparameters == NUTS.name:
             return self._marginalise(problem, key, learning_options)
+        if learn_hyperparameters and isinstance(engine, SparseLaplace):
+            return self._learn_sparse(engine, problem, key, learn_hyperparameters,
+                                      learning_options)  # fmt: skip
         if learn_hyperparameters:
             import inspect
 
@@ -274,6 +280,30 @@ class XPGPModel:
             raise ValueError(why_not_finite(prior, problem))
         warn_if_unconverged(result.converged, f"{engine.describe().upper()} fit", engine.advice)
         return Posterior(prior, problem, result, learning, engine)
+
+    def _learn_sparse(self, engine, problem, key, method, options: dict) -> Posterior:
+        """``learn_hyperparameters`` on the sparse engine: the weights, entity effect and
+        lengthscale from its Laplace evidence (``learning.fit_sparse_hyperparameters``, at the
+        engine's ``rank``; its options as keywords), then the fit at them."""
+        import inspect
+
+        from .learning.sparse_evidence import fit_sparse_hyperparameters
+
+        if method not in (True, "evidence"):
+            raise ValueError(
+                f"the sparse engine learns by its evidence (learn_hyperparameters=True), not "
+                f"{method!r}"
+            )
+        named = set(inspect.signature(fit_sparse_hyperparameters).parameters)
+        if unknown := sorted(set(options) - (named - {"prior", "problem", "rank", "key"})):
+            raise ValueError(
+                f"unknown learning option(s) {unknown} for the sparse engine; it takes "
+                f"{sorted(named - {'prior', 'problem', 'rank', 'key'})}"
+            )
+        learning = fit_sparse_hyperparameters(self.prior, problem, rank=engine.rank, key=key,
+                                              **options)  # fmt: skip
+        result = engine.fit_problem(learning.prior, problem, key=key)
+        return Posterior(learning.prior, problem, result, learning, engine)
 
     def _marginalise(self, problem: PreferenceProblem, key, options: dict) -> Posterior:
         """``learn_hyperparameters="nuts"``: NUTS on the hyperparameters and the preference

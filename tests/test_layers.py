@@ -110,9 +110,10 @@ TABLE = {
         "hyperparameter learning: fit.py (fit_hyperparameters) with options.py and settings.py, "
         "config.py (what is learned), objectives.py and evidence.py (the objectives and their "
         "compiled programs), hyperpriors.py, em.py and sparse_em.py (EM-EP; EM in precision "
-        "form), guard.py (optax's guard), bfgs.py (the host-driven BFGS), design.py and "
-        "initialize.py (where a fit starts), matching.py (likelihood parameters matched to the "
-        "data), layout.py, stages.py and drive.py (how a fit runs), results.py and "
+        "form), sparse_evidence.py (an XPGP prior learned by the sparse engine's evidence), "
+        "squarem.py (SQUAREM), guard.py (optax's guard), bfgs.py (the host-driven BFGS), "
+        "design.py and initialize.py (where a fit starts), matching.py (likelihood parameters "
+        "matched to the data), layout.py, stages.py and drive.py (how a fit runs), results.py and "
         "diagnostics.py (what it returns and warns)",
     ),
     # 6: user-facing pieces built on everything below.

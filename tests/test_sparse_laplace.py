@@ -311,9 +311,9 @@ def test_the_model_face_refuses_what_it_does_not_do():
         XPGPModel(prior, approximation="sparse").fit(problem)
     with pytest.raises(ValueError, match="approximation"):
         XPGPModel(prior, inference="laplace", approximation="low").fit(problem)
-    with pytest.raises(ValueError, match="learn_hyperparameters"):
+    with pytest.raises(ValueError, match="learns by its evidence"):
         XPGPModel(prior, inference="laplace", approximation="sparse").fit(
-            problem, learn_hyperparameters=True
+            problem, learn_hyperparameters="em"
         )
     graph = PreferenceProblem.create(probit_pairs(10, 20, 0), relations=[np.ones((10, 10))])
     with pytest.raises(ValueError, match=r"relations\[0\].*Diffusion"):

@@ -2,17 +2,18 @@
 to a folder, and its predictions as a LETOR prediction file and pair probabilities.
 
 ``fit DATA --out MODEL``: DATA is a LETOR file (the bundled sample by default; pairs from the
-relevance grades) or a folder in the study format (``bayesrank.data.study``: attributes,
-grades or comparisons, relation graphs per query). The prior: an RBF kernel on the attributes,
-a regularized Laplacian per relation (``--relations``, study folders), and an independent
-per-entity effect (``--no-entity`` drops it); its hyperparameters are learned by maximising the
-EP evidence (``--fixed`` keeps the defaults; the engine's own evidence with ``--inference
-laplace``), one ``theta`` shared by the queries; then each query's posterior by the engine
-(``--inference ep|laplace|nuts``). Graded data (a LETOR file, study folders with
-``grades.csv``) gives the pairs its grades imply (``--labels pairs``, the default), those and a
-tie for every two equal grades (``--labels ties``: a tie margin in the prior), or the grades
-themselves (``--labels grades``: the ordinal model, ``K - 1`` thresholds for grades
-``0..K-1``); the margin and thresholds are learned with the kernel.
+relevance grades) or a folder in the study format (``bayesrank.data.study``: attributes, grades or
+comparisons, relation graphs per query). The prior: an RBF kernel on the attributes, a regularized
+Laplacian per relation (``--relations``, study folders), and an independent per-entity effect
+(``--no-entity`` drops it); its hyperparameters are learned by maximising the EP evidence
+(``--fixed`` keeps the defaults; the engine's own evidence with ``--inference laplace``), one
+``theta`` shared by the queries (with ``--approximation sparse``, each query's own, from the sparse
+engine's evidence: ``learning.fit_sparse_hyperparameters``); then each query's posterior by the
+engine (``--inference ep|laplace|nuts``). Graded data (a LETOR file, study folders with
+``grades.csv``) gives the pairs its grades imply (``--labels pairs``, the default), those and a tie
+for every two equal grades (``--labels ties``: a tie margin in the prior), or the grades themselves
+(``--labels grades``: the ordinal model, ``K - 1`` thresholds for grades ``0..K-1``); the margin
+and thresholds are learned with the kernel.
 
 MODEL is a folder: ``collection.json`` (the format below) and one model file per query
 (``bayesrank.io``, ``query-<k>.npz``).
@@ -116,11 +117,9 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         engine = engine_from_keywords(args.inference, {}, args.approximation, args.rank)
     except ValueError:  # the sparse form of an engine that has none
         engine = None
-    if engine is None or (isinstance(engine, SparseLaplace) and not args.fixed):
-        raise ValueError(
-            "--approximation sparse needs --inference laplace and --fixed (its hyperparameters "
-            "are learned in Python: bayesrank.learning.sparse_em)"
-        )
+    if engine is None:
+        raise ValueError("--approximation sparse needs --inference laplace")
+    sparse = isinstance(engine, SparseLaplace)
     kind, lines, queries = _queries(args.data, args.labels)
     if args.query:
         known = [q[0] for q in queries]
@@ -154,7 +153,9 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(text, file=sys.stderr, flush=True)
 
-    if not args.fixed:
+    if sparse and not args.fixed:
+        say("learning each query's hyperparameters from the sparse engine's evidence ...")
+    elif not args.fixed:
         say(f"learning the hyperparameters on {plural(len(problems), 'query', 'queries')} ...")
         learner = engine.learning_engine()  # EP's evidence for NUTS, the engine's own else
         trainable = None
@@ -178,7 +179,10 @@ def _cmd_fit(args: argparse.Namespace) -> int:
             + (f", {len(problem.graded)} grades" if problem.anchored else "")
             + f" ({args.inference})"
         )
-        posterior = model.fit(problem, key=jax.random.fold_in(key, k))
+        learn = {"learn_hyperparameters": True} if sparse and not args.fixed else {}
+        posterior = model.fit(problem, key=jax.random.fold_in(key, k), **learn)
+        if learn:
+            say(f"  learned: {posterior.prior}")
         name = f"query-{k}.npz"
         save(posterior, args.out / name)
         index.append(
@@ -299,7 +303,8 @@ def add_parsers(sub) -> None:
         choices=["dense", "sparse"],
         default="dense",
         help="dense (the default: n x n matrices) or sparse (none, for thousands of entities; "
-        "needs --inference laplace and --fixed; docs/guide/large.md)",
+        "needs --inference laplace; its hyperparameters learned per query from its evidence "
+        "unless --fixed; docs/guide/large.md)",
     )
     fit.add_argument("--rank", type=int, default=256, help="attribute kernel's rank (sparse)")
     fit.add_argument("--fixed", action="store_true", help="keep the default hyperparameters")

@@ -67,7 +67,8 @@ key                     value
                         people; the array is what is read); static fields as values
 ``result``              the engine's posterior as a tree (``EPPosterior``,
                         ``LaplacePosterior`` or ``NUTSPosterior``)
-``learning``            the learning result (``FitResult``) as a tree, or ``null``
+``learning``            the learning result (``FitResult`` or ``SparseLearning``) as a
+                        tree, or ``null``
 ``learning_summary``    ``converged``, ``log_evidence`` (at the fitted prior), ``n_iter``;
                         or ``null``
 ``arrays``              every array key with its ``shape`` and ``dtype`` (checked on load)
@@ -104,7 +105,7 @@ from .._version import __version__
 from ..data.problem import PreferenceProblem
 from ..inference.engines import ENGINES, SparseLaplace, resolve
 from ..kernels.xpgp import XPGP, check_prior
-from ..learning import FitResult
+from ..learning import FitResult, SparseLearning
 from ..model import Posterior
 from .archive import (
     FORMAT,
@@ -136,7 +137,14 @@ def _finite_or_none(x) -> float | None:
     return x if np.isfinite(x) else None
 
 
-def _learning_summary(learning: FitResult) -> dict:
+def _learning_summary(learning: FitResult | SparseLearning) -> dict:
+    if isinstance(learning, SparseLearning):  # the sparse engine's (an estimate, with its se)
+        return {
+            "converged": bool(learning.converged),
+            "log_evidence": _finite_or_none(learning.log_evidence),
+            "log_evidence_se": _finite_or_none(learning.se),
+            "n_iter": len(learning.factors),
+        }
     post = learning.posteriors
     converged = learning.converged
     return {
@@ -167,9 +175,12 @@ def _document(posterior: Posterior) -> tuple[dict, dict]:
             f"only a single problem's posterior can be saved (result.mean: (n,)), got shape "
             f"{np.shape(result.mean)}"
         )
-    if posterior.learning is not None and not isinstance(posterior.learning, FitResult):
+    if posterior.learning is not None and not isinstance(
+        posterior.learning, FitResult | SparseLearning
+    ):
         raise ValueError(
-            f"posterior.learning must be a FitResult or None, got {type(posterior.learning)}"
+            f"posterior.learning must be a FitResult, a SparseLearning or None, got "
+            f"{type(posterior.learning)}"
         )
     check_prior(posterior.prior, None if problem.X is None else problem.X.shape[1])
     arrays = {"problem/pairs": np.asarray(problem.pairs)}
@@ -326,8 +337,10 @@ def load(path, *, kernels=()) -> Posterior:
             "result",
             f"engine {engine!r} needs a {RESULT_CLASS[engine]}, got {type(result).__name__}",
         )
-    if learning is not None and not isinstance(learning, FitResult):
-        raise ModelFileError(name, "learning", f"must be a FitResult, got {type(learning)}")
+    if learning is not None and not isinstance(learning, FitResult | SparseLearning):
+        raise ModelFileError(
+            name, "learning", f"must be a FitResult or a SparseLearning, got {type(learning)}"
+        )
     try:
         check_prior(prior, None if problem.X is None else problem.X.shape[1])
     except ValueError as error:

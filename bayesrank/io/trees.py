@@ -55,7 +55,7 @@ from ..kernels import (
 )
 from ..kernels.params import Bounded, Positive
 from ..kernels.xpgp import FROZEN_BY_DEFAULT
-from ..learning import FitResult, Trace
+from ..learning import FitResult, SparseLearning, Trace
 from ..learning.results import Design
 
 __all__ = ["DATACLASSES", "TreeError", "decode", "encode", "namedtuples"]
@@ -94,6 +94,7 @@ def namedtuples() -> dict[str, type]:
         NUTSPosterior,
         NUTSDiagnostics,
         FitResult,
+        SparseLearning,
         Design,
         Trace,
     )

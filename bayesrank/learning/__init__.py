@@ -41,6 +41,7 @@ from .initialize import initialize
 from .objectives import expected_log_prior
 from .results import Design, FitResult, Trace
 from .settings import BFGS, Optax, Start
+from .sparse_evidence import SparseLearning, fit_sparse_hyperparameters
 
 __all__ = [
     "BFGS",
@@ -53,11 +54,13 @@ __all__ = [
     "NonFiniteStartError",
     "NonFiniteStepWarning",
     "Optax",
+    "SparseLearning",
     "Start",
     "Trace",
     "default_trainable",
     "expected_log_prior",
     "fit_hyperparameters",
+    "fit_sparse_hyperparameters",
     "initialize",
 ]
 

@@ -37,6 +37,7 @@ from ..inference.sparse.evidence import evidence_gradient_core, expected_quadrat
 from ..inference.sparse.inputs import check_cg_tol, check_latent_prior, check_training_pairs
 from ..inference.sparse.laplace import SparseMode, mode_core
 from ..inference.sparse.prior import LatentPrior, scale_prior
+from .squarem import squarem
 
 __all__ = ["SparseEMResult", "em_variances"]
 
@@ -101,7 +102,7 @@ def em_variances(
     if prior.rank == 0:
         learn = learn & (np.arange(n_terms) > 0)
     sizes = np.maximum(np.asarray(prior.block_sizes(), float), 1.0)
-    state = {"z": None, "v": np.ones(n_terms), "steps": 0}
+    state = {"z": None, "v": np.ones(n_terms)}
 
     def em_step(x):
         """``log v -> log v_new``: one E-step (warm-started) and M-step."""
@@ -111,7 +112,6 @@ def em_variances(
         if z is not None:  # xi = sqrt(v_0) Phi w: keep xi where v_0 moved
             z = z.at[: prior.rank].multiply(np.sqrt(state["v"][0] / v[0]))
         fit = mode_core(current, pairs, 50, 1e-10, 1e-10, z)  # mode's defaults
-        state["steps"] += 1
         if np.all(np.isfinite(np.asarray(fit.z))):  # a refused proposal leaves the warm start
             state.update(z=fit.z, v=v)
         if objective == "evidence":
@@ -122,25 +122,8 @@ def em_variances(
         with np.errstate(invalid="ignore", divide="ignore"):  # q <= 0: NaN, handled below
             return np.where(learn, x + np.log(q / sizes), x)
 
-    x = np.zeros(n_terms)
-    trace, converged = [np.exp(x)], False
-    while state["steps"] + 3 <= max_iter and not converged:
-        x1 = em_step(x)
-        x2 = em_step(x1)
-        r, s = x1 - x, x2 - 2 * x1 + x
-        alpha = -np.linalg.norm(r) / max(np.linalg.norm(s), 1e-300)
-        alpha = min(alpha, -1.0)  # -1 is plain EM's two steps
-        proposal = x - 2 * alpha * r + alpha**2 * s
-        # an extrapolation past a factor of 100 in any variance is not trusted
-        proposal = np.clip(proposal, x2 - np.log(100.0), x2 + np.log(100.0))
-        new = em_step(proposal)
-        if not np.all(np.isfinite(new)):
-            # far out, the control-variate estimate of a term's E[z^T P z] can fall to 0 or
-            # below: the proposal is refused and plain EM's two steps kept
-            new = x2
-        converged = bool(np.max(np.abs(new - proposal)) <= tol)
-        x = new
-        trace.append(np.exp(x))
+    x, trace, converged = squarem(em_step, np.zeros(n_terms), max_iter, tol)
+    trace = [np.exp(t) for t in trace]
     v = np.exp(x)
     final = scale_prior(prior, v)
     z = (

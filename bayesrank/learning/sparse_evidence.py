@@ -183,7 +183,8 @@ def fit_sparse_hyperparameters(
 
     def stationary(t: float, u0: np.ndarray):
         """The variances' stationary point at the lengthscale factor ``exp(t)``."""
-        latent, _ = _latent(_with_lengthscale(start, math.exp(t)), problem, rank)
+        latent = latent0 if t == 0.0 else _latent(_with_lengthscale(start, math.exp(t)),
+                                                  problem, rank)[0]  # fmt: skip
         sizes = np.maximum(np.asarray(latent.block_sizes(), float), 1.0)
         dims = np.maximum(T.T @ sizes, 1.0)
         state = {"z": None, "v0": 1.0}
@@ -199,18 +200,20 @@ def fit_sparse_hyperparameters(
 
         def step(u):
             z, v0 = warm(u)
-            fit = mode_core(current(u), pairs, 50, 1e-10, 1e-10, z)
+            scaled = current(u)
+            fit = mode_core(scaled, pairs, 50, 1e-10, 1e-10, z)
             if not np.all(np.isfinite(np.asarray(fit.z))):
                 return np.full_like(u, np.nan)
             state.update(z=fit.z, v0=v0)
-            g, _ = evidence_gradient_core(current(u), pairs, fit, key, n_samples, cg_tol)
+            g, _ = evidence_gradient_core(scaled, pairs, fit, key, n_samples, cg_tol)
             ratio = np.clip(1.0 + 2.0 * (T.T @ np.asarray(g)) / dims, 0.1, 10.0)
             return u + np.log(ratio)
 
         u, _, converged = squarem(step, u0, max_steps, tol)
         z, _ = warm(u)
-        fit = mode_core(current(u), pairs, 50, 1e-10, 1e-10, z)
-        return u, converged, *evidence(current(u), fit)
+        scaled = current(u)
+        fit = mode_core(scaled, pairs, 50, 1e-10, 1e-10, z)
+        return u, converged, *evidence(scaled, fit)
 
     n_scales = T.shape[1]
     fit0 = mode_core(latent0, pairs, 50, 1e-10, 1e-10, None)

@@ -126,3 +126,39 @@ def test_large_entity_split_on_hetrec(shared_data, tmp_path, monkeypatch):
             assert rows[name]["converged"] and 0.05 < rows[name]["error"] < 0.5
         assert rows["XPGP"]["log_likelihood"] != rows["placebo"]["log_likelihood"]
         assert 0.05 < rows["RankSVM"]["error"] < 0.5
+
+
+@pytest.mark.shared_data
+@pytest.mark.slow  # HetRec's 2.3 million pooled pairs, four sparse models learned and fitted
+def test_large_entity_split_learns_each_models_prior(shared_data, tmp_path, monkeypatch):
+    """``--split entities --learn`` (with a short search: its accuracy is
+    ``test_sparse_learning``'s): each GP model learns its own scales (XPGP and the placebo four,
+    attributes + entity two, attributes one) on the smallest ``j``'s pairs, none ends below its
+    start's evidence, and each model's fit at ``j = 0`` is at its learned prior: its evidence
+    (same pairs, key and probes) is the learning's own, and the placebo's prior is not XPGP's."""
+    import sys
+
+    from bayesrank.experiments import large_entities
+
+    monkeypatch.setitem(sys.modules, "choix", None)
+    monkeypatch.setattr(
+        large_entities,
+        "LEARN",
+        {"max_steps": 2, "n_probes": 4, "search_range": 2.0, "search_tol": 1.0},
+    )
+    results, written = run(
+        "large", tmp_path, "--split", "entities", "--learn", "--n-train", 3000, "--n-test", 800,
+        "--held-out", 60, "--keep", 0, "--rank", 32, "--samples", 16, "--probes", 4,
+        data_dir=shared_data,
+    )  # fmt: skip
+    assert written["settings"]["learned"]
+    learning = results["learning"]
+    sizes = {"XPGP": 4, "placebo": 4, "attributes + entity": 2, "attributes": 1}
+    for name, size in sizes.items():
+        row = learning[name]
+        assert len(row["variances"]) == size and len(row["factors"]) == 3
+        assert row["log_evidence"] >= row["start_log_evidence"]
+        fitted = results["entity_split"]["0"][name]
+        assert fitted["converged"]
+        assert fitted["log_evidence"] == pytest.approx(row["log_evidence"], rel=1e-6)
+    assert learning["XPGP"]["variances"] != learning["placebo"]["variances"]

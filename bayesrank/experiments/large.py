@@ -123,6 +123,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="--split entities: the number (default 300) or share of the rated movies held out",
     )
     parser.add_argument(
+        "--learn",
+        action="store_true",
+        help="--split entities: learn each GP model's scales and lengthscale from its sparse "
+        "Laplace evidence on the smallest --keep's training pairs, then fit every --keep at them",
+    )
+    parser.add_argument(
         "--em-steps",
         type=int,
         default=None,

@@ -48,6 +48,10 @@ __all__ = [
 SVM_C = (0.01, 0.1, 1.0, 10.0)
 #: The ``attributes`` model's entity variance: a jitter, no entity effect.
 JITTER = 1e-3
+#: ``--learn``'s settings of ``learning.fit_latent_scales``: a coarser search than its
+#: defaults (a factor within 4x of the median heuristic's, bracketed to 0.2 in its log: about
+#: eight lengthscales), at most 10 variance steps at each, the evidence from 32 probes.
+LEARN = {"max_steps": 10, "n_probes": 32, "search_range": 4.0, "search_tol": 0.2}
 
 
 def placebo_memberships(memberships: dict, n: int, seed: int) -> dict:
@@ -98,10 +102,80 @@ def _ranksvm(X, train, test, seed):
     return {"fit_s": seconds, "C": C, "error": _error(d)}
 
 
-def entity_rows(X, memberships, split, test, keep, rank, samples, probes, seed):
+def latent_builder(X, memberships, rank, relations: bool, entity: float | None = None):
+    """``build(factor) -> (LatentPrior, T)`` for ``learning.fit_latent_scales``: ``large``'s
+    prior at the RBF lengthscale ``factor`` times the median heuristic's, with its scales
+    ``[w_1^2 (the features and their residual variances), w_r^2 per relation, s^2 (the entity
+    effect, a block of its own)]``; ``entity`` (a fixed variance, ``JITTER`` for the
+    ``attributes`` model) instead joins the residual block, tied to ``w_1``."""
+    import jax.numpy as jnp
+
+    from ..inference import sparse as S
+    from ..kernels import RBF
+    from ..kernels.lowrank import pivoted_cholesky
+    from .large import ENTITY_VARIANCE, median_rho
+
+    n, rho = len(X), median_rho(X)
+    groups = [S.membership_precision(e, g, n, normalize=True) for e, g in memberships.values()]
+    groups = groups if relations else []
+    n_scales = 1 + len(groups) + (entity is None)
+
+    def build(factor: float):
+        low = pivoted_cholesky(RBF(1.0, rho / factor), jnp.asarray(X), rank)
+        residual = np.asarray(low.residual) + (0.0 if entity is None else entity)
+        residual = np.maximum(residual, 1e-12 * max(1.0, float(residual.max())))
+        blocks = [S.diagonal_precision(residual), *groups]
+        rows = [0, 0, *range(1, 1 + len(groups))]  # features and residual: w_1
+        if entity is None:
+            blocks.append(S.diagonal_precision(np.full(n, ENTITY_VARIANCE)))
+            rows.append(n_scales - 1)
+        return S.latent_prior(low.features, blocks), np.eye(n_scales)[rows]
+
+    return build
+
+
+def learned_priors(X, memberships, rank, train, seed) -> tuple[dict, dict]:
+    """``({model: LatentPrior}, {model: row})``: each GP model's scales and lengthscale learned
+    once, on ``train`` (``j = 0``'s training pairs, which every ``j`` shares), by
+    ``learning.fit_latent_scales`` with ``LEARN``'s settings; each row the learning's answer,
+    evidence and seconds."""
+    from ..learning.sparse_evidence import fit_latent_scales
+
+    placebo = placebo_memberships(memberships, len(X), seed)
+    out = {}
+    for name, members, relations, entity in _models(memberships, placebo):
+        t = time.perf_counter()
+        build = latent_builder(X, members, rank, relations, entity)
+        got = fit_latent_scales(build, train, key=jax.random.key(seed), **LEARN)
+        out[name] = got.latent, {
+            "learn_s": time.perf_counter() - t, "factor": got.factor,
+            "variances": [float(v) for v in got.variances],
+            "log_evidence": got.log_evidence, "se": got.se,
+            "start_log_evidence": got.start_log_evidence, "start_se": got.start_se,
+            "factors": [float(f) for f in got.factors],
+            "evidences": [float(e) for e in got.evidences],
+            "converged": got.converged, "at_bound": got.at_bound,
+        }  # fmt: skip
+        print(f"learned {name}: {out[name][1]['learn_s']:.0f} s, factor {got.factor:.3g}, "
+              f"variances {np.round(got.variances, 3)}", file=sys.stderr, flush=True)  # fmt: skip
+    return {k: v[0] for k, v in out.items()}, {k: v[1] for k, v in out.items()}
+
+
+def _models(memberships, placebo):
+    """``(name, memberships, relations, entity)`` of the four GP models (module docstring)."""
+    return (
+        ("XPGP", memberships, True, None),
+        ("placebo", placebo, True, None),
+        ("attributes + entity", memberships, False, None),
+        ("attributes", memberships, False, JITTER),
+    )
+
+
+def entity_rows(X, memberships, split, test, keep, rank, samples, probes, seed, learned=None):
     """``{str(j): {model: row}}`` for every ``j`` of ``keep`` (module docstring), with the
     held-out pairs' error, log-likelihood, ECE and seconds (``large._sparse``); the progress
-    printed to stderr."""
+    printed to stderr. ``learned``: ``{model: LatentPrior}``, the GP models' priors (default
+    ``large``'s fixed ones)."""
     from .large import _choix, _prior, _sparse
 
     n = len(X)
@@ -111,13 +185,11 @@ def entity_rows(X, memberships, split, test, keep, rank, samples, probes, seed):
         train = split.known[j]
         rows = {}
         t = time.perf_counter()
-        for name, members, relations, entity in (
-            ("XPGP", memberships, True, None),
-            ("placebo", placebo, True, None),
-            ("attributes + entity", memberships, False, None),
-            ("attributes", memberships, False, JITTER),
-        ):
-            prior, _ = _prior(X, members, rank, relations=relations, entity=entity)
+        for name, members, relations, entity in _models(memberships, placebo):
+            if learned is not None:
+                prior = learned[name]
+            else:
+                prior, _ = _prior(X, members, rank, relations=relations, entity=entity)
             rows[name] = _sparse(prior, train, test, samples, seed, probes)
         rows["RankSVM"] = _ranksvm(X, train, test, seed)
         rows["choix"] = _choix(n, train, test, seed)
@@ -133,6 +205,14 @@ def entity_table(results) -> str:
         f"{s['n_movies']} movies, {s['held_out_movies']} held out; {s['n_train']} training "
         f"pairs among the others, {s['n_test']} held-out pairs that touch a held-out movie",
     ]
+    if results.get("learning"):
+        lines.append("== hyperparameters learned on the smallest j's training pairs ==")
+        lines.append(f"{'model':20}  {'factor':>6}  {'variances':>28}  {'log Z (start)':>26}  "
+                     f"{'s':>5}")  # fmt: skip
+        for name, r in results["learning"].items():
+            v = " ".join(f"{x:.3g}" for x in r["variances"])
+            z = f"{r['log_evidence']:.1f} ({r['start_log_evidence']:.1f}) ± {r['se']:.1f}"
+            lines.append(f"{name:20}  {r['factor']:6.3f}  {v:>28}  {z:>26}  {r['learn_s']:5.0f}")
     for j, rows in results["entity_split"].items():
         lines.append(f"== held-out movies keeping {j} judgement{'' if j == '1' else 's'} ==")
         lines.append(f"{'model':20}  {'error':>6}  {'loglik':>7}  {'ECE':>6}  {'fit s':>6}")
@@ -157,14 +237,20 @@ def run_entities(args, start, ids, X, pairs, memberships, n_train, n_test, rank,
                            held_out=args.held_out, keep=args.keep, n_known=n_train)  # fmt: skip
     test = held_out_pairs(split, n_test, args.seed)
     keep = sorted(set(args.keep))
-    rows = entity_rows(X, memberships, split, test, keep, rank, samples, probes, args.seed)
+    learned, learning = None, None
+    if getattr(args, "learn", False):
+        learned, learning = learned_priors(X, memberships, rank, split.known[keep[0]], args.seed)
+    rows = entity_rows(X, memberships, split, test, keep, rank, samples, probes, args.seed,
+                       learned)  # fmt: skip
     results = {
         "settings": {"protocol": protocol, "split": "entities", "n_movies": len(ids),
                      "pooled_pairs": len(pairs), "n_train": n_train, "n_test": len(test),
                      "held_out_movies": len(split.held), "keep": keep, "rank": rank,
                      "samples": samples, "probes": probes, "seed": int(args.seed),
-                     "train_pairs": {str(j): len(split.known[j]) for j in keep}},
+                     "train_pairs": {str(j): len(split.known[j]) for j in keep},
+                     "learned": learning is not None},
         "entity_split": rows,
+        "learning": learning,
         "seconds": time.perf_counter() - start,
     }  # fmt: skip
     text = entity_table(results)

@@ -41,7 +41,12 @@ from .initialize import initialize
 from .objectives import expected_log_prior
 from .results import Design, FitResult, Trace
 from .settings import BFGS, Optax, Start
-from .sparse_evidence import SparseLearning, fit_sparse_hyperparameters
+from .sparse_evidence import (
+    LatentLearning,
+    SparseLearning,
+    fit_latent_scales,
+    fit_sparse_hyperparameters,
+)
 
 __all__ = [
     "BFGS",
@@ -49,6 +54,7 @@ __all__ = [
     "Design",
     "FitResult",
     "GlobalStart",
+    "LatentLearning",
     "LearningConvergenceWarning",
     "MultimodalEvidenceWarning",
     "NonFiniteStartError",
@@ -60,6 +66,7 @@ __all__ = [
     "default_trainable",
     "expected_log_prior",
     "fit_hyperparameters",
+    "fit_latent_scales",
     "fit_sparse_hyperparameters",
     "initialize",
 ]

@@ -39,10 +39,10 @@ from ..data.checks import check_float, check_int
 from ..data.keys import check_key
 from ..data.problem import PreferenceProblem
 from ..inference.sparse.evidence import evidence_gradient_core, log_evidence_core
-from ..inference.sparse.inputs import check_cg_tol
+from ..inference.sparse.inputs import check_cg_tol, check_training_pairs
 from ..inference.sparse.laplace import mode_core
 from ..inference.sparse.precision import diagonal_precision
-from ..inference.sparse.prior import latent_prior, scale_prior
+from ..inference.sparse.prior import LatentPrior, latent_prior, scale_prior
 from ..inference.sparse.xpgp import from_xpgp
 from ..kernels import ARD, RBF
 from ..kernels.xpgp import XPGP, check_prior
@@ -50,7 +50,10 @@ from .initialize import initialize
 from .layout import stack
 from .squarem import squarem
 
-__all__ = ["SparseLearning", "fit_sparse_hyperparameters"]
+__all__ = ["LatentLearning", "SparseLearning", "fit_latent_scales", "fit_sparse_hyperparameters"]
+
+#: Newton's tolerance for the mode (``inference.sparse.mode``'s default).
+_MODE_TOL = 1e-10
 
 _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
@@ -64,6 +67,24 @@ class SparseLearning(NamedTuple):
     factor is at the search's bound (widen ``search_range``)."""
 
     prior: XPGP
+    log_evidence: float
+    se: float
+    start_log_evidence: float
+    start_se: float
+    factors: np.ndarray
+    evidences: np.ndarray
+    converged: bool
+    at_bound: bool
+
+
+class LatentLearning(NamedTuple):
+    """``fit_latent_scales``' answer: ``latent``, the learned ``LatentPrior``; ``factor``, its
+    lengthscale factor (``build``'s argument); ``variances: (P,)``, each scale's variance
+    relative to ``build``'s; the rest as ``SparseLearning``'s."""
+
+    latent: LatentPrior
+    factor: float
+    variances: np.ndarray
     log_evidence: float
     se: float
     start_log_evidence: float
@@ -123,6 +144,135 @@ def _latent(prior: XPGP, problem: PreferenceProblem, rank: int):
     return latent_prior(features, tuple(blocks)), np.array(rows)
 
 
+def fit_latent_scales(
+    build,
+    pairs,
+    *,
+    key=None,
+    lengthscale: bool = True,
+    max_steps: int = 30,
+    tol: float = 1e-3,
+    n_samples: int = 16,
+    n_probes: int = 64,
+    cg_tol: float = 1e-6,
+    search_range: float = 8.0,
+    search_tol: float = 0.05,
+) -> LatentLearning:
+    """The module docstring's learning for any latent prior: ``build(factor) -> (LatentPrior,
+    T)`` gives the latent prior at the lengthscale factor ``factor`` (``build(1.0)``: the start)
+    and ``T: (1 + K, P)``, the 0/1 map from the ``P`` learned scales to its terms (features
+    first, then each block; a row of zeros: a term kept as built). Every call must give the
+    same shapes. ``lengthscale``: search the factor (else only ``build(1.0)``). For priors that
+    an ``XPGP`` cannot state (the membership relations of ``experiments.large``);
+    ``fit_sparse_hyperparameters`` is its ``XPGP`` face, with the settings' meaning there.
+
+    ``ValueError`` for pairs out of range (``inputs.check_training_pairs``), a ``T`` of the
+    wrong shape or not 0/1 with at most one scale per term, a bad key or setting (each named)."""
+    key = jax.random.key(0) if key is None else check_key(key)
+    check_int(max_steps, "max_steps", low=0)
+    tol = check_float(tol, "tol", low=0.0)
+    check_int(n_samples, "n_samples", low=1)
+    check_int(n_probes, "n_probes", low=2)
+    search_range = check_float(search_range, "search_range", low=1.0)
+    search_tol = check_float(search_tol, "search_tol", low=0.0, low_open=True)
+    cg_tol = check_cg_tol(cg_tol, jnp.result_type(float))
+    latent0, T = build(1.0)
+    T = _check_map(T, latent0)
+    pairs = jnp.asarray(check_training_pairs(latent0, pairs))
+
+    def evidence(latent, fit) -> tuple[float, float]:
+        ev = log_evidence_core(latent, pairs, fit, key, n_probes, 40)
+        return float(ev.log_z), float(ev.se)
+
+    def stationary(t: float, u0: np.ndarray):
+        """The variances' stationary point at the lengthscale factor ``exp(t)``."""
+        latent = latent0 if t == 0.0 else build(math.exp(t))[0]
+        sizes = np.maximum(np.asarray(latent.block_sizes(), float), 1.0)
+        dims = np.maximum(T.T @ sizes, 1.0)
+        state = {"z": None, "v0": 1.0}
+
+        def current(u):
+            return scale_prior(latent, np.exp(T @ u))
+
+        def warm(u):
+            z, v0 = state["z"], float(np.exp(T @ u)[0])
+            if z is not None:  # xi = sqrt(v_0) Phi w: keep xi where v_0 moved
+                z = z.at[: latent.rank].multiply(math.sqrt(state["v0"] / v0))
+            return z, v0
+
+        def step(u):
+            z, v0 = warm(u)
+            scaled = current(u)
+            fit = mode_core(scaled, pairs, 50, _MODE_TOL, _MODE_TOL, z)
+            if not np.all(np.isfinite(np.asarray(fit.z))):
+                return np.full_like(u, np.nan)
+            state.update(z=fit.z, v0=v0)
+            g, _ = evidence_gradient_core(scaled, pairs, fit, key, n_samples, cg_tol)
+            ratio = np.clip(1.0 + 2.0 * (T.T @ np.asarray(g)) / dims, 0.1, 10.0)
+            return u + np.log(ratio)
+
+        u, _, converged = squarem(step, u0, max_steps, tol)
+        z, _ = warm(u)
+        scaled = current(u)
+        fit = mode_core(scaled, pairs, 50, _MODE_TOL, _MODE_TOL, z)
+        return u, converged, *evidence(scaled, fit), scaled
+
+    n_scales = T.shape[1]
+    fit0 = mode_core(latent0, pairs, 50, _MODE_TOL, _MODE_TOL, None)
+    start_z, start_se = evidence(latent0, fit0)
+    points = {0.0: stationary(0.0, np.zeros(n_scales))}
+
+    def value(t: float) -> float:
+        if t not in points:
+            nearest = min(points, key=lambda s: abs(s - t))
+            points[t] = stationary(t, points[nearest][0])
+        return points[t][2]
+
+    bound = math.log(search_range)
+    if lengthscale and bound > 0:
+        a, b = -bound, bound
+        c, d = b - _GOLDEN * (b - a), a + _GOLDEN * (b - a)
+        while b - a > search_tol:
+            if value(c) >= value(d):
+                b, d = d, c
+                c = b - _GOLDEN * (b - a)
+            else:
+                a, c = c, d
+                d = a + _GOLDEN * (b - a)
+    ts = np.array(sorted(points))
+    best = max(points, key=lambda t: points[t][2])
+    u, converged, log_z, se, latent = points[best]
+    if log_z < start_z:  # the start is kept where nothing beat it
+        best, u, converged, latent = 0.0, np.zeros(n_scales), True, latent0
+        log_z, se = start_z, start_se
+    return LatentLearning(
+        latent,
+        math.exp(best),
+        np.exp(u),
+        log_z,
+        se,
+        start_z,
+        start_se,
+        np.exp(ts),
+        np.array([points[t][2] for t in ts]),
+        bool(converged),
+        bool(lengthscale and abs(best) > bound - search_tol),
+    )
+
+
+def _check_map(T, latent) -> np.ndarray:
+    """``T`` as a float array if it is ``(1 + K, P)`` for ``latent``'s ``K`` blocks, 0/1, with
+    at most one scale per term (row) and every scale tying some term."""
+    T = np.asarray(T, float)
+    terms = 1 + len(latent.blocks)
+    if T.ndim != 2 or T.shape[0] != terms or T.shape[1] < 1:
+        raise ValueError(f"T must be (1 + K, P) = ({terms}, P >= 1) for this prior, got {T.shape}")
+    if not np.all((T == 0) | (T == 1)) or np.any(T.sum(1) > 1) or np.any(T.sum(0) < 1):
+        raise ValueError("T must be 0/1, each term (row) tied to at most one scale and each "
+                         "scale (column) to at least one term")  # fmt: skip
+    return T
+
+
 def fit_sparse_hyperparameters(
     prior: XPGP,
     problem: PreferenceProblem,
@@ -145,7 +295,8 @@ def fit_sparse_hyperparameters(
     unit weights (``learning.initialize``), else from ``prior``'s values. ``key`` (default
     ``key(0)``) seeds the draws (``n_samples``, CG tolerance ``cg_tol``) and the evidence's
     ``n_probes`` probes; ``max_steps`` caps the variances' steps at each lengthscale;
-    ``search_tol`` is the search's final bracket in ``log`` of the factor.
+    ``search_tol`` is the search's final bracket in ``log`` of the factor. The work is
+    ``fit_latent_scales``' on this prior's latent form.
 
     ``ValueError`` before any compilation for: a problem with ties or grades, a prior the
     sparse engine cannot take (``from_xpgp``), ``lengthscale`` with an attribute kernel other
@@ -163,94 +314,28 @@ def fit_sparse_hyperparameters(
             f"{type(prior.attribute).__name__}'s: pass lengthscale=False"
         )
     rank = check_int(rank, "rank", low=1)
-    key = jax.random.key(0) if key is None else check_key(key)
-    check_int(max_steps, "max_steps", low=0)
-    tol = check_float(tol, "tol", low=0.0)
-    check_int(n_samples, "n_samples", low=1)
-    check_int(n_probes, "n_probes", low=2)
-    search_range = check_float(search_range, "search_range", low=1.0)
-    search_tol = check_float(search_tol, "search_tol", low=0.0, low_open=True)
-    dtype = jnp.result_type(float)
-    cg_tol = check_cg_tol(cg_tol, dtype)
     start = initialize(prior, stack([problem])) if init else prior
-    pairs = jnp.asarray(problem.pairs)
-    latent0, T = _latent(start, problem, rank)  # checks the relations (from_xpgp)
+
+    def build(factor: float):  # checks the relations (from_xpgp)
+        return _latent(_with_lengthscale(start, factor), problem, rank)
+
     learn_length = lengthscale and prior.attribute is not None
-
-    def evidence(latent, fit) -> tuple[float, float]:
-        ev = log_evidence_core(latent, pairs, fit, key, n_probes, 40)
-        return float(ev.log_z), float(ev.se)
-
-    def stationary(t: float, u0: np.ndarray):
-        """The variances' stationary point at the lengthscale factor ``exp(t)``."""
-        latent = latent0 if t == 0.0 else _latent(_with_lengthscale(start, math.exp(t)),
-                                                  problem, rank)[0]  # fmt: skip
-        sizes = np.maximum(np.asarray(latent.block_sizes(), float), 1.0)
-        dims = np.maximum(T.T @ sizes, 1.0)
-        state = {"z": None, "v0": 1.0}
-
-        def current(u):
-            return scale_prior(latent, np.exp(T @ u))
-
-        def warm(u):
-            z, v0 = state["z"], float(np.exp(T @ u)[0])
-            if z is not None:  # xi = sqrt(v_0) Phi w: keep xi where v_0 moved
-                z = z.at[: latent.rank].multiply(math.sqrt(state["v0"] / v0))
-            return z, v0
-
-        def step(u):
-            z, v0 = warm(u)
-            scaled = current(u)
-            fit = mode_core(scaled, pairs, 50, 1e-10, 1e-10, z)
-            if not np.all(np.isfinite(np.asarray(fit.z))):
-                return np.full_like(u, np.nan)
-            state.update(z=fit.z, v0=v0)
-            g, _ = evidence_gradient_core(scaled, pairs, fit, key, n_samples, cg_tol)
-            ratio = np.clip(1.0 + 2.0 * (T.T @ np.asarray(g)) / dims, 0.1, 10.0)
-            return u + np.log(ratio)
-
-        u, _, converged = squarem(step, u0, max_steps, tol)
-        z, _ = warm(u)
-        scaled = current(u)
-        fit = mode_core(scaled, pairs, 50, 1e-10, 1e-10, z)
-        return u, converged, *evidence(scaled, fit)
-
-    n_scales = T.shape[1]
-    fit0 = mode_core(latent0, pairs, 50, 1e-10, 1e-10, None)
-    start_z, start_se = evidence(latent0, fit0)
-    points = {0.0: stationary(0.0, np.zeros(n_scales))}
-
-    def value(t: float) -> float:
-        if t not in points:
-            nearest = min(points, key=lambda s: abs(s - t))
-            points[t] = stationary(t, points[nearest][0])
-        return points[t][2]
-
-    bound = math.log(search_range)
-    if learn_length and bound > 0:
-        a, b = -bound, bound
-        c, d = b - _GOLDEN * (b - a), a + _GOLDEN * (b - a)
-        while b - a > search_tol:
-            if value(c) >= value(d):
-                b, d = d, c
-                c = b - _GOLDEN * (b - a)
-            else:
-                a, c = c, d
-                d = a + _GOLDEN * (b - a)
-    ts = np.array(sorted(points))
-    best = max(points, key=lambda t: points[t][2])
-    u, converged, log_z, se = points[best]
-    learned = _scaled(_with_lengthscale(start, math.exp(best)), u)
-    if log_z < start_z:  # the start is kept where nothing beat it
-        learned, log_z, se, converged = start, start_z, start_se, True
+    out = fit_latent_scales(
+        build, problem.pairs, key=key, lengthscale=learn_length, max_steps=max_steps, tol=tol,
+        n_samples=n_samples, n_probes=n_probes, cg_tol=cg_tol, search_range=search_range,
+        search_tol=search_tol,
+    )  # fmt: skip
+    learned = start
+    if out.log_evidence > out.start_log_evidence:
+        learned = _scaled(_with_lengthscale(start, out.factor), np.log(out.variances))
     return SparseLearning(
         learned,
-        log_z,
-        se,
-        start_z,
-        start_se,
-        np.exp(ts),
-        np.array([points[t][2] for t in ts]),
-        bool(converged),
-        bool(learn_length and abs(best) > bound - search_tol),
+        out.log_evidence,
+        out.se,
+        out.start_log_evidence,
+        out.start_se,
+        out.factors,
+        out.evidences,
+        out.converged,
+        out.at_bound,
     )

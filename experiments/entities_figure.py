@@ -4,8 +4,8 @@ collection, one line per model.
 
 The relational study's collections (``results.json`` of ``bayesrank experiment relational
 --split entities``) are drawn by ``bayesrank.plot.study``, bands the sd over query-repetitions;
-HetRec (``results.json`` of ``bayesrank experiment large --split entities``) is one split, so
-its lines have no band.
+HetRec (``results.json`` of ``bayesrank experiment large --split entities``, with ``--learn``
+or without: the title says which) is one split, so its lines have no band.
 
     python experiments/entities_figure.py OUT.png RESULTS.json [RESULTS.json ...]
 """
@@ -39,10 +39,12 @@ def _large(results, axs) -> None:
                 x, y = zip(*points, strict=True)
                 panel.plot(x, y, "o-", color=f"C{index}", label=model, ms=3)
     s = results["settings"]
+    how = "learned" if s.get("learned") else "fixed"
     for panel, label in zip(axs, ("pairwise error", "mean log P(truth)"), strict=True):
         panel.set(xlabel="judgements kept per held-out movie", ylabel=label)
         panel.set_xticks([int(j) for j in js])
-        panel.set_title(f"HetRec ({s['held_out_movies']} movies held out): {label}")
+        panel.set_title(f"HetRec ({s['held_out_movies']} held out, {how} priors): {label}",
+                        fontsize=9)  # fmt: skip
     axs[0].legend(fontsize=7)
 
 

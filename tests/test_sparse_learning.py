@@ -172,7 +172,7 @@ def test_learning_a_membership_prior_reaches_the_dense_evidences_optimum():
     """``fit_latent_scales`` on the large experiment's membership prior
     (``experiments.large_entities.latent_builder``: RBF features at full rank, two hypergraph
     relations, an entity block), 60 entities, against the dense Laplace engine's exact evidence
-    of the same covariance (``K = w_1^2 K_rbf(rho / f) + sum_r w_r^2 Q_r^-1 + s^2 I``, each
+    of the same covariance (``K = w_1^2 K_rbf(rho / f) + sum_r w_r^2 Q_r^-1 + s^2 0.5 I``, each
     ``Q_r`` densely inverted), maximised over the same five values (``log f`` and the four
     log variances) by L-BFGS with its exact gradient: the sparse answer is within 0.5 nats of
     that optimum (the tolerance of ``test_sparse_learning_agrees_with_the_dense_engine``, for
@@ -214,13 +214,40 @@ def test_learning_a_membership_prior_reaches_the_dense_evidences_optimum():
 
 
 def test_fit_latent_scales_names_a_bad_map():
-    """A map ``T`` of the wrong shape, not 0/1, or tying a term to two scales is refused."""
+    """A map ``T`` of the wrong shape, not 0/1, tying a term to two scales, with a scale that
+    ties no term, or a later ``build`` of other shapes is refused, each by its own message."""
     from bayesrank.experiments.large_entities import latent_builder
     from bayesrank.learning import fit_latent_scales
 
     X, memberships, pairs = _membership_problem(20, 60)
     build = latent_builder(X, memberships, 5, relations=True)
-    for T, message in ((np.ones((5, 2)), "at most one scale"), (np.eye(3), r"\(1 \+ K, P\)"),
-                       (0.5 * np.eye(5)[[0, 0, 1, 2, 3]], "0/1")):  # fmt: skip
+    _, T = build(1.0)
+    for bad, message in ((np.eye(3), r"\(1 \+ K, P\)"), (0.5 * T, "0/1"),
+                         (np.ones((5, 2)), "more than one scale"),
+                         (np.hstack([T, np.zeros((5, 1))]), "tie no term")):  # fmt: skip
         with pytest.raises(ValueError, match=message):
-            fit_latent_scales(lambda f, T=T: (build(f)[0], T), pairs)
+            fit_latent_scales(lambda f, bad=bad: (build(f)[0], bad), pairs)
+    other = latent_builder(X, memberships, 6, relations=True)
+    with pytest.raises(ValueError, match="same shapes"):
+        fit_latent_scales(lambda f: build(f) if f == 1.0 else other(f), pairs, max_steps=0)
+
+
+@pytest.mark.parametrize("entity", [None, 1e-3])
+def test_the_membership_builder_states_the_large_experiments_prior(entity):
+    """``latent_builder(...)(1.0)`` at unit scales has the covariance of ``large._prior`` (the
+    fixed models' prior), at a rank below ``n`` (so the residual block matters), with the entity
+    effect as a block of its own (``entity=None``) or the ``attributes`` model's jitter; and
+    its map ties the features and the residuals to ``w_1``. Covariances by dense inversion."""
+    from bayesrank.experiments.large import _prior
+    from bayesrank.experiments.large_entities import latent_builder
+
+    def covariance(latent):
+        F = np.asarray(latent.features)
+        return F @ F.T + sum(np.linalg.inv(b.dense()) for b in latent.blocks)
+
+    X, memberships, _ = _membership_problem(24, 10)
+    latent, T = latent_builder(X, memberships, 6, relations=True, entity=entity)(1.0)
+    fixed, _ = _prior(X, memberships, 6, relations=True, entity=entity)
+    np.testing.assert_allclose(covariance(latent), covariance(fixed), rtol=1e-9, atol=1e-9)
+    assert T[0, 0] == T[1, 0] == 1 and T[:, 0].sum() == 2
+    assert T.shape[1] == (4 if entity is None else 3)

@@ -10,7 +10,9 @@ held-out movies' other judgements (drawn once, seeded, the same for every ``j``)
 settings are paired.
 
 Models, each fitted afresh at every ``j`` by ``inference.sparse`` (the Laplace mode; held-out
-variances from ``--samples`` draws) with ``large``'s prior:
+variances from ``--samples`` draws) with ``large``'s prior, or with ``--learn`` at the prior each
+GP model learns once on the smallest ``j``'s training pairs (``learned_priors``: its weights,
+entity effect and RBF lengthscale from its sparse Laplace evidence):
 
 - ``XPGP``: attributes (RBF at rank ``--rank``), an entity effect of variance 0.5 and the two
   relations (co-director, co-genre);
@@ -36,10 +38,13 @@ import numpy as np
 from ..baselines.ranksvm import fit_linear
 
 __all__ = [
+    "LEARN",
     "SVM_C",
     "entity_rows",
     "entity_table",
     "held_out_pairs",
+    "latent_builder",
+    "learned_priors",
     "placebo_memberships",
     "run_entities",
 ]
@@ -116,8 +121,10 @@ def latent_builder(X, memberships, rank, relations: bool, entity: float | None =
     from .large import ENTITY_VARIANCE, median_rho
 
     n, rho = len(X), median_rho(X)
-    groups = [S.membership_precision(e, g, n, normalize=True) for e, g in memberships.values()]
-    groups = groups if relations else []
+    groups = []
+    if relations:
+        groups = [S.membership_precision(e, g, n, normalize=True)
+                  for e, g in memberships.values()]  # fmt: skip
     n_scales = 1 + len(groups) + (entity is None)
 
     def build(factor: float):
@@ -136,7 +143,7 @@ def latent_builder(X, memberships, rank, relations: bool, entity: float | None =
 
 def learned_priors(X, memberships, rank, train, seed) -> tuple[dict, dict]:
     """``({model: LatentPrior}, {model: row})``: each GP model's scales and lengthscale learned
-    once, on ``train`` (``j = 0``'s training pairs, which every ``j`` shares), by
+    once, on ``train`` (the smallest ``j``'s training pairs, which every larger ``j`` holds), by
     ``learning.fit_latent_scales`` with ``LEARN``'s settings; each row the learning's answer,
     evidence and seconds."""
     from ..learning.sparse_evidence import fit_latent_scales
@@ -154,7 +161,7 @@ def learned_priors(X, memberships, rank, train, seed) -> tuple[dict, dict]:
             "start_log_evidence": got.start_log_evidence, "start_se": got.start_se,
             "factors": [float(f) for f in got.factors],
             "evidences": [float(e) for e in got.evidences],
-            "converged": got.converged, "at_bound": got.at_bound,
+            "converged": got.converged, "at_bound": got.at_bound, "start_kept": got.start_kept,
         }  # fmt: skip
         print(f"learned {name}: {out[name][1]['learn_s']:.0f} s, factor {got.factor:.3g}, "
               f"variances {np.round(got.variances, 3)}", file=sys.stderr, flush=True)  # fmt: skip

@@ -1,6 +1,8 @@
 """An ``XPGP`` prior's scales and lengthscale learned from the sparse engine's Laplace evidence:
-hyperparameter learning where no dense matrix fits, with a prior (not a latent one) as its
-answer, so that the model, ``io.save`` and the CLI take it.
+hyperparameter learning where no dense matrix fits. ``fit_sparse_hyperparameters`` answers with
+a prior (not a latent one), so that the model, ``io.save`` and the CLI take it;
+``fit_latent_scales`` does the work for any latent prior that a builder gives at a lengthscale
+(membership relations, which an ``XPGP`` cannot hold).
 
 The latent prior of ``inference.sparse.from_xpgp`` has one variance per XPGP scale: ``w_1^2``
 multiplies the attribute term and its residual variances together, each ``w_r^2`` a relation's
@@ -79,12 +81,13 @@ class SparseLearning(NamedTuple):
 
 class LatentLearning(NamedTuple):
     """``fit_latent_scales``' answer: ``latent``, the learned ``LatentPrior``; ``factor``, its
-    lengthscale factor (``build``'s argument); ``variances: (P,)``, each scale's variance
-    relative to ``build``'s; the rest as ``SparseLearning``'s."""
+    lengthscale factor (``build``'s argument); ``log_variances: (P,)``, the log of each scale's
+    variance relative to ``build``'s (``u``); ``start_kept``: no point beat the start, which is
+    the answer; the rest as ``SparseLearning``'s."""
 
     latent: LatentPrior
     factor: float
-    variances: np.ndarray
+    log_variances: np.ndarray
     log_evidence: float
     se: float
     start_log_evidence: float
@@ -93,6 +96,12 @@ class LatentLearning(NamedTuple):
     evidences: np.ndarray
     converged: bool
     at_bound: bool
+    start_kept: bool
+
+    @property
+    def variances(self) -> np.ndarray:
+        """``(P,)``: each scale's variance relative to ``build``'s, ``exp(log_variances)``."""
+        return np.exp(self.log_variances)
 
 
 def _with_lengthscale(prior: XPGP, factor: float) -> XPGP:
@@ -167,15 +176,11 @@ def fit_latent_scales(
     ``fit_sparse_hyperparameters`` is its ``XPGP`` face, with the settings' meaning there.
 
     ``ValueError`` for pairs out of range (``inputs.check_training_pairs``), a ``T`` of the
-    wrong shape or not 0/1 with at most one scale per term, a bad key or setting (each named)."""
-    key = jax.random.key(0) if key is None else check_key(key)
-    check_int(max_steps, "max_steps", low=0)
-    tol = check_float(tol, "tol", low=0.0)
-    check_int(n_samples, "n_samples", low=1)
-    check_int(n_probes, "n_probes", low=2)
-    search_range = check_float(search_range, "search_range", low=1.0)
-    search_tol = check_float(search_tol, "search_tol", low=0.0, low_open=True)
-    cg_tol = check_cg_tol(cg_tol, jnp.result_type(float))
+    wrong shape, not 0/1, with a term tied to two scales or a scale tied to none, a later
+    ``build`` of other shapes, a bad key or setting (each named)."""
+    key, tol, search_range, search_tol, cg_tol = _check_settings(
+        key, max_steps, tol, n_samples, n_probes, search_range, search_tol, cg_tol
+    )
     latent0, T = build(1.0)
     T = _check_map(T, latent0)
     pairs = jnp.asarray(check_training_pairs(latent0, pairs))
@@ -186,7 +191,7 @@ def fit_latent_scales(
 
     def stationary(t: float, u0: np.ndarray):
         """The variances' stationary point at the lengthscale factor ``exp(t)``."""
-        latent = latent0 if t == 0.0 else build(math.exp(t))[0]
+        latent = latent0 if t == 0.0 else _same_shapes(build(math.exp(t))[0], latent0, t)
         sizes = np.maximum(np.asarray(latent.block_sizes(), float), 1.0)
         dims = np.maximum(T.T @ sizes, 1.0)
         state = {"z": None, "v0": 1.0}
@@ -215,7 +220,7 @@ def fit_latent_scales(
         z, _ = warm(u)
         scaled = current(u)
         fit = mode_core(scaled, pairs, 50, _MODE_TOL, _MODE_TOL, z)
-        return u, converged, *evidence(scaled, fit), scaled
+        return u, converged, *evidence(scaled, fit)
 
     n_scales = T.shape[1]
     fit0 = mode_core(latent0, pairs, 50, _MODE_TOL, _MODE_TOL, None)
@@ -240,15 +245,18 @@ def fit_latent_scales(
                 a, c = c, d
                 d = a + _GOLDEN * (b - a)
     ts = np.array(sorted(points))
-    best = max(points, key=lambda t: points[t][2])
-    u, converged, log_z, se, latent = points[best]
-    if log_z < start_z:  # the start is kept where nothing beat it
-        best, u, converged, latent = 0.0, np.zeros(n_scales), True, latent0
-        log_z, se = start_z, start_se
+    finite = [t for t in points if np.isfinite(points[t][2])]
+    best = max(finite, key=lambda t: points[t][2]) if finite else 0.0
+    at_bound = bool(lengthscale and abs(best) > bound - search_tol)
+    u, converged, log_z, se = points[best]
+    start_kept = not log_z >= start_z  # the start is kept where nothing beat it (or NaN)
+    if start_kept:
+        best, u, converged, log_z, se = 0.0, np.zeros(n_scales), True, start_z, start_se
+    latent = latent0 if best == 0.0 else build(math.exp(best))[0]
     return LatentLearning(
-        latent,
+        scale_prior(latent, np.exp(T @ u)),
         math.exp(best),
-        np.exp(u),
+        u,
         log_z,
         se,
         start_z,
@@ -256,8 +264,33 @@ def fit_latent_scales(
         np.exp(ts),
         np.array([points[t][2] for t in ts]),
         bool(converged),
-        bool(lengthscale and abs(best) > bound - search_tol),
+        at_bound,
+        start_kept,
     )
+
+
+def _check_settings(key, max_steps, tol, n_samples, n_probes, search_range, search_tol, cg_tol):
+    """``(key, tol, search_range, search_tol, cg_tol)`` checked (each bad one named)."""
+    key = jax.random.key(0) if key is None else check_key(key)
+    check_int(max_steps, "max_steps", low=0)
+    tol = check_float(tol, "tol", low=0.0)
+    check_int(n_samples, "n_samples", low=1)
+    check_int(n_probes, "n_probes", low=2)
+    search_range = check_float(search_range, "search_range", low=1.0)
+    search_tol = check_float(search_tol, "search_tol", low=0.0, low_open=True)
+    return key, tol, search_range, search_tol, check_cg_tol(cg_tol, jnp.result_type(float))
+
+
+def _same_shapes(latent, first, t: float):
+    """``latent`` if it has ``first``'s entities, rank and blocks (``build``'s promise)."""
+    got = (latent.n, latent.rank, len(latent.blocks))
+    want = (first.n, first.rank, len(first.blocks))
+    if got != want:
+        raise ValueError(
+            f"build({math.exp(t):.4g}) gave a latent prior of (n, rank, blocks) = {got}, "
+            f"build(1.0) one of {want}: every call must give the same shapes"
+        )
+    return latent
 
 
 def _check_map(T, latent) -> np.ndarray:
@@ -267,9 +300,14 @@ def _check_map(T, latent) -> np.ndarray:
     terms = 1 + len(latent.blocks)
     if T.ndim != 2 or T.shape[0] != terms or T.shape[1] < 1:
         raise ValueError(f"T must be (1 + K, P) = ({terms}, P >= 1) for this prior, got {T.shape}")
-    if not np.all((T == 0) | (T == 1)) or np.any(T.sum(1) > 1) or np.any(T.sum(0) < 1):
-        raise ValueError("T must be 0/1, each term (row) tied to at most one scale and each "
-                         "scale (column) to at least one term")  # fmt: skip
+    if not np.all((T == 0) | (T == 1)):
+        raise ValueError("T must be 0/1: each term (row) is a scale's or none's")
+    if np.any(T.sum(1) > 1):
+        raise ValueError(f"T ties terms {np.flatnonzero(T.sum(1) > 1).tolist()} to more than "
+                         "one scale: at most one scale per term (row)")  # fmt: skip
+    if np.any(T.sum(0) < 1):
+        raise ValueError(f"T's scales {np.flatnonzero(T.sum(0) < 1).tolist()} tie no term: "
+                         "every scale (column) needs one")  # fmt: skip
     return T
 
 
@@ -314,6 +352,7 @@ def fit_sparse_hyperparameters(
             f"{type(prior.attribute).__name__}'s: pass lengthscale=False"
         )
     rank = check_int(rank, "rank", low=1)
+    _check_settings(key, max_steps, tol, n_samples, n_probes, search_range, search_tol, cg_tol)
     start = initialize(prior, stack([problem])) if init else prior
 
     def build(factor: float):  # checks the relations (from_xpgp)
@@ -326,8 +365,8 @@ def fit_sparse_hyperparameters(
         search_tol=search_tol,
     )  # fmt: skip
     learned = start
-    if out.log_evidence > out.start_log_evidence:
-        learned = _scaled(_with_lengthscale(start, out.factor), np.log(out.variances))
+    if not out.start_kept:
+        learned = _scaled(_with_lengthscale(start, out.factor), out.log_variances)
     return SparseLearning(
         learned,
         out.log_evidence,

@@ -8,6 +8,10 @@ other`` in held-out pair error and in mean log P(truth), ``mean +- t_{0.975, N-1
 sqrt(N)``, and the Wilcoxon signed-rank p over the per-query means (ten queries: the smallest
 p it can give is 0.002). Negative error and positive log-likelihood differences favour XPGP.
 
+HetRec's runs (``results.json`` of ``bayesrank experiment large --split entities``, one split
+each) are pooled: given together, their differences are paired over the runs' seeds, ``mean
++- t_{0.975, N-1} sd / sqrt(N)`` (no Wilcoxon: three seeds cannot give a p below 0.25).
+
     python experiments/entities_verdict.py RESULTS.json [RESULTS.json ...]
 """
 
@@ -59,9 +63,42 @@ def verdict(results) -> str:
     return "\n".join(lines) + "\n"
 
 
+LARGE_OTHERS = ("placebo", "attributes + entity")
+
+
+def large_verdict(runs) -> str:
+    """HetRec's splits (one ``results.json`` each): ``XPGP - other`` paired over the seeds."""
+    seeds = [r["settings"]["seed"] for r in runs]
+    learned = {bool(r["settings"].get("learned")) for r in runs}
+    lines = [
+        f"**HetRec, seeds {seeds} ({'learned' if learned == {True} else 'fixed'} priors)**",
+        "",
+        "| j | XPGP error | against | error difference (95 % CI) | log-likelihood difference "
+        "(95 % CI) |",
+        "| ---: | ---: | --- | ---: | ---: |",
+    ]
+    for j in runs[0]["entity_split"]:
+        rows = [r["entity_split"][j] for r in runs]
+        mine = np.mean([r["XPGP"]["error"] for r in rows])
+        for other in LARGE_OTHERS:
+            cells = []
+            for key in ("error", "log_likelihood"):
+                d = np.array([r["XPGP"][key] - r[other][key] for r in rows])
+                half = (student_t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+                        if len(d) > 1 else float("nan"))  # fmt: skip
+                cells.append(f"{d.mean():+.4f} ± {half:.4f}")
+            lines.append(f"| {j} | {mine:.4f} | {other} | {cells[0]} | {cells[1]} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> None:
-    for path in sys.argv[1:] if argv is None else argv:
-        print(verdict(json.loads(Path(path).read_text())))
+    every = [json.loads(Path(p).read_text()) for p in (sys.argv[1:] if argv is None else argv)]
+    large = [r for r in every if "entity_split" in r]
+    for results in every:
+        if "entity_split" not in results:
+            print(verdict(results))
+    if large:
+        print(large_verdict(large))
 
 
 if __name__ == "__main__":

@@ -28,13 +28,20 @@ from scipy.stats import wilcoxon
 OTHERS = ("placebo", "PGP+I", "Entity")
 
 
+def half_width(d) -> float:
+    """The 95 % t interval's half-width of the mean of ``d: (N,)`` (NaN for one value)."""
+    if len(d) < 2:
+        return float("nan")
+    return float(student_t.ppf(0.975, len(d) - 1) * np.std(d, ddof=1) / np.sqrt(len(d)))
+
+
 def paired(rows, other: str, key: str):
     """``(mean, half-width, Wilcoxon p over queries, N)`` of ``XPGP - other`` in ``key``."""
     a = {(r["qid"], r["rep"]): r[key] for r in rows["XPGP"]}
     b = {(r["qid"], r["rep"]): r[key] for r in rows[other]}
     keys = sorted(set(a) & set(b))
     d = np.array([a[k] - b[k] for k in keys])
-    half = student_t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+    half = half_width(d)
     qids = sorted({q for q, _ in keys})
     per_query = np.array([np.mean([a[k] - b[k] for k in keys if k[0] == q]) for q in qids])
     p = wilcoxon(per_query).pvalue if np.any(per_query != 0) else 1.0
@@ -84,9 +91,7 @@ def large_verdict(runs) -> str:
             cells = []
             for key in ("error", "log_likelihood"):
                 d = np.array([r["XPGP"][key] - r[other][key] for r in rows])
-                half = (student_t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
-                        if len(d) > 1 else float("nan"))  # fmt: skip
-                cells.append(f"{d.mean():+.4f} ± {half:.4f}")
+                cells.append(f"{d.mean():+.4f} ± {half_width(d):.4f}")
             lines.append(f"| {j} | {mine:.4f} | {other} | {cells[0]} | {cells[1]} |")
     return "\n".join(lines) + "\n"
 

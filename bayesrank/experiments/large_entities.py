@@ -130,8 +130,7 @@ def latent_builder(X, memberships, rank, relations: bool, entity: float | None =
     def build(factor: float):
         low = pivoted_cholesky(RBF(1.0, rho / factor), jnp.asarray(X), rank)
         residual = np.asarray(low.residual) + (0.0 if entity is None else entity)
-        residual = np.maximum(residual, 1e-12 * max(1.0, float(residual.max())))
-        blocks = [S.diagonal_precision(residual), *groups]
+        blocks = [S.residual_precision(residual), *groups]
         rows = [0, 0, *range(1, 1 + len(groups))]  # features and residual: w_1
         if entity is None:
             blocks.append(S.diagonal_precision(np.full(n, ENTITY_VARIANCE)))
@@ -149,12 +148,13 @@ def learned_priors(X, memberships, rank, train, seed) -> tuple[dict, dict]:
     from ..learning.sparse_evidence import fit_latent_scales
 
     placebo = placebo_memberships(memberships, len(X), seed)
-    out = {}
+    priors, rows = {}, {}
     for name, members, relations, entity in _models(memberships, placebo):
         t = time.perf_counter()
         build = latent_builder(X, members, rank, relations, entity)
         got = fit_latent_scales(build, train, key=jax.random.key(seed), **LEARN)
-        out[name] = got.latent, {
+        priors[name] = got.latent
+        rows[name] = {
             "learn_s": time.perf_counter() - t, "factor": got.factor,
             "variances": [float(v) for v in got.variances],
             "log_evidence": got.log_evidence, "se": got.se,
@@ -163,9 +163,9 @@ def learned_priors(X, memberships, rank, train, seed) -> tuple[dict, dict]:
             "evidences": [float(e) for e in got.evidences],
             "converged": got.converged, "at_bound": got.at_bound, "start_kept": got.start_kept,
         }  # fmt: skip
-        print(f"learned {name}: {out[name][1]['learn_s']:.0f} s, factor {got.factor:.3g}, "
+        print(f"learned {name}: {rows[name]['learn_s']:.0f} s, factor {got.factor:.3g}, "
               f"variances {np.round(got.variances, 3)}", file=sys.stderr, flush=True)  # fmt: skip
-    return {k: v[0] for k, v in out.items()}, {k: v[1] for k, v in out.items()}
+    return priors, rows
 
 
 def _models(memberships, placebo):

@@ -9,6 +9,7 @@ from .precision import (
     diagonal_precision,
     laplacian_precision,
     membership_precision,
+    residual_precision,
 )
 from .prior import LatentPrior, latent_prior, scale_prior
 from .xpgp import SparsePosterior, fit_problem, from_xpgp
@@ -29,6 +30,7 @@ __all__ = [
     "membership_precision",
     "mode",
     "pair_predictions",
+    "residual_precision",
     "sampled_pair_predictions",
     "scale_prior",
 ]

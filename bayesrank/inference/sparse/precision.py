@@ -47,6 +47,7 @@ __all__ = [
     "diagonal_precision",
     "laplacian_precision",
     "membership_precision",
+    "residual_precision",
 ]
 
 
@@ -211,3 +212,11 @@ def diagonal_precision(variances) -> LaplacianPrecision:
     return LaplacianPrecision(
         np.zeros((0, 2), np.int32), np.zeros(0, _dtype()), (1.0 / variances).astype(_dtype()), n
     )
+
+
+def residual_precision(variances) -> LaplacianPrecision:
+    """``diagonal_precision`` of a low-rank kernel's residual variances (plus any diagonal term),
+    each raised to ``1e-12`` of the largest (of 1, at least): a pivot's exactly zero residual
+    gets a variance far below the rest, not ``1 / 0``."""
+    variances = np.asarray(variances, float)
+    return diagonal_precision(np.maximum(variances, 1e-12 * max(1.0, float(variances.max()))))

@@ -38,7 +38,7 @@ from .laplace import (
     posterior_draws_core,
     sampled_pair_predictions,
 )
-from .precision import diagonal_precision, laplacian_precision
+from .precision import laplacian_precision, residual_precision
 from .prior import LatentPrior, latent_prior
 
 __all__ = ["SparsePosterior", "fit_problem", "from_xpgp"]
@@ -75,9 +75,7 @@ def from_xpgp(prior, X, relations, n: int, rank: int) -> tuple[LatentPrior, floa
     if prior.entity is not None:
         diagonal = diagonal + c * float(prior.entity(jnp.arange(1))[0, 0])
     if np.any(diagonal > 0):
-        # an exactly zero residual (a pivot) gets a variance far below the rest, not 1 / 0
-        floor = 1e-12 * max(1.0, float(diagonal.max()))
-        blocks.append(diagonal_precision(np.maximum(diagonal, floor)))
+        blocks.append(residual_precision(diagonal))
     return latent_prior(features, blocks), residual
 
 

@@ -200,13 +200,19 @@ def pair_predictions_core(prior: LatentPrior, pairs, fit: SparseMode, test, cg_t
     return pair_probability(mean, var), mean, var
 
 
+#: Draws solved together (``vmap``): their CG iterations read the features once for all of
+#: them, matrix products instead of matrix-vector ones (HetRec at rank 300: 16 draws in 0.65 s
+#: instead of 2.6 s one at a time); memory ``DRAW_BATCH`` times CG's vectors.
+DRAW_BATCH = 16
+
+
 def latent_draws(
     prior: LatentPrior, pairs, fit: SparseMode, key, n_samples: int, cg_tol,
     with_prior: bool = False,
 ):  # fmt: skip
     """``n_samples`` draws of ``z - z_hat`` under the Laplace posterior, ``(S, r + K n)``, by
-    ``S`` CG solves of ``H x = P^1/2 z_1 + J^T A^T W^1/2 z_2`` (module docstring), one at a
-    time. With ``with_prior``, also ``(S, r + K n)`` prior draws ``P^-1 P^1/2 z_1`` from the
+    ``S`` CG solves of ``H x = P^1/2 z_1 + J^T A^T W^1/2 z_2`` (module docstring), ``DRAW_BATCH``
+    at a time. With ``with_prior``, also ``(S, r + K n)`` prior draws ``P^-1 P^1/2 z_1`` from the
     same ``z_1`` (one CG solve with ``P`` each): where the pairs say little the two nearly
     coincide, so the prior draws are a control variate for posterior expectations."""
     n = prior.n
@@ -226,7 +232,7 @@ def latent_draws(
                     cg_tol, 10 * prior.size)  # fmt: skip
         return x, x0
 
-    return jax.lax.map(draw, jax.random.split(key, n_samples))
+    return jax.lax.map(draw, jax.random.split(key, n_samples), batch_size=DRAW_BATCH)
 
 
 def posterior_draws(prior: LatentPrior, pairs, fit: SparseMode, key, n_samples: int, cg_tol):

@@ -21,8 +21,10 @@ than each one's (common random numbers), and the per-probe values let a caller c
 - ``slq_logdet``: ``(estimate, standard_error)`` with ``S`` fresh Rademacher probes.
 
 Cost: ``S * k`` matrix-vector products plus ``O(S k^2 n)`` for the reorthogonalisation; memory:
-one basis ``(k, n)`` at a time (probes run one after another, ``lax.map``). Everything is pure
-and jit-compatible; ``n``, ``S`` and ``k`` are static.
+``batch_size`` bases ``(k, n)`` at a time (probes run ``batch_size`` together, ``vmap``, the
+batches one after another, ``lax.map``: a product with a matrix held in memory reads it once for
+the batch). Everything is pure and jit-compatible; ``n``, ``S``, ``k`` and ``batch_size`` are
+static.
 
 The error has two parts. The probes' is the sampling error of a mean, stated as the standard
 error (sample standard deviation over the probes / ``sqrt(S)``; for Rademacher probes each
@@ -108,7 +110,7 @@ def _log_quadrature(alpha: jax.Array, beta: jax.Array) -> jax.Array:
 
 
 def slq_logdet_with_probes(
-    matvec: Matvec, probes: jax.Array, n_steps: int = 40
+    matvec: Matvec, probes: jax.Array, n_steps: int = 40, batch_size: int = 8
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """``(estimate, standard_error, per_probe: (S,))`` of ``log det A`` from the given
     ``probes: (S, n)``, ``n_steps`` Lanczos steps each.
@@ -118,17 +120,19 @@ def slq_logdet_with_probes(
     over ``sqrt(S)``: NaN for ``S = 1``. Unbiased (up to the quadrature's bias) for probes with
     ``E[z z^T] = I`` (Rademacher or standard normal). Two matrices estimated with the same probes
     have correlated errors: the standard error of ``log det A - log det B`` is that of the
-    per-probe differences, ``std(per_probe_A - per_probe_B, ddof=1) / sqrt(S)``. Probes run one
-    after another (``lax.map``), so one ``(n_steps, n)`` basis is held at a time.
+    per-probe differences, ``std(per_probe_A - per_probe_B, ddof=1) / sqrt(S)``. Probes run
+    ``batch_size`` at a time (``lax.map`` over ``vmap``): that many ``(n_steps, n)`` bases are
+    held at once, and each product with ``A`` serves the whole batch (the sparse evidence on
+    HetRec's 10,197 movies at rank 300: 32 probes in 4.4 s instead of 8.2 s one at a time).
     """
     probes = jnp.asarray(probes)
     n_probes = probes.shape[0]
 
-    def one(z):
-        alpha, beta = lanczos(matvec, z, n_steps)
-        return jnp.vdot(z, z) * _log_quadrature(alpha, beta)
-
-    per_probe = jax.lax.map(one, probes)
+    alpha, beta = jax.lax.map(lambda z: lanczos(matvec, z, n_steps), probes, batch_size=batch_size)
+    # the small eigendecompositions one at a time: batched LAPACK calls that may run side by
+    # side deadlock jaxlib 0.10's CPU thread pool (docs/development/implementation.md)
+    quadrature = jax.lax.map(lambda ab: _log_quadrature(*ab), (alpha, beta))
+    per_probe = jnp.sum(probes * probes, axis=1) * quadrature
     estimate = jnp.mean(per_probe)
     se = jnp.std(per_probe, ddof=1) / jnp.sqrt(n_probes) if n_probes > 1 else jnp.nan * estimate
     return estimate, se, per_probe

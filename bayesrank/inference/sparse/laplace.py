@@ -202,7 +202,8 @@ def pair_predictions_core(prior: LatentPrior, pairs, fit: SparseMode, test, cg_t
 
 #: Draws solved together (``vmap``): their CG iterations read the features once for all of
 #: them, matrix products instead of matrix-vector ones (HetRec at rank 300: 16 draws in 0.65 s
-#: instead of 2.6 s one at a time); memory ``DRAW_BATCH`` times CG's vectors.
+#: instead of 2.6 s one at a time; where the pairs dominate, rank 64 and 10 pairs per entity,
+#: up to 15 % slower: docs/development/tests.md); memory ``DRAW_BATCH`` times CG's vectors.
 DRAW_BATCH = 16
 
 

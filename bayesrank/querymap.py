@@ -1,6 +1,8 @@
 """The query map: a single-query function over a leading query axis, ``vmap`` on accelerators and
 ``lax.map`` on the CPU (the jaxlib CPU LAPACK workaround lives here). A low layer, so that the
-inference engines (NUTS's batches), the baselines and ``parallel`` share the one switch."""
+inference engines (NUTS's batches), the baselines and ``parallel`` share the one switch. Beside
+it, ``map_in_batches``: many independent items (draws, probes) a batch at a time, with one
+compiled body."""
 
 from __future__ import annotations
 
@@ -50,3 +52,28 @@ def map_queries(fn: Callable, *args, method: str | None = None, valid=None):
         )
 
     return jax.lax.map(one, (valid, args))
+
+
+def map_in_batches(fn: Callable, xs, batch_size: int):
+    """``fn`` over the leading axis ``S`` of ``xs`` (a pytree), ``vmap`` within batches of at
+    most ``batch_size`` and the batches one after another (``lax.map``), stacked along ``S``.
+
+    ``lax.map(fn, xs, batch_size=...)`` with a remainder compiles the vmapped body twice (the
+    batches' and the remainder's): the sparse engine's 200 posterior draws at 16 a time are 12
+    batches and 8 left over, and 17 draws took 4.0 s to compile against 2.4 s for 16. Here the
+    ``S`` items run as ``b = ceil(S / batch_size)`` batches of ``ceil(S / b)``, the last one
+    padded with copies of the first item, whose results are dropped: one body, at most ``b - 1``
+    items computed in vain. Pure; ``S`` and ``batch_size`` are static.
+    """
+    n = jax.tree_util.tree_leaves(xs)[0].shape[0]
+    if n <= batch_size:
+        return jax.vmap(fn)(xs)
+    batches = -(-n // batch_size)
+    size = -(-n // batches)
+    pad = batches * size - n
+
+    def padded(x):
+        return jnp.concatenate([x, jnp.broadcast_to(x[:1], (pad, *x.shape[1:]))]) if pad else x
+
+    out = jax.lax.map(fn, jax.tree_util.tree_map(padded, xs), batch_size=size)
+    return jax.tree_util.tree_map(lambda y: y[:n], out)

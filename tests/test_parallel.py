@@ -148,6 +148,30 @@ def test_map_queries_equals_a_loop(method):
         parallel.query_map_method("pmap")
 
 
+@pytest.mark.parametrize("n", [1, 7, 16, 17, 40])
+def test_map_in_batches_equals_a_loop_with_one_body(n):
+    """Every item's result as a loop of single calls gives it, pytrees and PRNG keys included;
+    one copy of the body in the program, where ``lax.map``'s remainder makes a second (17 and
+    40 items at 16 a time)."""
+    from bayesrank.querymap import map_in_batches
+
+    def fn(item):
+        x, key = item
+        return {"s": jnp.sin(x) @ x, "d": x * jax.random.normal(key, x.shape)}
+
+    xs = (np.random.default_rng(n).normal(size=(n, 3)), jax.random.split(jax.random.key(n), n))
+    got = jax.jit(lambda xs: map_in_batches(fn, xs, 16))(xs)
+    for b in range(n):
+        want = fn((xs[0][b], xs[1][b]))
+        np.testing.assert_allclose(got["s"][b], want["s"], rtol=1e-12)
+        np.testing.assert_allclose(got["d"][b], want["d"], rtol=1e-12)
+    assert got["d"].shape == (n, 3)
+    ours = str(jax.make_jaxpr(lambda xs: map_in_batches(fn, xs, 16))(xs))
+    theirs = str(jax.make_jaxpr(lambda xs: jax.lax.map(fn, xs, batch_size=16))(xs))
+    assert ours.count(" sin ") == 1
+    assert theirs.count(" sin ") == (2 if n > 16 and n % 16 else 1)
+
+
 def test_query_map_method_follows_the_backend():
     expected = "map" if jax.default_backend() == "cpu" else "vmap"
     assert parallel.query_map_method() == expected

@@ -43,6 +43,7 @@ from jax.scipy.special import log_ndtr
 from ...data.checks import check_int
 from ...data.keys import check_key
 from ...likelihoods import inverse_mills, pair_probability
+from ...querymap import map_in_batches
 from ...runtime import is_traced
 from .hessian import (
     differences,
@@ -233,7 +234,7 @@ def latent_draws(
                     cg_tol, 10 * prior.size)  # fmt: skip
         return x, x0
 
-    return jax.lax.map(draw, jax.random.split(key, n_samples), batch_size=DRAW_BATCH)
+    return map_in_batches(draw, jax.random.split(key, n_samples), DRAW_BATCH)
 
 
 def posterior_draws(prior: LatentPrior, pairs, fit: SparseMode, key, n_samples: int, cg_tol):

@@ -120,7 +120,7 @@ def test_the_knowledge_gradient_proposal_is_worth_at_least_the_best_mean_shown()
     """With ``x_+ = x_-`` the value is ``mu(x_+)`` (the answer cannot move a design's
     expected mean), so the one-shot maximum is at least the posterior mean's largest value
     at the shown designs; the proposal is a pair in the cube."""
-    from bayesrank.active.designs.loop import propose
+    from bayesrank.active.designs.loop import fitted, propose
     from bayesrank.inference.ep.sites import zero_sites
 
     X, mask, pairs, pair_mask = _problem(6)
@@ -131,6 +131,13 @@ def test_the_knowledge_gradient_proposal_is_worth_at_least_the_best_mean_shown()
     assert out.X.shape == (2, 2) and np.all((out.X >= 0) & (out.X <= 1))
     best_mean = float(jnp.max(out.mean))
     assert float(out.value) >= best_mean - 1e-9, (float(out.value), best_mean)
+    # a session's initial pairs are fitted alone (``fitted``): propose's fit, in its own program
+    alone = fitted(X, mask, pairs, pair_mask, zeros, THETA, jax.random.key(1),
+                   settings=Settings(acquisition="kg"))  # fmt: skip
+    np.testing.assert_array_equal(alone.theta, out.theta)
+    np.testing.assert_allclose(alone.mean, out.mean, rtol=1e-12, atol=1e-12)
+    for a, b in zip(alone.sites, out.sites, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="look-ahead designs"):
         propose(X, mask, pairs, pair_mask, zeros, THETA, jax.random.key(1), X[:4],
                 jnp.asarray([[0, 1], [2, 3]]), settings=Settings(acquisition="kg"),

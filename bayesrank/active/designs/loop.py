@@ -53,6 +53,7 @@ __all__ = [
     "Trace",
     "answer",
     "check_settings",
+    "fitted",
     "initial_theta",
     "propose",
     "propose_within",
@@ -174,6 +175,21 @@ def propose(X, mask, pairs, pair_mask, sites, theta, key, pool=None, candidates=
     if mode != "pool":
         prepared = _ascend(prepared, settings=settings, steps=settings.steps)
     return _conclude(prepared, pool, candidates, settings=settings, mode=mode)
+
+
+@partial(jax.jit, static_argnames=("settings",))
+def fitted(X, mask, pairs, pair_mask, sites, theta, key, *, settings: Settings) -> Proposed:
+    """``propose(..., learn_now=False)``'s ``theta``, ``sites`` and ``mean`` without the
+    proposal (``X``: NaN, ``value``: -inf): the posterior fit alone, for a session's initial
+    random pairs, whose proposal is not the model's. Its own program is a fraction of
+    ``propose``'s: no acquisition, no starts, no ascent. Arguments as ``propose``'s."""
+    settings = check_settings(settings)
+    theta = clip(theta)
+    nuts_key = jax.random.fold_in(key, NUTS_STREAM)
+    _, mean, sites = posterior(theta, X, mask, pairs, pair_mask, sites, nuts_key, settings)
+    nothing = jnp.full((2, X.shape[1]), jnp.nan, X.dtype)
+    return Proposed(nothing, jnp.asarray(-jnp.inf, X.dtype), theta, sites,
+                    jnp.where(mask, mean, -jnp.inf))  # fmt: skip
 
 
 class _Prepared(NamedTuple):

@@ -9,7 +9,8 @@ the session replays it on start and rewrites it (atomically) after every change.
 kept as the exact floats shown (JSON round-trips them).
 
 Each step is the compiled loop's (``loop.propose``, one jitted program per capacity bucket):
-after ``n_init`` uniform random pairs, re-learn ``theta`` before every ``learn_every``-th
+after ``n_init`` uniform random pairs (each fitted by ``loop.fitted``, a smaller program, since
+their proposal is not the model's), re-learn ``theta`` before every ``learn_every``-th
 proposal (every log entry is a step, skips included), fit the posterior warm-started from the
 previous sites, and maximise the acquisition.
 
@@ -228,7 +229,9 @@ class DesignSession(InteractiveSession):
             self._skipped(),
         )
         options = {"settings": self.settings, "learn_now": bool(learn_now), "mode": self.mode}
-        if self.time_budget_s is None:
+        if not model:  # an initial random pair: the fit alone, no proposal to compile
+            out = loop.fitted(*args[:7], settings=self.settings)
+        elif self.time_budget_s is None:
             out = loop.propose(*args, **options)
         else:
             out, steps = loop.propose_within(*args, **options, time_budget_s=self.time_budget_s)
@@ -245,15 +248,16 @@ class DesignSession(InteractiveSession):
 
     def _skipped(self):
         """The skipped pairs, for ``loop.propose``'s ``avoid``: ``(skipped: (s_cap, 2, dim),
-        mask: (s_cap,))`` in capacity buckets (powers of two: one program a bucket), or None
-        before any skip. A skip asks for something else: no proposal lies near a skipped pair,
-        in either order (``loop.SKIP_RADIUS``)."""
+        mask: (s_cap,))`` in capacity buckets (powers of two, at least 32: one program a
+        bucket), all masked out before any skip, so that the first skip compiles nothing new
+        (``avoid=None`` is a second program; masked-out rows change no value). A skip asks for
+        something else: no proposal lies near a skipped pair, in either order
+        (``loop.SKIP_RADIUS``)."""
         rows = [(a, b) for a, b, r in self.log if r == "skip"]
-        if not rows:
-            return None
         cap = bucket_size(len(rows), per_octave=1)
         skipped = np.zeros((cap, 2, self.dim), self.dtype)
-        skipped[: len(rows)] = rows
+        if rows:
+            skipped[: len(rows)] = rows
         return skipped, np.arange(cap) < len(rows)
 
     def _random_pair(self, key) -> np.ndarray:

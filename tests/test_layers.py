@@ -54,6 +54,7 @@ TABLE = {
         "queries, with provenance)",
     ),
     "diagnostics": (0, "the warning of an iterative result stopped unconverged at its cap"),
+    "executables": (0, "compiled programs kept on disk whole: a second process does not trace"),
     "metrics": (
         0,
         "metrics of one query in pure JAX: ranking.py (NDCG@k, P@k, AP), pairwise.py (error, "

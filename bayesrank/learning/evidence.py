@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from ..executables import stored
 from .config import Config, Traced, log_hyperprior
 from .em import make_optimizer
 from .objectives import (
@@ -33,34 +34,42 @@ from .results import Carry, info
 
 __all__: list[str] = []  # the façade is bayesrank.learning.fit_hyperparameters
 
-# The compiled programs of the evidence objective (cores in .objectives); ``cfg`` is static.
+# The compiled programs of the evidence objective (cores in .objectives); ``cfg`` is static. Each
+# is kept whole where a compilation cache is on (``executables``): a fresh process's first learned
+# fit then neither traces nor lowers them.
 
 
+@stored
 @partial(jax.jit, static_argnames=("cfg",))
 def jit_bucket_evidence(free, fixed, data, sites, tol, cfg):
     return bucket_evidence(free, fixed, data, sites, tol, cfg)
 
 
+@stored
 @partial(jax.jit, static_argnames=("cfg",))
 def jit_bucket_fisher(free, fixed, data, post, cfg):
     return bucket_fisher(free, fixed, data, post, cfg)
 
 
+@stored
 @partial(jax.jit, static_argnames=("cfg",))
 def jit_moments(free, fixed, data, sites, cfg):
     return bucket_moments(free, fixed, data, sites, cfg)
 
 
+@stored
 @partial(jax.jit, static_argnames=("cfg",))
 def jit_evidence_per_query(free, fixed, data, sites, tol, cfg):
     return per_query_evidence(free, fixed, data, sites, tol, cfg)
 
 
+@stored
 @partial(jax.jit, static_argnames=("cfg",))
 def jit_fisher_per_query(free, fixed, data, post, cfg):
     return per_query_fisher(free, fixed, data, post, cfg)
 
 
+@stored
 @partial(jax.jit, static_argnames=("cfg",))
 def jit_moments_per_query(free, fixed, data, sites, cfg):
     return per_query_moments(free, fixed, data, sites, cfg)
@@ -121,10 +130,16 @@ def precompile(free, fixed, data, sites, tol, cfg: Config, per_query: bool) -> N
     fisher_fn = jit_fisher_per_query if per_query else jit_bucket_fisher
     lowered = []
     for d, s in zip(data, sites, strict=True):
-        evidence = evidence_fn.lower(free, fixed, d, s, tol, cfg=cfg)
-        lowered += [evidence, fisher_fn.lower(free, fixed, d, evidence.out_info[2], cfg=cfg)]
+        evidence = _pending(evidence_fn, free, fixed, d, s, tol, cfg=cfg)
+        lowered += [evidence, _pending(fisher_fn, free, fixed, d, evidence.out_info[2], cfg=cfg)]
     with ThreadPoolExecutor(min(workers, len(lowered))) as pool:
         list(pool.map(lambda program: program.compile(), lowered))
+
+
+def _pending(program, *args, **static):
+    """``program``'s executable for these arguments, lowered and not yet compiled where it is
+    neither kept (``executables``) nor in this process; ``.compile()`` compiles it."""
+    return program.pending(*args, **static) or program.lower(*args, **static)
 
 
 @partial(jax.jit, static_argnames=("cfg",))

@@ -25,8 +25,13 @@ from pathlib import Path
 
 def programs(cache: Path) -> int:
     """The compiled programs in a JAX compilation cache directory (one file each; JAX's
-    ``-atime`` companions are not programs)."""
-    return sum(1 for p in cache.rglob("*") if p.is_file() and not p.name.endswith("-atime"))
+    ``-atime`` companions are not programs, and the executables bayesrank keeps whole
+    (``bayesrank.executables.FOLDER``) are programs JAX's cache holds too)."""
+    return sum(
+        1
+        for p in cache.rglob("*")
+        if p.is_file() and not p.name.endswith("-atime") and "bayesrank-executables" not in p.parts
+    )
 
 
 def run(args: list[str], cache: Path, out: Path) -> dict:

@@ -17,6 +17,7 @@ import numpy as np
 from ..data.batch import bucket_size
 from ..data.checks import check_covariance, check_fits_dtype, check_outcomes, check_pairs
 from ..data.problem import PreferenceProblem
+from ..executables import stored
 from ..kernels.xpgp import XPGP, with_anchor
 from ..likelihoods import row_outcomes
 from .ep.fit import check_sites, pad_pairs, unpad_posterior
@@ -145,6 +146,7 @@ def _as_arrays(tree, dtype):
     )
 
 
+@stored  # kept whole: a fresh process neither traces nor lowers a fit it ran before
 @jax.jit
 def _fit_jit(prior, X, graphs, mask, anchor, pairs, pair_mask, sites, outcomes, engine):
     K = with_anchor(prior.covariance(X, graphs, mask), anchor)
@@ -172,6 +174,7 @@ def fit_covariance(engine, K, rows, sites=None):
     return unpad_posterior(result, n, m)
 
 
+@stored
 @jax.jit
 def _fit_covariance_jit(K, pairs, pair_mask, sites, engine):
     return engine.fit(K, pairs, pair_mask=pair_mask, sites=sites)

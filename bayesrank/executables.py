@@ -14,8 +14,9 @@ what it does not find it lowers, compiles and writes there. The key (``program_k
 - the program's module and name, and a digest of every ``.py`` file of the installed
   ``bayesrank`` (any change to the package's code is a new key: a stale program is never run);
 - jax's and jaxlib's versions, the backend and its devices, the JAX options that change a
-  trace (``KEYED_OPTIONS``), and the environment's ``JAX_*``, ``XLA_*`` and ``BAYESRANK_*``
-  variables (the cache directory's aside);
+  trace (``KEYED_OPTIONS``), and the environment's ``JAX_*`` and ``XLA_*`` variables (the
+  cache directory's aside; no ``BAYESRANK_*`` variable changes a trace, and the study's
+  children carry their parent's process id in one);
 - the arguments' tree structure and each leaf's shape, dtype, weak type and placement (a host
   array and one on the default device are alike), and the static arguments' ``repr`` (a
   ``repr`` holding a memory address is not stable across processes: such a call runs the
@@ -81,8 +82,7 @@ def _environment() -> list[str]:
     variables = sorted(
         f"{k}={v}"
         for k, v in os.environ.items()
-        if k.startswith(("JAX_", "XLA_", "BAYESRANK_"))
-        and k not in ("BAYESRANK_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR")
+        if k.startswith(("JAX_", "XLA_")) and k != "JAX_COMPILATION_CACHE_DIR"
     )
     return [jax.__version__, jaxlib.__version__, jax.default_backend(), *devices, *options,
             *variables]  # fmt: skip

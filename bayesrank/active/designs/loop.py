@@ -24,6 +24,7 @@ import jax.numpy as jnp
 from jax.scipy.special import ndtr
 
 from ...data.checks import check_int
+from ...executables import stored
 from ...inference.engine import GaussianEngine
 from ...inference.nuts.sampler import NUTSSettings, sample_fixed
 from ...runtime import after
@@ -155,6 +156,7 @@ class Proposed(NamedTuple):
     mean: jax.Array
 
 
+@stored  # kept whole: a resumed session's first proposal neither traces nor lowers
 @partial(jax.jit, static_argnames=("settings", "learn_now", "mode"))
 def propose(X, mask, pairs, pair_mask, sites, theta, key, pool=None, candidates=None,
             avoid=None, *, settings: Settings, learn_now: bool,
@@ -177,6 +179,7 @@ def propose(X, mask, pairs, pair_mask, sites, theta, key, pool=None, candidates=
     return _conclude(prepared, pool, candidates, settings=settings, mode=mode)
 
 
+@stored
 @partial(jax.jit, static_argnames=("settings",))
 def fitted(X, mask, pairs, pair_mask, sites, theta, key, *, settings: Settings) -> Proposed:
     """``propose(..., learn_now=False)``'s ``theta``, ``sites`` and ``mean`` without the

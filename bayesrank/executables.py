@@ -24,8 +24,9 @@ what it does not find it lowers, compiles and writes there. The key (``program_k
   (pickled), and serves a call only where both equal the call's (``==``, as ``jit``'s own
   cache compares them); static arguments that cannot be pickled are not stored.
 
-Under a caller's ``jit``, ``vmap`` or ``grad`` (traced arguments), with ``jax.disable_jit``, or
-without a cache directory, a call is the plain ``jit``'s. A file that cannot be read or loaded
+Under a caller's ``jit``, ``vmap`` or ``grad`` (traced arguments), with ``jax.disable_jit``,
+without a cache directory, or with a dynamic argument passed by keyword (only the static ones
+may be), a call is the plain ``jit``'s. A file that cannot be read or loaded
 is removed and the call takes the path it would take without the store; one that cannot be
 written is left unwritten (the store is an optimisation: the values are the same either way,
 the program being the same).
@@ -166,6 +167,8 @@ class StoredProgram:
         if found is not None:
             return _Pending(self, key, directory, compiled=found)
         lowered = self.jitted.lower(*args, **static)
+        if jax.tree_util.tree_leaves(lowered.args_info[1]):
+            return None  # a dynamic argument by keyword: the compiled program takes args only
         return _Pending(self, key, directory, lowered=lowered, call=(args, static))
 
 

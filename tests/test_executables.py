@@ -123,3 +123,4 @@ def test_a_kept_program_is_the_jit_under_transformations_and_without_a_cache():
     np.testing.assert_array_equal(jax.grad(lambda v: program(v, k=2).sum())(x), 2 * jnp.ones(3))
     with jax.disable_jit():
         np.testing.assert_array_equal(program(x, k=2), 2 * x)
+    np.testing.assert_array_equal(program(x=x, k=2), 2 * x)  # a dynamic argument by keyword

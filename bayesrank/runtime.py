@@ -173,10 +173,14 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path | No
 def clear_compiled() -> None:
     """Drop every compiled program of this process (``jax.clear_caches``), releasing their memory
     maps: for long loops over very many shapes (module docstring). Later calls compile again (or
-    load from the persistent cache)."""
+    load from the persistent cache). The programs kept whole (``executables``) are forgotten
+    too; their files stay."""
     import jax
 
+    from . import executables
+
     jax.clear_caches()
+    executables.clear()
 
 
 class Float32Warning(UserWarning):

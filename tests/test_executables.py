@@ -1,8 +1,8 @@
 """The executables kept on disk (``bayesrank.executables``).
 
 References: a fresh process (the only place where a trace skipped shows), JAX's trace events
-(``fun_name``) for what was traced, NumPy's solve for the program's value, and the bits of the
-first process's result for every later one.
+(``fun_name``) for what was traced, this process's own fit for the program's value, and the
+bits of the first process's result for every later one.
 """
 
 import json
@@ -16,70 +16,81 @@ import numpy as np
 import pytest
 
 from bayesrank.executables import FOLDER, program_key, stored
+from bayesrank.inference.engines import EP
+from bayesrank.inference.problem import fit_covariance
 
-#: A program with a LAPACK call (whose kernels jaxlib binds only while lowering), a static
-#: argument and a tree of outputs, run in a fresh process on the cache directory argv[1].
+#: A fresh process on the cache directory argv[1]: EP through ``inference.problem
+#: .fit_covariance`` (its kept program, ``_fit_covariance_jit``: an engine pytree, LAPACK's
+#: Cholesky, whose kernels jaxlib binds only while lowering), with the engine argv[2]:
+#: ``ep``, ``sequential`` (another static setting) or ``mine`` (a subclass defined here).
 SCRIPT = """
 import json, sys
-from functools import partial
-import jax, jax.numpy as jnp, numpy as np
+import jax, numpy as np
 jax.config.update("jax_enable_x64", True)
 from bayesrank.runtime import enable_compilation_cache
 enable_compilation_cache(sys.argv[1])
-from bayesrank.executables import stored
+from bayesrank.inference.engines import EP
+from bayesrank.inference.problem import fit_covariance
 traced = []
 jax.monitoring.register_event_duration_secs_listener(
     lambda name, _, **kw: traced.append(kw.get("fun_name"))
     if name == "/jax/core/compile/jaxpr_trace_duration" else None)
 
-@stored
-@partial(jax.jit, static_argnames=("k",))
-def solve(A, b, k):
-    L = jnp.linalg.cholesky(A)
-    x = jax.scipy.linalg.cho_solve((L, True), b)
-    return k * x, {"logdet": 2 * jnp.sum(jnp.log(jnp.diag(L)))}
+class Mine(EP):
+    pass
 
+engine = {"ep": EP(), "sequential": EP(schedule="sequential"), "mine": Mine()}[sys.argv[2]]
 rng = np.random.default_rng(0)
-G = rng.normal(size=(6, 6))
-A, b = G @ G.T + 6 * np.eye(6), rng.normal(size=6)
-x, aux = solve(A, b, k=3)
-print(json.dumps({"x": np.asarray(x).tobytes().hex(), "logdet": float(aux["logdet"]),
-                  "traced": "solve" in traced}))
+X = rng.normal(size=(12, 2))
+K = np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1)) + 1e-6 * np.eye(12)
+rows = np.array([[i, j] for i in range(12) for j in range(i + 1, 12) if (i + j) % 3 == 0])
+post = fit_covariance(engine, K, rows)
+print(json.dumps({"mean": np.asarray(post.mean).tobytes().hex(),
+                  "traced": "_fit_covariance_jit" in traced}))
 """
 
 
-def _run(script, cache) -> dict:
-    done = subprocess.run([sys.executable, str(script), str(cache)], capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+def _run(script, cache, engine="ep") -> dict:
+    done = subprocess.run([sys.executable, str(script), str(cache), engine],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.slow  # three fresh processes
-def test_a_stored_program_serves_a_fresh_process_without_a_trace(tmp_path):
-    script, cache = tmp_path / "solve.py", tmp_path / "cache"
+def _kept(cache) -> int:
+    return len(list((cache / FOLDER).glob("*.pkl")))
+
+
+@pytest.mark.slow  # five fresh processes
+def test_a_kept_program_serves_a_fresh_process_without_a_trace(tmp_path):
+    script, cache = tmp_path / "fit.py", tmp_path / "cache"
     script.write_text(SCRIPT)
-    rng = np.random.default_rng(0)
-    G = rng.normal(size=(6, 6))
-    A, b = G @ G.T + 6 * np.eye(6), rng.normal(size=6)
 
-    first = _run(script, cache)  # compiled and stored
-    assert first["traced"]
-    np.testing.assert_allclose(np.frombuffer(bytes.fromhex(first["x"])), 3 * np.linalg.solve(A, b),
-                               rtol=1e-12)  # fmt: skip
-    assert first["logdet"] == pytest.approx(np.linalg.slogdet(A)[1], rel=1e-12)
-    files = list((cache / FOLDER).glob("*.pkl"))
-    assert len(files) == 1
-
+    first = _run(script, cache)  # compiled and kept
+    assert first["traced"] and _kept(cache) == 1
+    rng = np.random.default_rng(0)  # the script's problem, fitted here by this process's jit
+    X = rng.normal(size=(12, 2))
+    K = np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1)) + 1e-6 * np.eye(12)
+    rows = np.array([[i, j] for i in range(12) for j in range(i + 1, 12) if (i + j) % 3 == 0])
+    here = fit_covariance(EP(), K, rows).mean
+    np.testing.assert_allclose(np.frombuffer(bytes.fromhex(first["mean"])), here, rtol=1e-12)
     second = _run(script, cache)  # loaded: no trace, the same bits
-    assert not second["traced"] and second["x"] == first["x"]
+    assert not second["traced"] and second["mean"] == first["mean"]
 
-    # an unreadable file is removed, and the program is traced again; JAX's own cache serves
-    # it, and such a program is not stored (it would not load: the module docstring)
-    files[0].write_bytes(b"torn")
+    # another static setting is another program: traced and kept beside the first
+    sequential = _run(script, cache, "sequential")
+    assert sequential["traced"] and _kept(cache) == 2
+    # an engine whose code is not bayesrank's (a script's subclass) is never kept
+    mine = _run(script, cache, "mine")
+    assert mine["traced"] and _kept(cache) == 2
+
+    # an unreadable file is removed and the program traced again; JAX's own cache serves it,
+    # and such a program is not kept (it would not reload: the module docstring)
+    for path in (cache / FOLDER).glob("*.pkl"):
+        path.write_bytes(b"torn")
     third = _run(script, cache)
-    assert third["traced"] and third["x"] == first["x"]
-    assert not list((cache / FOLDER).glob("*.pkl"))
+    assert third["traced"] and third["mean"] == first["mean"]
+    assert _kept(cache) == 1  # the sequential one's torn file, which nothing read
 
 
 @partial(jax.jit, static_argnames=("k",))
@@ -124,3 +135,4 @@ def test_a_kept_program_is_the_jit_under_transformations_and_without_a_cache():
     with jax.disable_jit():
         np.testing.assert_array_equal(program(x, k=2), 2 * x)
     np.testing.assert_array_equal(program(x=x, k=2), 2 * x)  # a dynamic argument by keyword
+    assert program.pending(x, k=2) is None  # a program outside bayesrank is never kept

@@ -218,12 +218,6 @@ class StoredProgram:
         self._unverified.discard(pending.memo)
         return out
 
-    def program(self, *args, **static):
-        """The compiled program of this call (from this process, the disk, or compiled and
-        stored now), or None where the call is not kept (module docstring)."""
-        pending = self.pending(*args, **static)
-        return None if pending is None else pending.compile()
-
     def pending(self, *args, **static) -> _Pending | None:
         """This call's program, not yet compiled where it is neither in this process nor on
         disk (``.compile()`` compiles and stores it; ``.out_info`` its outputs' shapes), or
@@ -396,8 +390,6 @@ def _watch_cache_hits() -> None:
     loaded in another process they fail ("NOT_FOUND: Function ... not found"). So only a
     fresh compile is stored; a program that JAX's cache already holds keeps today's path (a
     trace, a lowering and a load) until it is compiled afresh."""
-    import jax.monitoring
-
     def listen(event: str, **_):
         if event == "/jax/compilation_cache/cache_hits":
             _seen.hit = True

@@ -2,8 +2,9 @@
 
 ``fit_problem`` pads the problem to size buckets (``bayesrank.data.batch.bucket_size``;
 padded entities are decoupled and touched by no pair, so the real entities' posterior is
-unchanged), builds ``K`` from the prior inside a module-level jitted program, which a new split
-of the same query, or a query of similar size, reuses, and unpads the result.
+unchanged), builds ``K`` from the prior in one module-level jitted program and fits it in
+another, which every prior, a new split of the same query and a query of similar size reuse,
+and unpads the result.
 ``fit_covariance`` does the same for a caller that holds ``K`` itself (an interactive session).
 ``why_not_finite`` says what to tell a user whose posterior is not finite.
 """
@@ -124,18 +125,8 @@ def fit_problem(prior: XPGP, problem: PreferenceProblem, sites, engine):
         _, weight, _ = check_outcomes(None, weight, 0.0, m)
         tie, weight = pad_rows(tie, weight, m, dtype)
         outcomes = (tie, np.pad(grade, (0, len(tie) - m), constant_values=-1), weight)
-    result = _fit_jit(
-        _as_arrays(prior, dtype),
-        X,
-        graphs,
-        mask,
-        anchor,
-        pairs,
-        pair_mask,
-        sites,
-        outcomes,
-        engine.with_defaults(dtype),
-    )
+    K, outcomes = _prior_jit(_as_arrays(prior, dtype), X, graphs, mask, anchor, outcomes)
+    result = _fit_covariance_jit(K, pairs, pair_mask, sites, outcomes, engine.with_defaults(dtype))
     return unpad_posterior(result, n, m)
 
 
@@ -146,14 +137,18 @@ def _as_arrays(tree, dtype):
     )
 
 
-@stored  # kept whole: a fresh process neither traces nor lowers a fit it ran before
+@stored  # kept whole: a fresh process neither traces nor lowers a prior it built before
 @jax.jit
-def _fit_jit(prior, X, graphs, mask, anchor, pairs, pair_mask, sites, outcomes, engine):
+def _prior_jit(prior, X, graphs, mask, anchor, outcomes):
+    """The padded prior covariance ``K: (N, N)`` (with the anchor slot of graded problems) and
+    the rows' outcomes at the prior's margin and thresholds. A program of its own, apart from
+    the engine's: the costly fit (``_fit_covariance_jit``) depends on the bucket and the engine
+    only, so every prior on problems of one size shares it."""
     K = with_anchor(prior.covariance(X, graphs, mask), anchor)
     if outcomes is not None:
         margin = jnp.zeros((), K.dtype) if prior.margin is None else prior.margin
         outcomes = row_outcomes(*outcomes, margin, prior.thresholds)
-    return engine.fit(K, pairs, pair_mask=pair_mask, sites=sites, outcomes=outcomes)
+    return K, outcomes
 
 
 def fit_covariance(engine, K, rows, sites=None):
@@ -170,11 +165,12 @@ def fit_covariance(engine, K, rows, sites=None):
     K_pad = np.eye(bucket_size(n), dtype=dtype)
     K_pad[:n, :n] = K
     pairs, pair_mask, sites = pad_pairs(rows, None, check_sites(sites, m), dtype)
-    result = _fit_covariance_jit(K_pad, pairs, pair_mask, sites, engine.with_defaults(dtype))
+    result = _fit_covariance_jit(K_pad, pairs, pair_mask, sites, None, engine.with_defaults(dtype))
     return unpad_posterior(result, n, m)
 
 
 @stored
 @jax.jit
-def _fit_covariance_jit(K, pairs, pair_mask, sites, engine):
-    return engine.fit(K, pairs, pair_mask=pair_mask, sites=sites)
+def _fit_covariance_jit(K, pairs, pair_mask, sites, outcomes, engine):
+    """``engine.fit`` on a padded covariance: one program per bucket, engine and outcome kind."""
+    return engine.fit(K, pairs, pair_mask=pair_mask, sites=sites, outcomes=outcomes)

@@ -18,7 +18,8 @@ weak types and placement, the static arguments by ``==``, the options), then on 
 - the versions of jax, jaxlib, numpy, optax and ml_dtypes, the backend, its devices and its
   platform version, the JAX options that change a trace (``KEYED_OPTIONS``), and the
   environment's ``JAX_*`` and ``XLA_*`` variables (no ``BAYESRANK_*`` variable changes a
-  trace, and the study's children carry their parent's process id in one);
+  trace, and the study's children carry their parent's process id in one), and the XLA
+  options the package's programs compile with (``bayesrank.compiler.COMPILER_OPTIONS``);
 - the arguments' tree structure and each leaf's shape, dtype, weak type and placement (a host
   array and one on the default device are alike), and the static arguments' ``repr``. The
   file also holds the tree structure and the static arguments themselves (pickled), and
@@ -63,6 +64,8 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+
+from .compiler import COMPILER_OPTIONS, jit
 
 __all__ = [
     "FOLDER",
@@ -140,7 +143,8 @@ def _environment() -> list[str]:
     )
     versions = [jax.__version__, jaxlib.__version__, np.__version__, optax.__version__,
                 ml_dtypes.__version__]  # fmt: skip
-    return [*versions, jax.default_backend(), *devices, *options, *variables]
+    compiler = [f"{k}={v!r}" for k, v in sorted(COMPILER_OPTIONS.items())]
+    return [*versions, jax.default_backend(), *devices, *options, *variables, *compiler]
 
 
 def program_key(name: str, args: tuple, static: dict) -> str | None:
@@ -279,8 +283,8 @@ def _memory_key(args, static):
             return None
         sharding = getattr(leaf, "sharding", None)
         one = sharding is None or (
-            sharding.device_set == {default} and getattr(sharding, "memory_kind", None)
-            in (None, "device")
+            sharding.device_set == {default}
+            and getattr(sharding, "memory_kind", None) in (None, "device")
         )
         signature.append((aval.shape, aval.dtype, aval.weak_type, None if one else sharding))
     options = tuple(getattr(jax.config, name, None) for name in KEYED_OPTIONS)
@@ -390,6 +394,7 @@ def _watch_cache_hits() -> None:
     loaded in another process they fail ("NOT_FOUND: Function ... not found"). So only a
     fresh compile is stored; a program that JAX's cache already holds keeps today's path (a
     trace, a lowering and a load) until it is compiled afresh."""
+
     def listen(event: str, **_):
         if event == "/jax/compilation_cache/cache_hits":
             _seen.hit = True
@@ -414,7 +419,7 @@ def _prepare_custom_calls() -> None:
     _cholesky.lower(np.eye(1))
 
 
-@jax.jit
+@jit
 def _cholesky(a):
     return jnp.linalg.cholesky(a)
 

@@ -59,6 +59,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .compiler import jit
 from .data.checks.formatting import first_index, index_text, show_value
 from .metrics.checks import as_numpy
 from .ordering import greedy_order
@@ -250,13 +251,13 @@ def _step(state: HedgeState, R, feedback, feedback_mask, beta, mask):
     return new_state, info
 
 
-@jax.jit
+@jit
 def _step_jit(state, R, feedback, feedback_mask, beta, mask):
     """The compiled body of ``hedge_step`` (no value checks)."""
     return _step(state, R, feedback, feedback_mask, beta, mask)
 
 
-@jax.jit
+@jit
 def _hedge_jit(state, R_rounds, feedback_rounds, masks, beta, item_masks):
     def body(carry, xs):
         R, feedback, feedback_mask, mask = xs
@@ -265,19 +266,19 @@ def _hedge_jit(state, R_rounds, feedback_rounds, masks, beta, item_masks):
     return jax.lax.scan(body, state, (R_rounds, feedback_rounds, masks, item_masks))
 
 
-@jax.jit
+@jit
 def _combined_jit(w, R):
     dtype = _float_dtype(jnp.result_type(w, R))
     return _combined(jnp.asarray(w, dtype), jnp.asarray(R, dtype))
 
 
-@jax.jit
+@jit
 def _loss_jit(R, feedback, feedback_mask):
     R = R.astype(_float_dtype(R.dtype))
     return _loss(R, jnp.asarray(feedback), _valid_pairs(feedback, feedback_mask))
 
 
-@jax.jit
+@jit
 def _ranking_jit(scores, mask):
     scores = scores.astype(_float_dtype(scores.dtype))
     if mask is not None:

@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .compiler import jit
 from .data.checks.formatting import show_value
 from .metrics.checks import mask_values
 from .runtime import is_traced
@@ -103,14 +104,14 @@ def _net_preference(F: jax.Array) -> jax.Array:
     return F.sum(axis=1) - F.sum(axis=0)
 
 
-@jax.jit
+@jit
 def _net_preference_jit(F, mask=None) -> jax.Array:
     """The compiled body of ``net_preference`` (no value checks)."""
     F, _ = _prepare(F, mask)
     return _net_preference(F)
 
 
-@jax.jit
+@jit
 def _greedy_order_jit(F, mask=None) -> jax.Array:
     """The compiled body of ``greedy_order`` (no value checks)."""
     F, mask = _prepare(F, mask)
@@ -133,13 +134,13 @@ def _ranks_from_order(order: jax.Array) -> jax.Array:
     return jnp.zeros(n, dtype=jnp.int32).at[order].set(jnp.arange(1, n + 1, dtype=jnp.int32))
 
 
-@jax.jit
+@jit
 def _greedy_ranks_jit(F, mask=None) -> jax.Array:
     """The compiled body of ``greedy_ranks`` (no value checks)."""
     return _ranks_from_order(_greedy_order_jit(F, mask))
 
 
-@jax.jit
+@jit
 def _agreement_jit(F, order, mask=None) -> jax.Array:
     """The compiled body of ``agreement`` (no value checks)."""
     F, _ = _prepare(F, mask)

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .compiler import jit
 from .data.checks import check_features, check_index_pairs
 from .data.problem import PreferenceProblem
 from .inference import ep
@@ -207,7 +208,7 @@ def prior_weight_scale(prior: XPGP) -> jax.Array:
     return w1**2 / (2 * prior.sigma**2)
 
 
-@partial(jax.jit, static_argnames=("anchored",))
+@partial(jit, static_argnames=("anchored",))
 def _predict_new(prior: XPGP, X, X_new, mean, cov, pairs, sites, anchored=False):
     scale = prior_weight_scale(prior)
     K_cross = scale * prior.attribute(X, X_new)

@@ -11,14 +11,19 @@ process with no compilation cache, as the README makes it:
   programs are the evidence with its gradient and the Fisher information.
 
 Per case, two processes: one times the call (the summed ``backend_compile_duration``, the
-tracing and lowering, from ``jax.monitoring``); the other makes the same call with XLA's dump
+tracing and lowering, from ``jax.monitoring``; the first call's wall time; the median of five
+later calls, the programs compiled); the other makes the same call with XLA's dump
 on (``--xla_dump_to``, which slows compiling, so it is not timed) and counts the fusions in
 each program's optimised HLO. ``--pythonpath DIR`` runs another checkout of bayesrank (``git
 worktree add /tmp/before <commit>``), for a before/after comparison in one run.
+``--xla-options both`` (the default) runs every case with the package's XLA options
+(``bayesrank.compiler.COMPILER_OPTIONS``) and with XLA's defaults
+(``BAYESRANK_XLA_OPTIONS=default``), side by side.
 
 Usage::
 
     python benchmarks/bench_ep_program.py [--repeats 3] [--pythonpath DIR]
+        [--xla-options both|package|default]
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import os
 import re
 import statistics
 import tempfile
+import time
 from pathlib import Path
 
 import _harness as harness
@@ -67,9 +73,18 @@ def worker(case: str) -> dict:
         lambda name, duration, **_: events[name].append(duration)
     )
     harness.setup_jax(cache=False)  # float64; no persistent cache: every program compiles
+    start = time.perf_counter()
     call(case)
-    compiles = events["/jax/core/compile/backend_compile_duration"]
+    first = time.perf_counter() - start
+    compiles = list(events["/jax/core/compile/backend_compile_duration"])
+    later = []
+    for _ in range(5):
+        start = time.perf_counter()
+        call(case)
+        later.append(time.perf_counter() - start)
     return {
+        "first_s": first,
+        "later_ms": 1e3 * statistics.median(later),
         "programs": len(compiles),
         "compile_s": sum(compiles),
         "trace_s": sum(events["/jax/core/compile/jaxpr_trace_duration"]),
@@ -86,8 +101,10 @@ def count_fusions(dump: Path) -> dict[str, int]:
     return counts
 
 
-def spawn(case: str, pythonpath: str | None, dump: str | None = None) -> dict:
+def spawn(case: str, pythonpath: str | None, options: str, dump: str | None = None) -> dict:
     env = {"JAX_PLATFORMS": "cpu", "BAYESRANK_CACHE_DIR": "off"}
+    if options == "default":
+        env["BAYESRANK_XLA_OPTIONS"] = "default"
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
     if dump:
@@ -102,27 +119,40 @@ def main():
     parser.add_argument("--repeats", type=int, default=3, help="timed processes per case")
     parser.add_argument("--pythonpath", default=None, help="run another checkout of bayesrank")
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated")
+    parser.add_argument(
+        "--xla-options",
+        default="both",
+        choices=("both", "package", "default"),
+        help="the package's XLA options, XLA's defaults, or both side by side",
+    )
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         harness.emit(worker(args.worker))
         return
-    print("| case | programs | fusions (per program) | compile s (median) | trace s | lower s |")
-    print("| --- | ---: | --- | ---: | ---: | ---: |")
+    settings = ("package", "default") if args.xla_options == "both" else (args.xla_options,)
+    print(
+        "| case | XLA options | programs | fusions (per program) | compile s (median) | "
+        "trace s | lower s | first call s | later calls ms |"
+    )
+    print("| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
     for case in args.cases.split(","):
-        with tempfile.TemporaryDirectory() as dump:
-            spawn(case, args.pythonpath, dump)
-            fusions = count_fusions(Path(dump))
-        rows = [spawn(case, args.pythonpath) for _ in range(args.repeats)]
-        per = ", ".join(f"{n} {name}" for name, n in sorted(fusions.items(), key=lambda x: -x[1]))
-        med = {
-            k: statistics.median(r[k] for r in rows) for k in ("compile_s", "trace_s", "lower_s")
-        }
-        print(
-            f"| {case} | {rows[0]['programs']} | {sum(fusions.values())}: {per} | "
-            f"{med['compile_s']:.2f} | {med['trace_s']:.2f} | {med['lower_s']:.2f} |",
-            flush=True,
-        )
+        for options in settings:
+            with tempfile.TemporaryDirectory() as dump:
+                spawn(case, args.pythonpath, options, dump)
+                fusions = count_fusions(Path(dump))
+            rows = [spawn(case, args.pythonpath, options) for _ in range(args.repeats)]
+            per = ", ".join(
+                f"{n} {name}" for name, n in sorted(fusions.items(), key=lambda x: -x[1])
+            )
+            keys = ("compile_s", "trace_s", "lower_s", "first_s", "later_ms")
+            med = {k: statistics.median(r[k] for r in rows) for k in keys}
+            print(
+                f"| {case} | {options} | {rows[0]['programs']} | {sum(fusions.values())}: {per} | "
+                f"{med['compile_s']:.2f} | {med['trace_s']:.2f} | {med['lower_s']:.2f} | "
+                f"{med['first_s']:.2f} | {med['later_ms']:.1f} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

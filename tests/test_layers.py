@@ -53,6 +53,7 @@ TABLE = {
         "(plain or gzipped files, first_non_finite), sample.py and sample/ (the bundled OHSUMED "
         "queries, with provenance)",
     ),
+    "compiler": (0, "jit: jax.jit with the XLA options every program of the package compiles with"),
     "diagnostics": (0, "the warning of an iterative result stopped unconverged at its cap"),
     "executables": (0, "compiled programs kept on disk whole: a second process does not trace"),
     "metrics": (

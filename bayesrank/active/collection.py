@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..compiler import jit
 from ..data.batch import bucket_size
 from ..data.checks import check_choice, check_index_pairs, check_int
 from ..data.keys import check_key
@@ -81,7 +82,7 @@ def _pad_rows(queries, with_test: bool):
     return Ks, cands, outcome, available, test, test_mask
 
 
-@partial(jax.jit, static_argnames=("k", "criterion", "batch", "method"))
+@partial(jit, static_argnames=("k", "criterion", "batch", "method"))
 def _explore_rows(data, rows, keys, engine, *, k, criterion, batch, method):
     """Every row ``(query index, key)``: its query's loop, mapped over the rows."""
     Ks, cands, outcome, available, test, test_mask = data

@@ -33,9 +33,8 @@ on subsampled streams).
 Everything is a pure function of arrays (never jitted here; static under ``jit``: ``n_grades``,
 ``n_epochs`` and ``averaged``), ``vmap``-able over padded queries: rows with ``mask = False``
 are no steps (no update, not counted in the average). The estimator ``PRank`` pads the
-documents to bucketed sizes (``data.batch.pad_rows``) so that similar sizes reuse the program.
-It shares only the estimator face (``_estimator``) and the padding (``data.batch``) with RankSVM
-and RankBoost.
+documents to bucketed sizes (``data.batch.pad_rows``) so that similar sizes reuse the program;
+it shares only the estimator face and the padding (``data.batch``) with RankSVM and RankBoost.
 """
 
 from __future__ import annotations
@@ -47,6 +46,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..compiler import jit
 from ..data.batch import bucket_size, pad_rows
 from ..data.checks import check_grade_levels, options
 from ._arrays import as_float, cast_checked, check_columns, float_dtype
@@ -255,12 +255,12 @@ def predict_grades(model: PRankModel, X, averaged: bool = False):
 
 # The estimator's compiled cores: static are the number of grades and epochs (shapes, a loop
 # length) and the averaging flag; X, y, the order and the mask are traced.
-@partial(jax.jit, static_argnames=("n_grades", "n_epochs", "averaged"))
+@partial(jit, static_argnames=("n_grades", "n_epochs", "averaged"))
 def _fit_jit(X, y, order, mask, n_grades, n_epochs, averaged):
     return _fit_core(X, y, n_grades, n_epochs, order, averaged, mask)
 
 
-@jax.jit
+@jit
 def _predict_jit(model, X):
     scores = predict_scores(model, X)
     lost = jax.vmap(_score_lost, in_axes=(None, 0, 0))(model.w, X, scores)

@@ -53,6 +53,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..compiler import jit
 from ..data.batch import bucket_size, pad_pairs, pad_rows
 from ..data.checks import options
 from ._arrays import (
@@ -285,12 +286,12 @@ def exp_loss(scores, pairs, pair_mask=None):
 
 # The estimator's compiled cores: static are n_rounds (a loop length) and complements (a flag);
 # smoothing, temperature and the number of rounds used by predict are traced.
-@partial(jax.jit, static_argnames=("n_rounds", "complements"))
+@partial(jit, static_argnames=("n_rounds", "complements"))
 def _fit_jit(X, pairs, thresholds, n_rounds, pair_mask, smoothing, complements):
     return fit(X, pairs, thresholds, n_rounds, pair_mask, smoothing, complements)
 
 
-@jax.jit
+@jit
 def _predict_jit(model, X, temperature, n_rounds):
     return predict(model, X, temperature, n_rounds)
 

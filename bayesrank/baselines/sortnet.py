@@ -38,6 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..compiler import jit
 from ..data.batch import bucket_size
 from ..data.checks import options
 from ..metrics import letor_metrics
@@ -137,7 +138,7 @@ def _positions_scores(order, mask):
     return jnp.where(mask, N - position, 0).astype(jnp.result_type(float))
 
 
-@jax.jit
+@jit
 def _sort_batch(params, X, mask, grades):
     """Every padded query sorted: ``(SortResult, scores (Q, N), MAP per query)``."""
     result = jax.vmap(comparator_sort, in_axes=(None, 0, 0, 0))(params, X, mask, grades)
@@ -207,7 +208,7 @@ def _pair_arrays(pairs: set, batch: _Batch):
     return win, lose, mask
 
 
-@partial(jax.jit, static_argnames=("n_steps",))
+@partial(jit, static_argnames=("n_steps",))
 def _train_and_validate(params, train, vali, n_steps, learning_rate):
     """``cmpnn.train`` on ``train = (winners, losers, mask)``, validated on ``vali``: the best
     network and the last step's training loss."""

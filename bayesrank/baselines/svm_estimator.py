@@ -16,10 +16,10 @@ import warnings
 from functools import partial
 from typing import NamedTuple
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..compiler import jit
 from ..data.batch import pad_pairs, pad_rows
 from ..data.checks import options
 from ..diagnostics import ConvergenceWarning
@@ -53,17 +53,17 @@ def _predict_rbf(X, X_fit, beta, gamma):
 
 
 # The estimator's compiled cores: static are the loss (a string) and max_iter (a loop bound).
-@partial(jax.jit, static_argnames=("loss", "max_iter"))
+@partial(jit, static_argnames=("loss", "max_iter"))
 def _fit_linear_jit(X, pairs, C, pair_mask, lam, **settings):
     return _fit_linear_regularised(X, pairs, C, pair_mask, lam, **settings)
 
 
-@partial(jax.jit, static_argnames=("loss", "max_iter"))
+@partial(jit, static_argnames=("loss", "max_iter"))
 def _fit_rbf_jit(X, doc_mask, pairs, C, pair_mask, gamma, **settings):
     return _fit_rbf(X, doc_mask, pairs, C, pair_mask, gamma, **settings)
 
 
-@jax.jit
+@jit
 def _predict_rbf_jit(X, X_fit, beta, gamma):
     return _predict_rbf(X, X_fit, beta, gamma)
 

@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..compiler import jit
 from ..runtime import is_traced
 from .checks import check_int
 
@@ -175,7 +176,7 @@ class SyntheticFunction:
         return self.fn(x) if is_traced(x) else _evaluate(x, fn=self.fn)
 
 
-@partial(jax.jit, static_argnames=("fn",))
+@partial(jit, static_argnames=("fn",))
 def _evaluate(x, fn: Callable) -> jnp.ndarray:
     """``fn(x)`` compiled, one program per function and shape: host calls run one program,
     not one per operation."""

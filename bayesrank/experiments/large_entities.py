@@ -36,6 +36,7 @@ import jax
 import numpy as np
 
 from ..baselines.ranksvm import fit_linear
+from ..compiler import jit
 
 __all__ = [
     "LEARN",
@@ -80,7 +81,7 @@ def held_out_pairs(split, n_test: int, seed: int) -> np.ndarray:
     return test[pick]
 
 
-@jax.jit
+@jit
 def _fit_linear(X, pairs, C):
     """``fit_linear`` as one compiled program (every ``C`` of the grid shares it)."""
     return fit_linear(X, pairs, C)

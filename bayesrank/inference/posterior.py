@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..compiler import jit
 from ..data.batch import bucket_size, pad_covariance, pad_rows
 from ..data.checks import check_float, check_index_pairs
 from ..predict import (
@@ -138,7 +139,7 @@ def _margin(margin, dtype) -> np.ndarray:
     return np.asarray(check_float(margin, "margin", low=0.0), dtype)
 
 
-@jax.jit
+@jit
 def _gaussian_pairs(mean, cov, pairs):
     if mean.ndim == 1:
         return predict_pairs(mean, cov, pairs)
@@ -146,7 +147,7 @@ def _gaussian_pairs(mean, cov, pairs):
     return jax.vmap(predict_pairs, in_axes=(0, 0, in_pairs))(mean, cov, pairs)
 
 
-@jax.jit
+@jit
 def _gaussian_outcomes(mean, cov, pairs, margin):
     if mean.ndim == 1:
         return predict_outcomes(mean, cov, pairs, margin)
@@ -154,24 +155,24 @@ def _gaussian_outcomes(mean, cov, pairs, margin):
     return jax.vmap(predict_outcomes, in_axes=(0, 0, in_pairs, None))(mean, cov, pairs, margin)
 
 
-@jax.jit
+@jit
 def _gaussian_matrix(mean, cov):
     if mean.ndim == 1:
         return probability_matrix(mean, cov)
     return jax.vmap(probability_matrix)(mean, cov)
 
 
-@jax.jit
+@jit
 def _draw_pairs(draws, pairs):
     return draw_pair_predictions(draws, pairs)
 
 
-@jax.jit
+@jit
 def _draw_outcomes(draws, pairs, margin):
     return draw_outcome_predictions(draws, pairs, margin)
 
 
-@jax.jit
+@jit
 def _draw_matrix(draws):
     return draw_probability_matrix(draws)
 

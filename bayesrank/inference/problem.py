@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..compiler import jit
 from ..data.batch import bucket_size
 from ..data.checks import check_covariance, check_fits_dtype, check_outcomes, check_pairs
 from ..data.problem import PreferenceProblem
@@ -138,7 +139,7 @@ def _as_arrays(tree, dtype):
 
 
 @stored  # kept whole: a fresh process neither traces nor lowers a prior it built before
-@jax.jit
+@jit
 def _prior_jit(prior, X, graphs, mask, anchor, outcomes):
     """The padded prior covariance ``K: (N, N)`` (with the anchor slot of graded problems) and
     the rows' outcomes at the prior's margin and thresholds. A program of its own, apart from
@@ -170,7 +171,7 @@ def fit_covariance(engine, K, rows, sites=None):
 
 
 @stored
-@jax.jit
+@jit
 def _fit_covariance_jit(K, pairs, pair_mask, sites, outcomes, engine):
     """``engine.fit`` on a padded covariance: one program per bucket, engine and outcome kind."""
     return engine.fit(K, pairs, pair_mask=pair_mask, sites=sites, outcomes=outcomes)

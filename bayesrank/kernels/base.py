@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..compiler import jit
 from ..runtime import is_traced
 
 __all__ = ["Kernel"]
@@ -50,6 +51,6 @@ def _host(X):
     return X if isinstance(X, jax.Array) else np.asarray(X)
 
 
-@jax.jit
+@jit
 def _matrix_jit(kernel: Kernel, X1, X2) -> jax.Array:
     return kernel.matrix(X1, X2)

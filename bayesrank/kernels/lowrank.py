@@ -22,6 +22,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from ..compiler import jit
 from .base import Kernel
 
 __all__ = ["LowRank", "pivoted_cholesky"]
@@ -37,7 +38,7 @@ class LowRank(NamedTuple):
     residual: jax.Array
 
 
-@partial(jax.jit, static_argnames=("rank",))
+@partial(jit, static_argnames=("rank",))
 def pivoted_cholesky(kernel: Kernel, X, rank: int) -> LowRank:
     """The rank-``rank`` pivoted Cholesky root of ``kernel(X, X)`` (module docstring), ``X: (n,
     d)``. A step whose largest residual is not positive (the kernel exhausted before ``rank``:

@@ -39,6 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..compiler import jit
 from ..data.batch import pad_rows
 from ..data.checks import MAX_SEED, check_int
 from ._checks import check_C, check_positive_int
@@ -77,14 +78,14 @@ def expand_constraints(X, pairs, n_labels: int, fit_intercept: bool = True):
     return Z.reshape(Xt.shape[0], pairs.shape[0], -1)
 
 
-@jax.jit
+@jit
 def utility_orders(scores):
     """Labels by decreasing utility, equal utilities in increasing label index:
     ``(n, c) -> (n, c)`` orders."""
     return jnp.argsort(-jnp.asarray(scores), axis=-1, stable=True)
 
 
-@partial(jax.jit, static_argnames=("n_labels", "fit_intercept", "max_iter"))
+@partial(jit, static_argnames=("n_labels", "fit_intercept", "max_iter"))
 def _fit_logistic_cc(X, Y, s, pairs, C, tol, n_labels, fit_intercept, max_iter):
     Z = expand_constraints(X, pairs, n_labels, fit_intercept)
     n, P, ck = Z.shape
@@ -100,7 +101,7 @@ def _fit_logistic_cc(X, Y, s, pairs, C, tol, n_labels, fit_intercept, max_iter):
     return fit.coef.reshape(n_labels, -1), fit.n_iter, fit.status == CONVERGED
 
 
-@partial(jax.jit, static_argnames=("n_labels", "fit_intercept", "n_epochs"))
+@partial(jit, static_argnames=("n_labels", "fit_intercept", "n_epochs"))
 def _fit_perceptron_cc(X, Y, s, pairs, key, n_labels, fit_intercept, n_epochs):
     Xt = _augment(X, fit_intercept)
     n, k = Xt.shape

@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..compiler import jit
 from ._checks import check_orders
 
 __all__ = [
@@ -106,7 +107,7 @@ def label_kendall_distance(orders_true, orders_pred):
     return _discordant(*_pair(orders_true, orders_pred))
 
 
-@jax.jit
+@jit
 def _discordant(t, p):
     pt, pp = orders_to_positions(t), orders_to_positions(p)
     st = jnp.sign(pt[..., :, None] - pt[..., None, :])

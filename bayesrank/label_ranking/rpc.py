@@ -33,6 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..compiler import jit
 from ..data.batch import pad_rows
 from ._checks import check_C, check_positive_int
 from ._estimator import LabelRanker, padded_size, warn_unconverged
@@ -86,28 +87,28 @@ def preference_matrix(p_pairs, pairs, n_labels: int):
     return R.at[:, a, b].set(p_pairs).at[:, b, a].set(1 - p_pairs)
 
 
-@jax.jit
+@jit
 def voting_scores(R):
     """``S[i, a] = sum_{b != a} R[i, a, b]``: ``(n, c, c) -> (n, c)`` (the diagonal is ignored)."""
     R = jnp.asarray(R)
     return jnp.sum(R, axis=-1) - jnp.diagonal(R, axis1=-2, axis2=-1)
 
 
-@jax.jit
+@jit
 def voting_orders(R):
     """Labels by decreasing weighted vote ``S`` (``voting_scores``), equal votes in increasing
     label index: ``(n, c, c) -> (n, c)`` orders."""
     return jnp.argsort(-voting_scores(R), axis=-1, stable=True)
 
 
-@partial(jax.jit, static_argnames=("max_iter",))
+@partial(jit, static_argnames=("max_iter",))
 def _fit_pairs(X, Y, s, C, tol, max_iter):
     """One logistic regression per row of ``Y: (P, n)`` on the shared ``X: (n, d)``."""
     fit = partial(fit_logistic, fit_intercept=True, max_iter=max_iter, tol=tol)
     return jax.vmap(lambda y: fit(X, y, s, C))(Y)
 
 
-@partial(jax.jit, static_argnames=("n_labels",))
+@partial(jit, static_argnames=("n_labels",))
 def _predict_pairs(X, coef, intercept, pairs, n_labels):
     z = X @ coef.T + intercept  # (n, P); intercept +-inf for a pair with one outcome
     return preference_matrix(jax.nn.sigmoid(z), pairs, n_labels)

@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from ..compiler import jit
 from ..parallel import covariances, map_queries
 from .config import Config, Structural, Traced, combine, finite_or_inf, log_hyperprior
 from .objectives import bucket_posteriors, expected_log_prior
@@ -212,31 +213,31 @@ def lift(step):
 # static, ``settings`` traced.
 
 
-@partial(jax.jit, static_argnames=("cfg",))
+@partial(jit, static_argnames=("cfg",))
 def jit_e_step(carry, fixed, u0, data, *, cfg, settings):
     return _e(carry, fixed, u0, data, cfg, settings)
 
 
-@partial(jax.jit, static_argnames=("cfg",))
+@partial(jit, static_argnames=("cfg",))
 def jit_m_step(carry, fixed, u0, data, post, *, cfg, settings):
     return _m(carry, fixed, u0, data, post, cfg, settings)
 
 
-@partial(jax.jit, static_argnames=("cfg",))
+@partial(jit, static_argnames=("cfg",))
 def jit_evidence_step(carry, fixed, u0, data, *, cfg, settings):
     return _evidence(carry, fixed, u0, data, cfg, settings)
 
 
-@partial(jax.jit, static_argnames=("cfg",))
+@partial(jit, static_argnames=("cfg",))
 def jit_e_step_per_query(carry, fixed, u0, data, *, cfg, settings):
     return lift(_e)(carry, fixed, u0, data, cfg=cfg, settings=settings)
 
 
-@partial(jax.jit, static_argnames=("cfg",))
+@partial(jit, static_argnames=("cfg",))
 def jit_m_step_per_query(carry, fixed, u0, data, post, *, cfg, settings):
     return lift(_m)(carry, fixed, u0, data, post, cfg=cfg, settings=settings)
 
 
-@partial(jax.jit, static_argnames=("cfg",))
+@partial(jit, static_argnames=("cfg",))
 def jit_evidence_step_per_query(carry, fixed, u0, data, *, cfg, settings):
     return lift(_evidence)(carry, fixed, u0, data, cfg=cfg, settings=settings)

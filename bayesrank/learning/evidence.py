@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from ..compiler import jit
 from ..executables import stored
 from .config import Config, Traced, log_hyperprior
 from .em import make_optimizer
@@ -40,37 +41,37 @@ __all__: list[str] = []  # the façade is bayesrank.learning.fit_hyperparameters
 
 
 @stored
-@partial(jax.jit, static_argnames=("cfg",))
+@partial(jit, static_argnames=("cfg",))
 def jit_bucket_evidence(free, fixed, data, sites, tol, cfg):
     return bucket_evidence(free, fixed, data, sites, tol, cfg)
 
 
 @stored
-@partial(jax.jit, static_argnames=("cfg",))
+@partial(jit, static_argnames=("cfg",))
 def jit_bucket_fisher(free, fixed, data, post, cfg):
     return bucket_fisher(free, fixed, data, post, cfg)
 
 
 @stored
-@partial(jax.jit, static_argnames=("cfg",))
+@partial(jit, static_argnames=("cfg",))
 def jit_moments(free, fixed, data, sites, cfg):
     return bucket_moments(free, fixed, data, sites, cfg)
 
 
 @stored
-@partial(jax.jit, static_argnames=("cfg",))
+@partial(jit, static_argnames=("cfg",))
 def jit_evidence_per_query(free, fixed, data, sites, tol, cfg):
     return per_query_evidence(free, fixed, data, sites, tol, cfg)
 
 
 @stored
-@partial(jax.jit, static_argnames=("cfg",))
+@partial(jit, static_argnames=("cfg",))
 def jit_fisher_per_query(free, fixed, data, post, cfg):
     return per_query_fisher(free, fixed, data, post, cfg)
 
 
 @stored
-@partial(jax.jit, static_argnames=("cfg",))
+@partial(jit, static_argnames=("cfg",))
 def jit_moments_per_query(free, fixed, data, sites, cfg):
     return per_query_moments(free, fixed, data, sites, cfg)
 
@@ -142,7 +143,7 @@ def _pending(program, *args, **static):
     return program.pending(*args, **static) or program.lower(*args, **static)
 
 
-@partial(jax.jit, static_argnames=("cfg",))
+@partial(jit, static_argnames=("cfg",))
 def jit_optax_update(carry: Carry, fixed, u0, value, grad, post, cfg: Config, settings: Traced):
     """An optimiser step (no line search) from a host-summed value and gradient."""
     prior_value, prior_grad = jax.value_and_grad(lambda f: -log_hyperprior(f, u0, cfg, settings))(

@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import ndtri
 
+from ..compiler import jit
 from ..data.batch import ProblemBatch
 from ..kernels.params import map_params
 from ..kernels.xpgp import XPGP, with_anchor
@@ -91,7 +92,7 @@ def _row_variances(prior: XPGP, X, graphs, mask, anchor, pairs, pair_mask, weigh
     return mean(is_pair), mean(~is_pair)
 
 
-@partial(jax.jit, static_argnames=("per_query",))
+@partial(jit, static_argnames=("per_query",))
 def _point_variances(priors, data, per_query: bool):
     """``(S, B)`` each: every design point's rows' mean variances per query."""
     axis = 0 if per_query else None

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..baselines import rankboost, ranksvm
+from ..compiler import jit
 from ..data.batch import bucket_size
 from ..data.checks import check_choice, check_features, check_float, check_index_pairs, check_int
 from ..metrics import pairwise_error_from_scores
@@ -48,7 +49,7 @@ def _stack_queries(Xs, pairs_list):
     return X, pairs, mask, Q
 
 
-@partial(jax.jit, static_argnames=("loss", "max_iter"))
+@partial(jit, static_argnames=("loss", "max_iter"))
 def _ranksvm_jit(X, pairs, mask, C, tol, smoothing, loss, max_iter):
     def one(X, pairs, mask):
         return ranksvm.fit_linear(
@@ -95,7 +96,7 @@ def fit_ranksvm(
     return jax.tree_util.tree_map(lambda a: a[:Q], out)
 
 
-@partial(jax.jit, static_argnames=("n_rounds",))
+@partial(jit, static_argnames=("n_rounds",))
 def _rankboost_jit(X, pairs, mask, thresholds, n_rounds):
     def one(X, pairs, mask, thresholds):
         return rankboost.fit(X, pairs, thresholds, n_rounds, mask)
@@ -119,7 +120,7 @@ def fit_rankboost(Xs, pairs_list, n_rounds: int = 100, n_thresholds: int = 10):
     return jax.tree_util.tree_map(lambda a: a[:Q], out)
 
 
-@jax.jit
+@jit
 def _pairwise_errors_jit(scores, pairs, mask):
     return jax.vmap(pairwise_error_from_scores)(scores, pairs, mask)
 

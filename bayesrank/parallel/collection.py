@@ -19,6 +19,7 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
+from ..compiler import jit
 from ..data.batch import bucket_size, pad_stack
 from ..data.checks import check_index_pairs
 from ..diagnostics import warn_if_unconverged
@@ -275,7 +276,7 @@ def sample_nuts(
     return out
 
 
-@partial(jax.jit, static_argnames=("max_k",))
+@partial(jit, static_argnames=("max_k",))
 def _letor_metrics_jit(scores, labels, mask, max_k):
     return jax.vmap(_letor_metrics_one, in_axes=(0, 0, 0, None))(scores, labels, mask, max_k)
 

@@ -78,6 +78,7 @@ class CollectionPlan(NamedTuple):
 
     def describe(self) -> str:
         """One line: queries, groups, devices, processes, method and padding waste."""
+
         def count(k: int, noun: str, plural: str | None = None) -> str:
             return f"{k} {noun if k == 1 else plural or noun + 's'}"
 

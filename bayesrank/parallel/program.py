@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..compiler import jit
 from ..data.checks import check_float, check_int
 from ..inference.gaussian import predict_new
 from ..kernels.xpgp import check_prior, mask_covariance, with_anchor
@@ -107,7 +108,7 @@ def _one_query(prior, engine, row: _Block):
     )
 
 
-@partial(jax.jit, static_argnames=("mesh", "method"))
+@partial(jit, static_argnames=("mesh", "method"))
 def _collection_jit(prior, blocks, engine, *, mesh, method):
     def per_device(shared, rows: _Block):
         prior, engine = shared

@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import ndtr
 
+from ...compiler import jit
 from ...data.checks import check_int
 from ...executables import stored
 from ...inference.engine import GaussianEngine
@@ -157,7 +158,7 @@ class Proposed(NamedTuple):
 
 
 @stored  # kept whole: a resumed session's first proposal neither traces nor lowers
-@partial(jax.jit, static_argnames=("settings", "learn_now", "mode"))
+@partial(jit, static_argnames=("settings", "learn_now", "mode"))
 def propose(X, mask, pairs, pair_mask, sites, theta, key, pool=None, candidates=None,
             avoid=None, *, settings: Settings, learn_now: bool,
             mode: str = "cube") -> Proposed:  # fmt: skip
@@ -180,7 +181,7 @@ def propose(X, mask, pairs, pair_mask, sites, theta, key, pool=None, candidates=
 
 
 @stored
-@partial(jax.jit, static_argnames=("settings",))
+@partial(jit, static_argnames=("settings",))
 def fitted(X, mask, pairs, pair_mask, sites, theta, key, *, settings: Settings) -> Proposed:
     """``propose(..., learn_now=False)``'s ``theta``, ``sites`` and ``mean`` without the
     proposal (``X``: NaN, ``value``: -inf): the posterior fit alone, for a session's initial
@@ -232,7 +233,7 @@ def _acquisition(prepared: _Prepared, settings: Settings):
     return f if prepared.avoid is None else avoiding(f, prepared.avoid)
 
 
-@partial(jax.jit, static_argnames=("settings", "learn_now", "start"))
+@partial(jit, static_argnames=("settings", "learn_now", "start"))
 def _prepare(X, mask, pairs, pair_mask, sites, theta, key, avoid=None, *, settings: Settings,
              learn_now: bool, start: bool = True) -> _Prepared:  # fmt: skip
     """``theta`` (re-learned if ``learn_now``), the posterior at it, the acquisition's base
@@ -257,13 +258,13 @@ def _prepare(X, mask, pairs, pair_mask, sites, theta, key, avoid=None, *, settin
     return prepared
 
 
-@partial(jax.jit, static_argnames=("settings", "steps"))
+@partial(jit, static_argnames=("settings", "steps"))
 def _ascend(prepared: _Prepared, *, settings: Settings, steps: int) -> _Prepared:
     ascent = search.ascend(_acquisition(prepared, settings), prepared.ascent, steps)
     return prepared._replace(ascent=ascent)
 
 
-@partial(jax.jit, static_argnames=("settings", "mode"))
+@partial(jit, static_argnames=("settings", "mode"))
 def _conclude(prepared: _Prepared, pool, candidates, *, settings: Settings,
               mode: str) -> Proposed:  # fmt: skip
     """The proposal: the pool's best pair (``mode="pool"``), or the ascent's best point, or
@@ -388,7 +389,7 @@ def run_core(utility, X_init, uniforms, key, noise, theta, *, k: int, settings: 
     )
 
 
-@partial(jax.jit, static_argnames=("utility", "k", "settings"))
+@partial(jit, static_argnames=("utility", "k", "settings"))
 def run_batch(utility, X_init, uniforms, keys, noise, theta, *, k: int, settings: Settings):
     """``run_core`` for many seeds in one compiled program: ``X_init: (s, n_init, 2, d)``,
     ``uniforms: (s, n_init + k)``, ``keys: (s,)``; ``noise`` and ``theta`` shared."""

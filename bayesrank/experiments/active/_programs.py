@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import jax
 
+from ...compiler import jit
 from ...metrics import pairwise_auc, pairwise_error
 from ...predict import predict_pairs
 
 
-@jax.jit
+@jit
 def error_auc(mean, cov, test, test_mask):
     """Per posterior ``r``: the pair error and the AUC (``bayesrank.metrics``) of Eq. 13-14's
     probabilities on the ``test`` pairs (winner first) where ``test_mask``.

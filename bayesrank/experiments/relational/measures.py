@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import warnings
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import log_ndtr
 
+from ...compiler import jit
 from ...data.batch import bucket_size
 from ...data.study import SEEN, seen_category
 from ...metrics import pairwise_auc, pairwise_error
@@ -39,7 +39,7 @@ KEYS = ("err", "err_untied", "ties", "auc", "loglik", "brier", "ece")
 KEYS += tuple(f"err_{name}" for name in SEEN)
 
 
-@jax.jit
+@jit
 def _metrics(prob, oriented, outcome, mask):
     """The pair metrics of ``evaluate`` in one compiled program: ``(p,)`` arrays padded to
     a bucketed length, ``mask`` marking the real pairs."""
@@ -82,7 +82,7 @@ def evaluate(prob, log_prob, test, known, n, flip, size: int | None = None) -> d
     return out
 
 
-@jax.jit
+@jit
 def _predict(mean, cov, pairs):
     pred = predict_pairs(mean, cov, pairs)
     return pred.prob, log_ndtr(pred.delta_mean / jnp.sqrt(1.0 + pred.delta_var))

@@ -40,6 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...baselines.ranksvm import fit_kernel, rbf_kernel
+from ...compiler import jit
 from ...data.batch import bucket_size
 from ...data.graphs import permute_graph
 from ...data.problem import PreferenceProblem
@@ -126,7 +127,7 @@ def fit_gp(model, queries, splits, relations, rep, per_query: bool = False):
 # --- the SVMs --------------------------------------------------------------------------------
 
 
-@jax.jit
+@jit
 def _rbf_jit(X, gamma):
     return rbf_kernel(X, X, gamma)
 
@@ -154,7 +155,7 @@ def _deformed(K, W, gamma_l):
     return 0.5 * (D + D.T)
 
 
-@jax.jit
+@jit
 def _paths(K, pairs, mask, Cs):
     """RankSVM's ``beta`` for each ``C`` of a grid, every problem in one compiled call.
 

@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ...compiler import jit
 from ...data.batch import bucket_size
 from ...data.checks import (
     check_bool,
@@ -305,7 +306,7 @@ def _fit_eagerly(K, pairs, sites, pair_mask, outcomes=None, **options) -> EPPost
 
 
 @partial(
-    jax.jit,
+    jit,
     static_argnames=("schedule", "precision", "accelerate", "adapt_damping", "residual_stop"),
 )
 def _fit_jit(K, pairs, pair_mask, sites, outcomes, max_iter, tol, damping, rtol, **static):

@@ -62,6 +62,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ...compiler import jit
 from ...data.checks import (
     check_choice,
     check_float,
@@ -208,7 +209,7 @@ def sample_problem(key, prior, problem, **options) -> NUTSPosterior:
     return first_entities(post, problem.n) if problem.anchored else post
 
 
-@partial(jax.jit, static_argnames=("settings", "method"))
+@partial(jit, static_argnames=("settings", "method"))
 def _sample_batch(keys, K, pairs, pair_mask, tuning, settings, method):
     def one(key, K, pairs, pair_mask):
         return sample_fixed(key, K, pairs, pair_mask, settings, tuning)
@@ -329,7 +330,7 @@ def sample_hyperparameters(
     return post
 
 
-@partial(jax.jit, static_argnames=("spec", "n", "settings"))
+@partial(jit, static_argnames=("spec", "n", "settings"))
 def _sample_hyper(
     key, centres, scale, X, graphs, mask, pairs, pair_mask, tuning, *, spec, n, settings
 ):

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ...compiler import jit
 from ...data.checks import check_bool, check_float, check_int
 from ...diagnostics import ConvergenceWarning
 from ...linalg import psd_root
@@ -136,7 +137,7 @@ def sample_fixed(key, K, pairs, pair_mask, settings: NUTSSettings, tuning, outco
     return trace.z["z"] @ L.T, trace
 
 
-@partial(jax.jit, static_argnames=("settings",))
+@partial(jit, static_argnames=("settings",))
 def _sample_fixed(key, K, pairs, pair_mask, settings: NUTSSettings, tuning, outcomes=None):
     return sample_fixed(key, K, pairs, pair_mask, settings, tuning, outcomes)
 

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import log_ndtr
 
+from ...compiler import jit
 from ...data.checks import check_int
 from ...data.keys import check_key
 from ...lanczos import slq_logdet_with_probes
@@ -85,7 +86,7 @@ def log_evidence(
     return log_evidence_core(prior, pairs, fit, key, n_probes, n_steps)
 
 
-@partial(jax.jit, static_argnames=("n_probes", "n_steps"))
+@partial(jit, static_argnames=("n_probes", "n_steps"))
 def log_evidence_core(
     prior: LatentPrior, pairs, fit: SparseMode, key, n_probes: int, n_steps: int
 ) -> Evidence:
@@ -141,7 +142,7 @@ def _checked_draws(prior, pairs, fit, key, n_samples, cg_tol) -> np.ndarray:
     return pairs
 
 
-@partial(jax.jit, static_argnames=("n_samples",))
+@partial(jit, static_argnames=("n_samples",))
 def expected_quadratics_core(
     prior: LatentPrior, pairs, fit: SparseMode, key, n_samples: int, cg_tol
 ):
@@ -172,7 +173,7 @@ def evidence_gradient(
     return evidence_gradient_core(prior, pairs, fit, key, n_samples, cg_tol)
 
 
-@partial(jax.jit, static_argnames=("n_samples",))
+@partial(jit, static_argnames=("n_samples",))
 def evidence_gradient_core(prior: LatentPrior, pairs, fit: SparseMode, key, n_samples: int, cg_tol):
     """``evidence_gradient``'s compiled core: no checks, for inputs already checked or traced."""
     pairs = jnp.asarray(pairs)

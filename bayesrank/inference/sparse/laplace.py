@@ -40,6 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import log_ndtr
 
+from ...compiler import jit
 from ...data.checks import check_int
 from ...data.keys import check_key
 from ...likelihoods import inverse_mills, pair_probability
@@ -123,7 +124,7 @@ def mode(
     return fit
 
 
-@partial(jax.jit, static_argnames=("max_iter",))
+@partial(jit, static_argnames=("max_iter",))
 def mode_core(prior: LatentPrior, pairs, max_iter: int, tol, cg_tol, z0) -> SparseMode:
     """``mode``'s compiled core: no checks, for inputs already checked or traced."""
     pairs = jnp.asarray(pairs)
@@ -183,7 +184,7 @@ def pair_predictions(prior: LatentPrior, pairs, fit: SparseMode, test, cg_tol=1e
     return pair_predictions_core(prior, pairs, fit, test, cg_tol)
 
 
-@jax.jit
+@jit
 def pair_predictions_core(prior: LatentPrior, pairs, fit: SparseMode, test, cg_tol):
     """``pair_predictions``' compiled core: no checks, for inputs already checked or traced."""
     pairs, test = jnp.asarray(pairs), jnp.asarray(test)
@@ -246,7 +247,7 @@ def posterior_draws(prior: LatentPrior, pairs, fit: SparseMode, key, n_samples: 
 SAMPLED_CG_TOL = 1e-10
 
 
-@partial(jax.jit, static_argnames=("n_samples",))
+@partial(jit, static_argnames=("n_samples",))
 def posterior_draws_core(prior: LatentPrior, pairs, fit: SparseMode, key, n_samples: int,
                          cg_tol):  # fmt: skip
     """``posterior_draws`` as one compiled program (for inputs already checked)."""
@@ -271,7 +272,7 @@ def sampled_pair_predictions(
     return sampled_pair_predictions_core(prior, pairs, fit, test, key, n_samples, cg_tol)
 
 
-@partial(jax.jit, static_argnames=("n_samples",))
+@partial(jit, static_argnames=("n_samples",))
 def sampled_pair_predictions_core(
     prior: LatentPrior, pairs, fit: SparseMode, test, key, n_samples: int, cg_tol
 ):

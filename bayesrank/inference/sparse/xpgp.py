@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ...compiler import jit
 from ...data.checks import check_float, check_index_pairs
 from ...kernels.graph import RegularizedLaplacian
 from ...kernels.lowrank import pivoted_cholesky
@@ -154,7 +155,7 @@ class SparsePosterior(NamedTuple):
         return jax.random.wrap_key_data(self.key)
 
 
-@jax.jit
+@jit
 def _from_draws(mean, draws, pairs):
     """``(prob, delta_mean, delta_var)`` of ``pairs: (p, 2)`` with each variance the mean over
     ``draws: (S, n)`` of the squared difference (``sampled_pair_predictions``' estimate)."""

@@ -15,6 +15,12 @@ ms against 13.0 ms; at 500 entities 0.98 s against 1.54 s, 198 ms against 208 ms
 evidence were equal to the last bit (``benchmarks/bench_compiler_options.py`` prints these).
 The option is an XLA:CPU one; other backends ignore it.
 
+JAX takes compiler options on a top-level ``jit`` only: staged inside another trace (a
+program of the package calling another, a user's ``jit``, ``vmap`` or ``grad`` around a
+façade's program) it refuses them. So ``jit`` makes two programs of a function: the one with the
+options runs where no trace is active, the plain ``jax.jit`` inside one (where the outer
+program's options hold for the whole).
+
 An option that a jaxlib does not know fails every compile ("No such compile option"), so the
 options are given only to the jaxlib versions on which they were checked: 0.6.0 to 0.10.x
 (0.4.38 and 0.5.0 refuse this one; 0.4.30's ``jax.jit`` takes no ``compiler_options``). On any
@@ -24,13 +30,18 @@ import) keeps XLA's defaults too, to compare or to rule the option out.
 
 from __future__ import annotations
 
+import functools
 import os
-from functools import partial
 from importlib.metadata import version
 
 import jax
 
 __all__ = ["COMPILER_OPTIONS", "jit"]
+
+try:  # jax's own test for "no trace is active", private in jax 0.10
+    from jax._src.core import trace_state_clean as _top_level
+except ImportError:  # pragma: no cover - no options are given then (``_options``)
+    _top_level = None
 
 #: The jaxlib versions (as ``(major, minor)``, from and up to but not including) on which the
 #: options were checked to compile.
@@ -38,7 +49,7 @@ CHECKED = ((0, 6), (0, 11))
 
 
 def _options() -> dict:
-    if os.environ.get("BAYESRANK_XLA_OPTIONS", "") == "default":
+    if os.environ.get("BAYESRANK_XLA_OPTIONS", "") == "default" or _top_level is None:
         return {}
     try:
         major, minor = (int(part) for part in version("jaxlib").split(".")[:2])
@@ -52,5 +63,30 @@ def _options() -> dict:
 #: The XLA options every bayesrank program compiles with (empty: XLA's defaults).
 COMPILER_OPTIONS: dict = _options()
 
-#: ``jax.jit`` with ``COMPILER_OPTIONS``: the one decorator of the package's programs.
-jit = partial(jax.jit, compiler_options=COMPILER_OPTIONS) if COMPILER_OPTIONS else jax.jit
+
+class _Program:
+    """A function jitted twice: with ``COMPILER_OPTIONS`` where no trace is active, plainly
+    inside one. Attributes (``lower``, ``trace``, ``eval_shape``, ...) are the first's."""
+
+    def __init__(self, fun, **jit_kwargs):
+        self._top = jax.jit(fun, compiler_options=COMPILER_OPTIONS, **jit_kwargs)
+        self._nested = jax.jit(fun, **jit_kwargs)
+        functools.update_wrapper(self, fun)
+
+    def __call__(self, *args, **kwargs):
+        if _top_level():
+            return self._top(*args, **kwargs)
+        return self._nested(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._top, name)
+
+
+def jit(fun=None, **jit_kwargs):
+    """``jax.jit(fun, **jit_kwargs)`` with ``COMPILER_OPTIONS`` (module docstring); as
+    ``@jit`` or ``@partial(jit, static_argnames=(...))``."""
+    if fun is None:
+        return functools.partial(jit, **jit_kwargs)
+    if not COMPILER_OPTIONS:
+        return jax.jit(fun, **jit_kwargs)
+    return _Program(fun, **jit_kwargs)

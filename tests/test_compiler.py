@@ -84,3 +84,19 @@ def test_a_package_program_carries_the_options_and_the_switch_drops_them(setting
     else:
         assert out["options"] == compiler._options()
         assert dict(map(tuple, out["kvs"])) == out["options"]
+
+
+def test_a_program_runs_inside_a_users_jit_vmap_and_grad():
+    """JAX refuses compiler options on a jit staged inside a trace: ``jit``'s program runs its
+    plain twin there, with the same value."""
+
+    @compiler.jit
+    def g(x):
+        return jax.numpy.sin(x) * 2.0
+
+    x = np.linspace(0.0, 1.0, 4)
+    np.testing.assert_allclose(jax.jit(lambda x: g(x) + 1.0)(x), 2 * np.sin(x) + 1, rtol=1e-14)
+    np.testing.assert_allclose(jax.vmap(g)(x), 2 * np.sin(x), rtol=1e-14)
+    np.testing.assert_allclose(jax.grad(lambda x: g(x).sum())(x), 2 * np.cos(x), rtol=1e-14)
+    np.testing.assert_allclose(g(x), 2 * np.sin(x), rtol=1e-14)
+    assert g.__name__ == "g" and callable(g.lower)

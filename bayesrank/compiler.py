@@ -8,12 +8,14 @@ Every program of the package is a module-level function decorated ``@jit`` or
 kernel through XLA's MLIR fusion emitters by default. For this package's programs (many small
 fusions in ``while`` loops: EP's sweeps, Newton steps, BFGS), the older LLVM IR emitters,
 ``xla_cpu_use_fusion_emitters=False``, compile the same HLO in about half the time, and the
-programs run as fast or faster, with the same bits. On the 2-core CPU (jaxlib 0.10.2), EP's fit
-(``bayesrank.inference.ep.fit.fit_core``, 40 pairs on 20 entities) compiled in 0.51 s
-against 1.02 s and ran in 0.22 ms against 0.24 ms; at 150 entities 0.66 s against 1.34 s, 10.1
-ms against 13.0 ms; at 500 entities 0.98 s against 1.54 s, 198 ms against 208 ms; the mean and
-evidence were equal to the last bit (``benchmarks/bench_compiler_options.py`` prints these).
-The option is an XLA:CPU one; other backends ignore it.
+programs run about as fast. EP's fits came out equal to the last bit; a learned fit, whose BFGS
+path follows the last bits of its evidence, can end a little elsewhere (a 16-fit study's
+held-out pair error .1617 against .1615 with XLA's defaults). On the 2-core CPU (jaxlib
+0.10.2), ``ep.fit`` on 20 entities and 40 pairs compiled in 0.68 s against 1.20 s (59 fused
+kernels against 80), the first learned fit of 150 entities took 2.9 s against 4.0 s
+(``python benchmarks/bench_ep_program.py`` runs both settings side by side; the figures of
+larger fits are in docs/development/tests.md). The option is XLA:CPU's; on a GPU or TPU it was
+not measured.
 
 JAX takes compiler options on a top-level ``jit`` only: staged inside another trace (a
 program of the package calling another, a user's ``jit``, ``vmap`` or ``grad`` around a

@@ -84,11 +84,9 @@ class _Program:
         return getattr(self._top, name)
 
 
-def jit(fun=None, **jit_kwargs):
+def jit(fun, **jit_kwargs):
     """``jax.jit(fun, **jit_kwargs)`` with ``COMPILER_OPTIONS`` (module docstring); as
     ``@jit`` or ``@partial(jit, static_argnames=(...))``."""
-    if fun is None:
-        return functools.partial(jit, **jit_kwargs)
     if not COMPILER_OPTIONS:
         return jax.jit(fun, **jit_kwargs)
     return _Program(fun, **jit_kwargs)

@@ -30,7 +30,7 @@ from bayesrank.learning import (
 from bayesrank.learning.bfgs import backtrack as _backtrack
 from bayesrank.learning.config import Config
 from bayesrank.learning.diagnostics import warn_multimodal as _warn_multimodal
-from bayesrank.learning.evidence import jit_bucket_fisher
+from bayesrank.learning.evidence import fisher
 from bayesrank.learning.initialize import subsample as _subsample
 from bayesrank.parallel import prepare_batch
 
@@ -85,7 +85,7 @@ def test_fisher_information_against_numpy():
     cfg = Config(treedef, flags, "evidence", "bfgs", 1, 100, "parallel", False)
     free = [x for x, f in zip(leaves, flags, strict=True) if f]
     fixed = [x for x, f in zip(leaves, flags, strict=True) if not f]
-    got = np.asarray(jit_bucket_fisher(free, fixed, data, post, cfg=cfg))
+    got = fisher(free, fixed, (data,), (post,), cfg, per_query=False)
 
     # NumPy: unconstrained u = (log rho, log w, log s)
     u0 = np.array([np.log(rho), np.log(w), np.log(s)])
@@ -334,3 +334,68 @@ def test_backtracking_steps_to_the_quadratics_maximiser():
     assert _backtrack(1.0, 0.0, 1.0, -1e6) == pytest.approx(0.1)  # far below: 10x shorter
     assert _backtrack(1.0, 0.0, 1.0, 0.9) == pytest.approx(0.5)  # nearly linear: halve
     assert _backtrack(1.0, 0.0, 1.0, float("nan")) == 0.5
+
+
+@pytest.mark.slow
+def test_split_evidence_gradient_against_finite_differences_with_ties_and_grades():
+    """``evidence.evaluate``: the prior's ``K`` and likelihood parameters, EP's evidence and its
+    gradient in them (one program every prior shares), the chain rule back to ``theta``. Its
+    gradient in every unconstrained leaf (RBF's, the tie margin's and the grade thresholds')
+    equals central finite differences of its value, shared and per query; the per-query values
+    at one ``theta`` sum to the shared value."""
+    from bayesrank.kernels.params import unconstrain
+    from bayesrank.learning.evidence import evaluate, evaluate_per_query, tolerances
+    from bayesrank.learning.layout import bucket_sites
+
+    rng = np.random.default_rng(7)
+    probs = []
+    for base in problems(3, n_queries=2, n=12, m=24):
+        n = base.X.shape[0]
+        probs.append(
+            PreferenceProblem.create(
+                base.pairs,
+                X=base.X,
+                ties=np.c_[np.arange(3), np.arange(3) + 4],
+                graded=np.c_[np.arange(n), rng.integers(0, 3, n)],
+            )
+        )
+    prior = XPGP(RBF(1.0, 0.8), margin=0.3, threshold=-0.2, threshold_gaps=jnp.array([0.9]))
+    data = (prepare_batch(prior, stack_problems(probs)),)
+    leaves, treedef = jax.tree_util.tree_flatten(unconstrain(prior))
+    flags = (True,) * len(leaves)
+    sites = bucket_sites(None, data, None, np.float64)
+    tol = tolerances(1e-13, np.float64)
+    free = [np.asarray(x, np.float64) for x in leaves]
+    h = 1e-5
+
+    shared = Config(treedef, flags, "evidence", "bfgs", 1, 2000, "parallel", False)
+    value, grad, _ = evaluate(free, [], data, sites, tol, shared)
+    flat = np.concatenate([np.ravel(g) for g in grad])
+    fd = []
+    for k, leaf in enumerate(free):
+        for idx in np.ndindex(leaf.shape):
+            step = [x.copy() for x in free]
+            step[k][idx] += h
+            up = evaluate(step, [], data, sites, tol, shared)[0]
+            step[k][idx] -= 2 * h
+            down = evaluate(step, [], data, sites, tol, shared)[0]
+            fd.append((up - down) / (2 * h))
+    assert len(fd) == flat.size >= 5  # RBF's kappa and rho, margin, threshold and its gap
+    np.testing.assert_allclose(flat, fd, rtol=1e-6, atol=1e-7)
+
+    per = shared._replace(single=True)
+    stacked = [np.stack([x, x]) for x in free]
+    values, grads, _ = evaluate_per_query(stacked, [], data, sites, tol, per)
+    np.testing.assert_allclose(values.sum(), value, rtol=1e-10)
+    for b in range(2):
+        own = np.concatenate([np.ravel(g[b]) for g in grads])
+        fd = []
+        for k, leaf in enumerate(free):
+            for idx in np.ndindex(leaf.shape):
+                step = [x.copy() for x in stacked]
+                step[k][(b, *idx)] += h
+                up = evaluate_per_query(step, [], data, sites, tol, per)[0][b]
+                step[k][(b, *idx)] -= 2 * h
+                down = evaluate_per_query(step, [], data, sites, tol, per)[0][b]
+                fd.append((up - down) / (2 * h))
+        np.testing.assert_allclose(own, fd, rtol=1e-6, atol=1e-7)

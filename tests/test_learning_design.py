@@ -167,10 +167,12 @@ def test_global_start_finds_the_higher_mode(shared_data):
 
 
 @pytest.mark.slow
-def test_a_learned_fit_compiles_two_programs():
-    """A learned fit of a new size compiles the evidence program (shared by the design, the line
-    search and the final posterior) and the Fisher information's, nothing else (no eager
-    operation, no second EP program in XPGPModel.fit); a new split compiles nothing."""
+def test_a_learned_fit_compiles_five_programs_and_another_prior_shares_eps_two():
+    """A learned fit of a new size compiles five programs, nothing else (no eager operation, no
+    second EP program in XPGPModel.fit): EP's evidence given ``K`` (shared by the design, the
+    line search and the final posterior) and the Fisher information's weights, and the prior's
+    three (its ``K``, the chain rule back to ``theta``, its Fisher information). A new split
+    compiles nothing; another prior at that size compiles its own three only."""
     problem = _problem(5, n=75, m=61, d=4)
     again = _problem(6, n=75, m=61, d=4)
     with warnings.catch_warnings():
@@ -179,8 +181,11 @@ def test_a_learned_fit_compiles_two_programs():
             XPGPModel(XPGP(RBF())).fit(problem, learn_hyperparameters=True)
         with count_compilations() as second:
             XPGPModel(XPGP(RBF())).fit(again, learn_hyperparameters=True)
-    assert first[0] == 2, first
+        with count_compilations() as other:
+            XPGPModel(XPGP(RBF(), entity=Independent())).fit(again, learn_hyperparameters=True)
+    assert first[0] == 5, first
     assert second[0] == 0, second
+    assert other[0] == 3, other
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ calls must not overlap on jaxlib 0.10's CPU runtime). Measured against optax's L
 on the same objective it took fewer evaluations (``docs/development/learning.md``).
 
 - The first inverse Hessian is the inverse of the Fisher information (plus the hyperprior's
-  precision; ``bucket_fisher``), so the first step is a
+  precision; ``objectives.prior_fisher``), so the first step is a
   Fisher-scoring step; each accepted step then updates it by BFGS (skipped when the curvature
   ``s^T y`` is not positive).
 - Line search: the full step first (no unconstrained value moves by more than ``MAX_STEP``),

@@ -6,6 +6,13 @@ the next starts (the buckets' batched LAPACK calls must not overlap on jaxlib 0.
 runtime, ``docs/development/implementation.md``); values and gradients are summed on the host
 (``evaluate``).
 Per-query fits evaluate every query's own ``theta`` in one call (``evaluate_per_query``).
+
+Each evaluation is three programs (``objectives``, "the prior and the engine apart"): the
+prior's ``K`` (``jit_prior_parts``), EP's evidence and its gradient in ``K``
+(``jit_evidence_given``: the costly program, whose key holds the bucket, the engine's settings
+and the kind of outcomes, not the prior), and the chain rule back to ``theta``
+(``jit_prior_pullback``). Two priors at one bucket (a study's models, a test's kernels, the
+same model with other trainable flags) compile EP once between them.
 """
 
 from __future__ import annotations
@@ -24,73 +31,96 @@ from ..executables import stored
 from .config import Config, Traced, log_hyperprior
 from .em import make_optimizer
 from .objectives import (
-    bucket_evidence,
-    bucket_fisher,
-    bucket_moments,
-    per_query_evidence,
+    engine_config,
+    evidence_given,
+    fisher_weights,
+    likelihood_data,
+    moments_given,
+    per_query_evidence_given,
     per_query_fisher,
-    per_query_moments,
+    per_query_fisher_weights,
+    per_query_moments_given,
+    per_query_parts,
+    per_query_pullback,
+    prior_fisher,
+    prior_parts,
+    prior_pullback,
 )
 from .results import Carry, info
 
 __all__: list[str] = []  # the façade is bayesrank.learning.fit_hyperparameters
 
-# The compiled programs of the evidence objective (cores in .objectives); ``cfg`` is static. Each
-# is kept whole where a compilation cache is on (``executables``): a fresh process's first learned
-# fit then neither traces nor lowers them.
+# The compiled programs of the evidence objective (cores in .objectives); ``cfg`` and
+# ``per_query`` (one ``theta`` per query) are static. Each is kept whole where a compilation
+# cache is on (``executables``): a fresh process's first learned fit then neither traces nor
+# lowers them. The prior's programs take ``Config``; the shared ones ``engine_config(cfg)`` and
+# ``likelihood_data(data)`` only.
 
 
 @stored
-@partial(jit, static_argnames=("cfg",))
-def jit_bucket_evidence(free, fixed, data, sites, tol, cfg):
-    return bucket_evidence(free, fixed, data, sites, tol, cfg)
+@partial(jit, static_argnames=("cfg", "per_query"))
+def jit_prior_parts(free, fixed, data, cfg, per_query):
+    return (per_query_parts if per_query else prior_parts)(free, fixed, data, cfg)
 
 
 @stored
-@partial(jit, static_argnames=("cfg",))
-def jit_bucket_fisher(free, fixed, data, post, cfg):
-    return bucket_fisher(free, fixed, data, post, cfg)
+@partial(jit, static_argnames=("cfg", "per_query"))
+def jit_evidence_given(K, lik, data, sites, tol, cfg, per_query):
+    fn = per_query_evidence_given if per_query else evidence_given
+    return fn(K, lik, data, sites, tol, cfg)
 
 
 @stored
-@partial(jit, static_argnames=("cfg",))
-def jit_moments(free, fixed, data, sites, cfg):
-    return bucket_moments(free, fixed, data, sites, cfg)
+@partial(jit, static_argnames=("cfg", "per_query"))
+def jit_prior_pullback(free, fixed, data, cotangent, cfg, per_query):
+    return (per_query_pullback if per_query else prior_pullback)(free, fixed, data, cotangent, cfg)
 
 
 @stored
-@partial(jit, static_argnames=("cfg",))
-def jit_evidence_per_query(free, fixed, data, sites, tol, cfg):
-    return per_query_evidence(free, fixed, data, sites, tol, cfg)
+@partial(jit, static_argnames=("per_query",))
+def jit_fisher_weights(K, data, post, per_query):
+    return (per_query_fisher_weights if per_query else fisher_weights)(K, data, post)
 
 
 @stored
-@partial(jit, static_argnames=("cfg",))
-def jit_fisher_per_query(free, fixed, data, post, cfg):
-    return per_query_fisher(free, fixed, data, post, cfg)
+@partial(jit, static_argnames=("cfg", "per_query"))
+def jit_prior_fisher(free, fixed, data, W, cfg, per_query):
+    return (per_query_fisher if per_query else prior_fisher)(free, fixed, data, W, cfg)
 
 
 @stored
-@partial(jit, static_argnames=("cfg",))
-def jit_moments_per_query(free, fixed, data, sites, cfg):
-    return per_query_moments(free, fixed, data, sites, cfg)
+@partial(jit, static_argnames=("per_query",))
+def jit_moments_given(K, data, sites, per_query):
+    return (per_query_moments_given if per_query else moments_given)(K, data, sites)
 
 
 def tolerances(tol, dtype, relative: bool = False):
-    """``[absolute, relative]`` EP tolerances (``objectives.bucket_posteriors``) as an
+    """``[absolute, relative]`` EP tolerances (``objectives.posteriors_given``) as an
     array of ``dtype``: steps (``relative``) use ``tol`` for both, final posteriors ``[tol, 0]``."""
     return np.asarray([tol, tol if relative else 0.0], dtype)
+
+
+def _evidence(free, fixed, data, sites, tol, cfg: Config, per_query: bool, gradient=True):
+    """One bucket's ``(-log Z_EP, its gradient in free or None, posteriors)``, finished."""
+    K, lik = jit_prior_parts(free, fixed, data, cfg=cfg, per_query=per_query)
+    value, cotangent, post = jit_evidence_given(
+        K, lik, likelihood_data(data), sites, tol, cfg=engine_config(cfg), per_query=per_query
+    )
+    grad = None
+    if gradient:
+        grad = jit_prior_pullback(free, fixed, data, cotangent, cfg=cfg, per_query=per_query)
+    return jax.block_until_ready((value, grad, post))
 
 
 def evaluate(free, fixed, data, sites, tol, cfg: Config):
     """``(-log Z_EP, its gradient, posteriors)`` summed over the size buckets (no hyperprior).
 
-    One compiled call per bucket; each finishes before the next starts. The value (a float) and
-    the gradient (a list of NumPy arrays like ``free``) are summed on the host.
+    One evaluation per bucket (``_evidence``); each finishes before the next starts. The value
+    (a float) and the gradient (a list of NumPy arrays like ``free``) are summed on the host.
     """
     value, grad, posts = 0.0, None, []
     for d, s in zip(data, sites, strict=True):
-        v, g, p = jax.block_until_ready(jit_bucket_evidence(free, fixed, d, s, tol, cfg=cfg))
+        v, g, p = _evidence(free, fixed, d, s, tol, cfg, per_query=False)
         g = [np.asarray(leaf) for leaf in g]
         value += float(v)
         grad = g if grad is None else [a + b for a, b in zip(grad, g, strict=True)]
@@ -99,21 +129,22 @@ def evaluate(free, fixed, data, sites, tol, cfg: Config):
 
 
 def evaluate_per_query(free, fixed, data, sites, tol, cfg: Config):
-    """Per query ``(-log Z_EP: (B,), gradient (leaves (B, ...)), posteriors)``, one call."""
+    """Per query ``(-log Z_EP: (B,), gradient (leaves (B, ...)), posteriors)``, one bucket."""
     (d,), (s,) = data, sites
-    v, g, p = jax.block_until_ready(jit_evidence_per_query(free, fixed, d, s, tol, cfg=cfg))
+    v, g, p = _evidence(free, fixed, d, s, tol, cfg, per_query=True)
     return np.asarray(v, np.float64), [np.asarray(leaf) for leaf in g], (p,)
 
 
 def fisher(free, fixed, data, posts, cfg: Config, per_query: bool) -> np.ndarray:
-    """The Fisher information ``(p, p)`` summed over the buckets, or ``(B, p, p)`` per query."""
-    if per_query:
-        (d,), (p,) = data, posts
-        return np.asarray(jit_fisher_per_query(free, fixed, d, p, cfg=cfg), np.float64)
-    return sum(
-        np.asarray(jit_bucket_fisher(free, fixed, d, p, cfg=cfg), np.float64)
-        for d, p in zip(data, posts, strict=True)
-    )
+    """The Fisher information ``(p, p)`` summed over the buckets, or ``(B, p, p)`` per query
+    (one bucket)."""
+    total = 0.0
+    for d, p in zip(data, posts, strict=True):
+        K, _ = jit_prior_parts(free, fixed, d, cfg=cfg, per_query=per_query)
+        W = jit_fisher_weights(K, likelihood_data(d), p, per_query=per_query)
+        F = jit_prior_fisher(free, fixed, d, W, cfg=cfg, per_query=per_query)
+        total = total + np.asarray(F, np.float64)
+    return total
 
 
 def precompile(free, fixed, data, sites, tol, cfg: Config, per_query: bool) -> None:
@@ -122,17 +153,26 @@ def precompile(free, fixed, data, sites, tol, cfg: Config, per_query: bool) -> N
     Tracing holds Python's lock, XLA's compilation does not: compiling a shared fit's 8-10
     programs on all cores instead of one after another, on their first calls, takes about half
     the time on 2 cores. The compiled programs land in ``jit``'s cache, where the calls find
-    them.
+    them; one another prior already compiled (``jit_evidence_given``) is not compiled again.
     """
     workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     if (workers or 1) < 2:
         return  # compiled on first use
-    evidence_fn = jit_evidence_per_query if per_query else jit_bucket_evidence
-    fisher_fn = jit_fisher_per_query if per_query else jit_bucket_fisher
+    spec = {"cfg": cfg, "per_query": per_query}
     lowered = []
     for d, s in zip(data, sites, strict=True):
-        evidence = _pending(evidence_fn, free, fixed, d, s, tol, cfg=cfg)
-        lowered += [evidence, _pending(fisher_fn, free, fixed, d, evidence.out_info[2], cfg=cfg)]
+        parts = _pending(jit_prior_parts, free, fixed, d, **spec)
+        K, lik = parts.out_info
+        evidence = _pending(
+            jit_evidence_given, K, lik, likelihood_data(d), s, tol,
+            cfg=engine_config(cfg), per_query=per_query,
+        )  # fmt: skip
+        pullback = _pending(jit_prior_pullback, free, fixed, d, evidence.out_info[1], **spec)
+        weights = _pending(
+            jit_fisher_weights, K, likelihood_data(d), evidence.out_info[2], per_query=per_query
+        )
+        fisher = _pending(jit_prior_fisher, free, fixed, d, weights.out_info, **spec)
+        lowered += [evidence, weights, parts, pullback, fisher]
     with ThreadPoolExecutor(min(workers, len(lowered))) as pool:
         list(pool.map(lambda program: program.compile(), lowered))
 
@@ -169,14 +209,13 @@ def final_posteriors(free, fixed, data, sites, cfg: Config, settings: Traced, pe
     tolerance (no new program)."""
     dtype = jax.tree_util.tree_leaves(free)[0].dtype
     tol = tolerances(settings.ep_tol, dtype)
-    fn = jit_evidence_per_query if per_query else jit_bucket_evidence
     return [
-        jax.block_until_ready(fn(free, fixed, d, s, tol, cfg=cfg))[2]
+        _evidence(free, fixed, d, s, tol, cfg, per_query, gradient=False)[2]
         for d, s in zip(data, sites, strict=True)
     ]
 
 
 def moments(free, fixed, whole, sites, cfg: Config, per_query: bool):
     """Every entity's posterior moments from the sites (``whole``: the unrestricted batch)."""
-    fn = jit_moments_per_query if per_query else jit_moments
-    return fn(free, fixed, whole, sites, cfg=cfg)
+    K, _ = jit_prior_parts(free, fixed, whole, cfg=cfg, per_query=per_query)
+    return jit_moments_given(K, likelihood_data(whole), sites, per_query=per_query)

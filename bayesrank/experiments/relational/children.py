@@ -42,28 +42,42 @@ class Children:
         self._stopping = False
         self._previous = None
 
-    def run(self, command: list[str], on_line=None) -> tuple[int, str, str]:
+    def run(self, command: list[str], on_line=None, first: str | None = None):
         """Run ``command`` to its end: ``(returncode, stdout, stderr)``, ``on_line(text)``
         called with each line of its stdout as it comes; ``RuntimeError`` once the children are
-        being stopped."""
+        being stopped.
+
+        A conversation, where ``first`` is given: ``first`` is the child's first line of
+        stdin, and each string ``on_line`` returns is its next (``""`` closes its stdin, the
+        child's cue to end; ``None`` sends nothing)."""
         with tempfile.TemporaryFile("w+") as err_file:  # stderr apart: no pipe to deadlock on
             with self._lock:
                 if self._stopping:
                     raise RuntimeError("interrupted: no new child process")
                 env = dict(os.environ, BAYESRANK_PARENT_PID=str(os.getpid()))
                 process = subprocess.Popen(
-                    command, stdout=subprocess.PIPE, stderr=err_file, text=True, env=env
+                    command,
+                    stdin=None if first is None else subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=err_file,
+                    text=True,
+                    env=env,
                 )
                 self._live.add(process)
             lines = []
             try:
+                if first is not None:
+                    _send(process, first)
                 for text in process.stdout:
                     lines.append(text)
-                    if on_line is not None:
-                        on_line(text.rstrip("\n"))
+                    reply = None if on_line is None else on_line(text.rstrip("\n"))
+                    if reply is not None and first is not None:
+                        _send(process, reply)
                 process.wait()
             finally:
                 process.stdout.close()
+                if process.stdin is not None and not process.stdin.closed:
+                    process.stdin.close()
                 with self._lock:
                     self._live.discard(process)
             err_file.seek(0)
@@ -116,6 +130,21 @@ class Children:
             if self._previous is not None:
                 signal.signal(signal.SIGTERM, self._previous)
                 self._previous = None
+
+
+def _send(process: subprocess.Popen, line: str) -> None:
+    """``line`` to the child's stdin, or its stdin closed for ``""`` (a child that has already
+    ended is left to ``run``'s wait, which reports it)."""
+    if process.stdin.closed:
+        return
+    try:
+        if line:
+            process.stdin.write(line.rstrip("\n") + "\n")
+            process.stdin.flush()
+        else:
+            process.stdin.close()
+    except BrokenPipeError:
+        pass
 
 
 def _interrupt(signum, frame):

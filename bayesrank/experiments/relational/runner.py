@@ -1,6 +1,6 @@
 """Run the relational study: every model group, at every number of known pairs, as its own
-task, in child processes (``jobs`` at a time) or in this process (``jobs=0``), then the summary,
-the comparisons, the tables and the figure.
+task, in ``jobs`` child processes or in this process (``jobs=0``), then the summary, the
+comparisons, the tables and the figure.
 
 Protocol (Kersting & Xu 2009, Sec. 6): for each number of known pairs ``k`` and each of
 ``repeats`` repetitions ``r``, ``k`` of each query's pairs known (uniformly at random, key
@@ -16,14 +16,21 @@ and one process running every model of a full study hit the kernel's limit of 65
 A task holds one model group at every number of known pairs, in that order: its settings share
 most programs (``data.batch.size_buckets``), which a child then compiles or loads once.
 
-    python -m bayesrank.experiments.relational.runner --part PATH ...
-        (a child: one task's rows to PATH)
+Each of the ``jobs`` children runs tasks until none is left: it reads a task from its stdin
+(``{"models": [...], "part": PATH}``, one JSON line), writes the task's rows to ``PATH``, drops
+its compiled programs (``runtime.clear_compiled``: its memory mappings stay those of one task,
+as in a process of its own) and says ``done``; the parent then sends the next task not yet
+taken, or closes its stdin. A process start and JAX's import (about 3 s of a core each) are
+paid once per child instead of once per task (the sample's study: 2 children for 7 tasks).
+
+    python -m bayesrank.experiments.relational.runner --known ... (a child; tasks on stdin)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import queue
 import sys
 import threading
 import time
@@ -111,27 +118,45 @@ def groups(models) -> list[list[str]]:
     return [[m] for m in models if m not in svms] + ([svms] if svms else [])
 
 
-def _child(config: StudyConfig, models: list[str], path: Path, children, progress) -> None:
-    """One task, ``models`` at every setting (``config.settings``), in a child process (started by
-    ``children``, a ``children.Children``): its rows to ``path``; ``progress(k, rep)`` after
-    each repetition (the child's stdout lines)."""
-    command = [sys.executable, "-m", "bayesrank.experiments.relational.runner", "--part", str(path)]
-    command += ["--known", *map(str, config.known), "--models", *models]
-    command += ["--keep", *map(str, config.keep)]
+def _worker(config: StudyConfig, tasks: queue.SimpleQueue, children, parts, progress) -> None:
+    """A child process (started by ``children``, a ``children.Children``) that runs tasks from
+    ``tasks`` (model groups) until none is left (module docstring): each task's ``(rows,
+    hyper)`` by setting into ``parts[(k, group)]``; ``progress(group, k, rep)`` after each
+    repetition (the child's stdout lines)."""
+    command = [sys.executable, "-m", "bayesrank.experiments.relational.runner"]
+    command += ["--known", *map(str, config.known), "--keep", *map(str, config.keep)]
     for name in ("collection", "queries", "repeats", "max_movies", "seed", "theta", "split"):
         command += [f"--{name.replace('_', '-')}", str(getattr(config, name) or 0)]  # 0: all
     command += ["--held-out", repr(config.held_out)]
     if config.data_dir is not None:
         command += ["--data-dir", str(config.data_dir)]
+    with _scratch() as folder:
+        current = {}
 
-    def line(text: str) -> None:
-        if text.startswith("k="):  # "k=20 repetition 0"
-            k, _, rep = text.split()
-            progress(int(k[2:]), rep)
+        def take() -> str:  # the next task's line, or "" (none left: the child ends)
+            try:
+                group = tasks.get_nowait()
+            except queue.Empty:
+                return ""
+            current.update(group=group, path=folder / f"{'+'.join(group)}.json")
+            return json.dumps({"models": list(group), "part": str(current["path"])})
 
-    code, _, err = children.run(command, line)
-    if code:
-        raise RuntimeError(f"{' '.join(command)} failed:\n{err[-3000:]}")
+        def line(text: str) -> str | None:
+            if text.startswith("k="):  # "k=20 repetition 0"
+                k, _, rep = text.split()
+                progress(current["group"], int(k[2:]), rep)
+            elif text == "done":
+                for k, part in json.loads(current["path"].read_text()).items():
+                    parts[(int(k), current["group"])] = (part["rows"], part["hyper"])
+                return take()
+            return None
+
+        first = take()
+        if not first:
+            return
+        code, _, err = children.run(command, line, first)
+        if code:
+            raise RuntimeError(f"{' '.join(command)} failed:\n{err[-3000:]}")
 
 
 class _Bar:
@@ -178,26 +203,29 @@ def run_study(config: StudyConfig, *, verbose: bool = True) -> dict:
     parts = {}
     children = Children()
 
-    def one(group):
-        def progress(k, rep):  # one repetition of the task done
-            if bar is not None:
-                letter = config.setting_letter
-                bar(f"{letter}={k} {'+'.join(group)} repetition {int(rep) + 1}/{config.repeats}")
-
-        if config.jobs == 0:
-            for k in config.settings:
-                parts[(k, group)] = run_setting(
-                    queries, k, config, relations, list(group), lambda rep, k=k: progress(k, rep)
-                )
-        else:
-            with _scratch() as folder:
-                path = folder / "part.json"
-                _child(config, list(group), path, children, progress)
-                for k, part in json.loads(path.read_text()).items():
-                    parts[(int(k), group)] = (part["rows"], part["hyper"])
+    def progress(group, k, rep):  # one repetition of a task done
+        if bar is not None:
+            letter = config.setting_letter
+            bar(f"{letter}={k} {'+'.join(group)} repetition {int(rep) + 1}/{config.repeats}")
 
     with children:  # Ctrl-C or SIGTERM: every child stopped, within seconds
-        children.each(one, tasks, threads=config.jobs)
+        if config.jobs == 0:
+            for group in tasks:
+                for k in config.settings:
+                    parts[(k, group)] = run_setting(
+                        queries, k, config, relations, list(group),
+                        lambda rep, k=k, g=group: progress(g, k, rep),
+                    )  # fmt: skip
+        else:
+            pending = queue.SimpleQueue()
+            for group in tasks:
+                pending.put(group)
+            workers = min(config.jobs, len(tasks))
+
+            def work(_):
+                _worker(config, pending, children, parts, progress)
+
+            children.each(work, range(workers), threads=workers)
     results = {
         "collection": config.collection,
         "queries": [{"qid": q.qid, "n": q.n, "pairs": len(q.pairs)} for q in queries],
@@ -273,22 +301,20 @@ class _scratch:
 
 
 def main(argv=None) -> None:
-    """A child process: one task (``--models ...`` at every ``--known``), its rows by number of
-    known pairs as JSON to ``--part``."""
+    """A child process: tasks from stdin until it closes (module docstring), each task's rows by
+    setting as JSON to its ``part``, then ``done`` on stdout."""
     die_with_parent()
     jax.config.update("jax_enable_x64", True)
-    from ...runtime import enable_compilation_cache
+    from ...runtime import clear_compiled, enable_compilation_cache
 
     enable_compilation_cache()
     p = argparse.ArgumentParser(prog="python -m bayesrank.experiments.relational.runner")
-    p.add_argument("--part", type=Path, required=True)
     p.add_argument("--collection", required=True)
     p.add_argument("--data-dir", type=Path, default=None)
     p.add_argument("--queries", type=int, required=True)
     p.add_argument("--known", type=int, nargs="+", required=True)
     p.add_argument("--repeats", type=int, required=True)
     p.add_argument("--max-movies", type=int, required=True)
-    p.add_argument("--models", nargs="+", required=True)
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--theta", default="shared")
     p.add_argument("--split", default="pairs")
@@ -298,18 +324,22 @@ def main(argv=None) -> None:
     config = StudyConfig.from_args(args, jobs=0)
     queries = load_collection(config)
     relations = sorted(queries[0].relations)
-    parts = {}
-    for k in config.settings:
-        rows, hyper = run_setting(
-            queries,
-            k,
-            config,
-            relations,
-            args.models,
-            lambda rep, k=k: print(f"k={k} repetition {rep}", flush=True),  # the progress bar
-        )
-        parts[k] = {"rows": rows, "hyper": hyper}
-    args.part.write_text(json.dumps(parts))
+    for text in sys.stdin:
+        task = json.loads(text)
+        parts = {}
+        for k in config.settings:
+            rows, hyper = run_setting(
+                queries,
+                k,
+                config,
+                relations,
+                task["models"],
+                lambda rep, k=k: print(f"k={k} repetition {rep}", flush=True),  # the progress bar
+            )
+            parts[k] = {"rows": rows, "hyper": hyper}
+        Path(task["part"]).write_text(json.dumps(parts))
+        clear_compiled()  # the next task's memory mappings start from none (module docstring)
+        print("done", flush=True)
 
 
 if __name__ == "__main__":

@@ -126,10 +126,12 @@ def design_values(points, fixed, data, sites, cfg, settings, log_prior) -> np.nd
     rows = []
     for free in points:
         if per_query:
-            value, _, (post,) = evaluate_per_query(free, fixed, data, sites, step_tol, cfg)
+            value, _, (post,) = evaluate_per_query(
+                free, fixed, data, sites, step_tol, cfg, gradient=False
+            )
             ok = np.asarray(post.converged)
         else:
-            value, _, posts = evaluate(free, fixed, data, sites, step_tol, cfg)
+            value, _, posts = evaluate(free, fixed, data, sites, step_tol, cfg, gradient=False)
             value = np.array([value])
             ok = np.array([all(bool(np.all(p.converged)) for p in posts)])
         # an unconverged EP's evidence is no evidence (it can even be positive)

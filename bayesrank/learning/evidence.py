@@ -112,27 +112,31 @@ def _evidence(free, fixed, data, sites, tol, cfg: Config, per_query: bool, gradi
     return jax.block_until_ready((value, grad, post))
 
 
-def evaluate(free, fixed, data, sites, tol, cfg: Config):
-    """``(-log Z_EP, its gradient, posteriors)`` summed over the size buckets (no hyperprior).
+def evaluate(free, fixed, data, sites, tol, cfg: Config, gradient: bool = True):
+    """``(-log Z_EP, its gradient, posteriors)`` summed over the size buckets (no hyperprior;
+    the gradient None without ``gradient``: the chain rule's program is not run).
 
     One evaluation per bucket (``_evidence``); each finishes before the next starts. The value
     (a float) and the gradient (a list of NumPy arrays like ``free``) are summed on the host.
     """
     value, grad, posts = 0.0, None, []
     for d, s in zip(data, sites, strict=True):
-        v, g, p = _evidence(free, fixed, d, s, tol, cfg, per_query=False)
-        g = [np.asarray(leaf) for leaf in g]
+        v, g, p = _evidence(free, fixed, d, s, tol, cfg, per_query=False, gradient=gradient)
         value += float(v)
-        grad = g if grad is None else [a + b for a, b in zip(grad, g, strict=True)]
+        if gradient:
+            g = [np.asarray(leaf) for leaf in g]
+            grad = g if grad is None else [a + b for a, b in zip(grad, g, strict=True)]
         posts.append(p)
     return value, grad, tuple(posts)
 
 
-def evaluate_per_query(free, fixed, data, sites, tol, cfg: Config):
-    """Per query ``(-log Z_EP: (B,), gradient (leaves (B, ...)), posteriors)``, one bucket."""
+def evaluate_per_query(free, fixed, data, sites, tol, cfg: Config, gradient: bool = True):
+    """Per query ``(-log Z_EP: (B,), gradient (leaves (B, ...)) or None, posteriors)``, one
+    bucket."""
     (d,), (s,) = data, sites
-    v, g, p = _evidence(free, fixed, d, s, tol, cfg, per_query=True)
-    return np.asarray(v, np.float64), [np.asarray(leaf) for leaf in g], (p,)
+    v, g, p = _evidence(free, fixed, d, s, tol, cfg, per_query=True, gradient=gradient)
+    grad = [np.asarray(leaf) for leaf in g] if gradient else None
+    return np.asarray(v, np.float64), grad, (p,)
 
 
 def fisher(free, fixed, data, posts, cfg: Config, per_query: bool) -> np.ndarray:

@@ -98,7 +98,9 @@ def bucket_posteriors(prior, data: PreparedBatch, sites, cfg: Config, tol, relat
     )
 
 
-def posteriors_given(K, lik: Likelihood, data: PreparedBatch, sites, cfg: Config, tol, relative=0):
+def posteriors_given(
+    K, lik: Likelihood, data: PreparedBatch, sites, cfg: Config, tol, relative=0.0
+):
     """EP (or ``cfg.engine``, e.g. the Laplace approximation, warm-started from its sites) for
     every query of one batch, given each query's prior covariance ``K: (B, n, n)`` and the
     likelihood's parameters ``lik`` (``tol`` and ``relative``, EP's, may be traced).

@@ -42,8 +42,10 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import log_ndtr
 
+from ..compiler import jit
 from ..likelihoods import Outcomes, inverse_mills, outcome_curvature
 from ..linalg import prior_root
+from ..runtime import is_traced
 from .engine import GaussianEngine, check_engine_settings, fit_fields
 from .gaussian.factor import covariance, dense, from_root, pseudo_data_precision
 from .gaussian.sites import Sites, informative_pairs, marginals, pair_mask_or_all, to_entities
@@ -144,10 +146,19 @@ def mode(
     where ``alpha = K^-1 xi = eta - S xi`` is known without ``K^-1`` (default: zero, the prior
     mode). ``outcomes``: ties, weights and the tie margin (module docstring).
     """
-    K = jnp.asarray(K)
-    pairs = jnp.asarray(pairs)
+    args = (K, pairs, pair_mask, max_iter, tol, sites, outcomes)
+    return _mode_pure(*args) if is_traced(*args) else _mode_program(*args)
+
+
+def _mode_pure(K, pairs, pair_mask, max_iter, tol, sites, outcomes) -> LaplaceState:
+    K, pairs = jnp.asarray(K), jnp.asarray(pairs)
     active = informative_pairs(K, pairs, pair_mask)
     return _mode(prior_root(K), pairs, active, max_iter, tol, sites, outcomes)
+
+
+@jit
+def _mode_program(*args) -> LaplaceState:  # concrete inputs: one program per shape
+    return _mode_pure(*args)
 
 
 def _mode(root, pairs, active, max_iter, tol, sites, outcomes=None) -> LaplaceState:
@@ -257,8 +268,12 @@ def log_evidence(
 ) -> jax.Array:
     """The Laplace approximation of ``log P(pairs | K)`` (R&W Eq. 3.32), differentiable in
     ``K`` by implicit differentiation (module docstring). Pure."""
-    K = dense(jnp.asarray(K))
-    pairs = jnp.asarray(pairs)
+    args = (K, pairs, pair_mask, max_iter, tol, outcomes)
+    return _log_evidence_pure(*args) if is_traced(*args) else _log_evidence_program(*args)
+
+
+def _log_evidence_pure(K, pairs, pair_mask, max_iter, tol, outcomes) -> jax.Array:
+    K, pairs = dense(jnp.asarray(K)), jnp.asarray(pairs)
     outcomes = None if outcomes is None else jax.lax.stop_gradient(outcomes)
     valid = pair_mask_or_all(pairs, pair_mask)
     K0 = jax.lax.stop_gradient(K)
@@ -268,6 +283,11 @@ def log_evidence(
     post = from_root(root, pairs, _sites(xi, pairs, active, outcomes), active)
     cov = covariance(post, False)
     return _evidence_at(K, xi, pairs, active, valid, post.logdet, cov, outcomes)
+
+
+@jit
+def _log_evidence_program(*args) -> jax.Array:  # concrete inputs: one program per shape
+    return _log_evidence_pure(*args)
 
 
 _LaplaceFields = fit_fields("_LaplaceFields", n_uninformative=jax.Array)
@@ -296,9 +316,13 @@ def fit(
 ) -> LaplacePosterior:
     """The Laplace approximation of the posterior and its evidence (differentiable in ``K``).
     Pure (jit, vmap, grad). ``sites``: a warm start (``mode``); ``outcomes``: ties, weights
-    and the tie margin (module docstring)."""
-    K = jnp.asarray(K)
-    pairs = jnp.asarray(pairs)
+    and the tie margin (module docstring). Concrete inputs run as one program per shape."""
+    args = (K, pairs, pair_mask, max_iter, tol, sites, outcomes)
+    return _fit_pure(*args) if is_traced(*args) else _fit_program(*args)
+
+
+def _fit_pure(K, pairs, pair_mask, max_iter, tol, sites, outcomes) -> LaplacePosterior:
+    K, pairs = jnp.asarray(K), jnp.asarray(pairs)
     outcomes = None if outcomes is None else jax.lax.stop_gradient(outcomes)
     valid = pair_mask_or_all(pairs, pair_mask)
     K0 = jax.lax.stop_gradient(K)
@@ -323,6 +347,11 @@ def fit(
         max_change=state.max_change,
         n_uninformative=jnp.sum(valid & ~active).astype(jnp.int32),
     )
+
+
+@jit
+def _fit_program(*args) -> LaplacePosterior:  # concrete inputs: one program per shape
+    return _fit_pure(*args)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -364,12 +393,5 @@ class Laplace(GaussianEngine):
 
     def fit(self, K, rows, *, pair_mask=None, sites=None, outcomes=None) -> LaplacePosterior:
         """``fit`` at these settings (pure)."""
-        return fit(
-            K,
-            rows,
-            pair_mask=pair_mask,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            sites=sites,
-            outcomes=outcomes,
-        )
+        return fit(K, rows, pair_mask=pair_mask, max_iter=self.max_iter, tol=self.tol,
+                   sites=sites, outcomes=outcomes)  # fmt: skip

@@ -10,6 +10,8 @@ the benchmark's own: the façades run their own cached compiled programs.
    given as its diagonal ``(n,)``; choix's ``alpha = 1``), the same pairs; and, for reference,
    ``ep.fit`` with a dense RBF ``K``. First call (compilation included) and the median of the
    repeated calls. Goal: repeated ``ep.fit`` at least 10x faster than choix.
+   ``laplace.fit(K, pairs)`` on the same RBF ``K`` and pairs: first call and the median of the
+   repeated calls (the façade compiled its Newton loop again at every call until 2026-12-04).
 2. ``XPGPModel(prior).fit(problem)`` at ``n = 30`` (RBF prior, 60 pairs), repeated on new random
    problems of the same size (a new split each call). Goal: under 20 ms.
 3. A fresh process fitting ``n = 150`` (``XPGPModel.fit``, RBF plus entity effect, 300 pairs)
@@ -95,6 +97,21 @@ def bench_ep_vs_choix(repeats: int) -> dict:
     return rows
 
 
+def bench_laplace(repeats: int) -> dict:
+    import jax
+
+    from bayesrank.inference import laplace
+    from bayesrank.kernels import RBF
+
+    X, pairs = make_problem(300, 600, seed=0)
+    K = np.asarray(RBF(1.0, 1.0 / np.sqrt(5))(X))
+    call = lambda: jax.block_until_ready(laplace.fit(K, pairs))  # noqa: E731
+    first, post = harness.timed(call)
+    times, _ = harness.repeat(call, repeats)
+    return {"first_s": first, "median_s": statistics.median(times), "times_s": times,
+            "newton_steps": int(post.n_iter), "converged": bool(post.converged)}  # fmt: skip
+
+
 def bench_model_n30(repeats: int) -> dict:
     import jax.numpy as jnp
 
@@ -157,6 +174,7 @@ def main(argv=None) -> None:
             "jax": jax.__version__,
         },
         "ep_vs_choix_n300_m600": bench_ep_vs_choix(args.repeats),
+        "laplace_fit_n300_m600": bench_laplace(args.repeats),
         "xpgpmodel_fit_n30": bench_model_n30(args.repeats),
         "fresh_process_n150": bench_fresh_process(),
     }
@@ -175,6 +193,11 @@ def main(argv=None) -> None:
                 print(f"   choix / {name}: {choix_s / row['median_s']:.1f}x")
         gap = ep_rows["choix.ep_pairwise"]["max_abs_mean_difference"]
         print(f"   max |mean difference| to choix: {gap:.2e}")
+    lap = results["laplace_fit_n300_m600"]
+    print(
+        f"   laplace.fit, RBF K: first {lap['first_s']:.3f} s, median {lap['median_s']:.4f} s "
+        f"({lap['newton_steps']} Newton steps, converged {lap['converged']})"
+    )
     m30 = results["xpgpmodel_fit_n30"]
     print(
         f"2. XPGPModel.fit at n = 30, a new split each call: first {m30['first_s']:.3f} s, "

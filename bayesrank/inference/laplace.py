@@ -146,7 +146,7 @@ def mode(
     where ``alpha = K^-1 xi = eta - S xi`` is known without ``K^-1`` (default: zero, the prior
     mode). ``outcomes``: ties, weights and the tie margin (module docstring).
     """
-    args = (K, pairs, pair_mask, max_iter, tol, sites, outcomes)
+    args = (jnp.asarray(K), jnp.asarray(pairs), pair_mask, max_iter, tol, sites, outcomes)
     return _mode_pure(*args) if is_traced(*args) else _mode_program(*args)
 
 
@@ -268,7 +268,7 @@ def log_evidence(
 ) -> jax.Array:
     """The Laplace approximation of ``log P(pairs | K)`` (R&W Eq. 3.32), differentiable in
     ``K`` by implicit differentiation (module docstring). Pure."""
-    args = (K, pairs, pair_mask, max_iter, tol, outcomes)
+    args = (jnp.asarray(K), jnp.asarray(pairs), pair_mask, max_iter, tol, outcomes)
     return _log_evidence_pure(*args) if is_traced(*args) else _log_evidence_program(*args)
 
 
@@ -317,7 +317,7 @@ def fit(
     """The Laplace approximation of the posterior and its evidence (differentiable in ``K``).
     Pure (jit, vmap, grad). ``sites``: a warm start (``mode``); ``outcomes``: ties, weights
     and the tie margin (module docstring). Concrete inputs run as one program per shape."""
-    args = (K, pairs, pair_mask, max_iter, tol, sites, outcomes)
+    args = (jnp.asarray(K), jnp.asarray(pairs), pair_mask, max_iter, tol, sites, outcomes)
     return _fit_pure(*args) if is_traced(*args) else _fit_program(*args)
 
 

@@ -151,7 +151,6 @@ def mode(
 
 
 def _mode_pure(K, pairs, pair_mask, max_iter, tol, sites, outcomes) -> LaplaceState:
-    K, pairs = jnp.asarray(K), jnp.asarray(pairs)
     active = informative_pairs(K, pairs, pair_mask)
     return _mode(prior_root(K), pairs, active, max_iter, tol, sites, outcomes)
 
@@ -273,7 +272,7 @@ def log_evidence(
 
 
 def _log_evidence_pure(K, pairs, pair_mask, max_iter, tol, outcomes) -> jax.Array:
-    K, pairs = dense(jnp.asarray(K)), jnp.asarray(pairs)
+    K = dense(K)
     outcomes = None if outcomes is None else jax.lax.stop_gradient(outcomes)
     valid = pair_mask_or_all(pairs, pair_mask)
     K0 = jax.lax.stop_gradient(K)
@@ -322,7 +321,6 @@ def fit(
 
 
 def _fit_pure(K, pairs, pair_mask, max_iter, tol, sites, outcomes) -> LaplacePosterior:
-    K, pairs = jnp.asarray(K), jnp.asarray(pairs)
     outcomes = None if outcomes is None else jax.lax.stop_gradient(outcomes)
     valid = pair_mask_or_all(pairs, pair_mask)
     K0 = jax.lax.stop_gradient(K)

@@ -71,6 +71,7 @@ TABLE = {
         1,
         "covariances: base.py (the kernel interface), attributes.py (RBF Eq. 1, ARD, linear, "
         "per-entity), graph.py (regularized Laplacian Eq. 2, diffusion, hidden common cause), "
+        "spectra.py (graph spectra kept per process, by content), "
         "lowrank.py (pivoted-Cholesky attribute factors), xpgp.py (the XPGP prior, Eq. 5), "
         "params.py (constraints, trainable flags)",
     ),

@@ -104,6 +104,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..data.checks import check_adjacency, check_covariance
+from . import spectra
 from .params import Positive, param, pytree_dataclass, static
 
 __all__ = [
@@ -145,14 +146,18 @@ class LaplacianSpectrum(NamedTuple):
 def laplacian_spectrum(W, normalized: bool = False, *, validate: bool = True) -> LaplacianSpectrum:
     """Validate ``W`` (square, symmetric, finite, non-negative) and diagonalise its Laplacian.
 
-    Call it once per graph, outside any optimisation loop. With ``validate=False`` it can be traced
-    (under ``jit`` / ``vmap``); bad ``W`` then is the caller's responsibility.
+    Call it once per graph, outside any optimisation loop (a validated graph's spectrum is kept:
+    a later call on an equal ``W`` returns the same read-only arrays, ``kernels.spectra``).
+    With ``validate=False`` it can be traced (under ``jit`` / ``vmap``) and is not kept; bad ``W``
+    then is the caller's responsibility.
     """
     # eigh of W / max(W), eigenvalues scaled back: eigh squares its input's entries, so weights
     # beyond ~1e154 overflowed inside it (a zero kernel, no error), and a float64 weight beyond
     # float32's range became inf in float32; the normalized Laplacian does not depend on scale
-    if validate:
-        return _host_spectrum(check_adjacency(W), normalized)
+    if validate:  # on the host, kept for the next call on an equal graph (``spectra``)
+        W = check_adjacency(W)
+        dtype = np.dtype(jnp.result_type(float))
+        return spectra.spectrum(W, normalized, dtype, lambda: _host_spectrum(W, normalized))
     W = jnp.asarray(W)
     top = jnp.max(W, initial=0.0)
     scale = jnp.where(top > 0, top, 1.0)

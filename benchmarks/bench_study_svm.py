@@ -9,9 +9,14 @@ task in that process (``jobs=0``), the persistent compilation cache off (a user'
 also, with ``--gp``, the GP models' tasks in the same way, for the comparison the issue draws
 ("the RankSVM baselines took longer than all GP models together").
 
+``--theta per-query``, ``--known`` and ``--queries`` set the study's options of those names
+(issue 51's case: ``--collections MovieLens --queries 12 --known 100 --repeats 3 --theta
+per-query --gp``).
+
 Usage::
 
     python benchmarks/bench_study_svm.py [--collections sample MQ2008] [--repeats 20] [--gp]
+        [--theta shared|per-query] [--known 100 ...] [--queries 12]
 
 Writes ``benchmarks/out/bench_study_svm.json``: per collection and model group the seconds, and
 the chosen settings' error (mean held-out pair error over queries and repetitions).
@@ -29,7 +34,7 @@ SVMS = ("RankSVM", "LapRankSVM")
 GPS = ("PGP", "PGP+I", "XPGP", "XPGP-Silva", "XPGP-diffusion", "placebo")
 
 
-def worker(collection: str, data_dir: str, repeats: int, models: list[str]) -> dict:
+def worker(collection: str, data_dir: str, repeats: int, models: list[str], study) -> dict:
     harness.setup_jax(cache=False)  # x64, as the study's command and its children
     from bayesrank.experiments.relational import StudyConfig, run_study
 
@@ -39,6 +44,9 @@ def worker(collection: str, data_dir: str, repeats: int, models: list[str]) -> d
         repeats=repeats,
         models=tuple(models),
         jobs=0,
+        theta=study.theta,
+        known=tuple(study.known or ()),
+        queries=study.queries,
     )
     seconds, results = harness.timed(run_study, config, verbose=False)
     errors = {
@@ -54,9 +62,12 @@ def worker(collection: str, data_dir: str, repeats: int, models: list[str]) -> d
     }
 
 
-def spawn(collection, data_dir, repeats, models) -> dict:
+def spawn(collection, data_dir, repeats, models, study) -> dict:
     env = {"BAYESRANK_CACHE_DIR": "off", "JAX_PLATFORMS": "cpu"}
     argv = [__file__, "--worker", collection, "--data-dir", data_dir, "--repeats", repeats]
+    argv += ["--theta", study.theta]
+    argv += ["--known", *study.known] if study.known else []
+    argv += ["--queries", study.queries] if study.queries else []
     return harness.spawn(*argv, "--models", *models, env=env)
 
 
@@ -66,17 +77,20 @@ def main(argv=None) -> None:
     parser.add_argument("--data-dir", default=str(HERE.parent.parent / "shared" / "data"))
     parser.add_argument("--repeats", type=int, default=0, help="0: the collection's default")
     parser.add_argument("--gp", action="store_true", help="also time the GP models' tasks")
+    parser.add_argument("--theta", default="shared", help="the study's --theta")
+    parser.add_argument("--known", type=int, nargs="+", help="the study's --known")
+    parser.add_argument("--queries", type=int, help="the study's --queries")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--models", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        harness.emit(worker(args.worker, args.data_dir, args.repeats, args.models))
+        harness.emit(worker(args.worker, args.data_dir, args.repeats, args.models, args))
         return
     report = {}
     for collection in args.collections:
-        report[collection] = {"SVMs": spawn(collection, args.data_dir, args.repeats, SVMS)}
+        report[collection] = {"SVMs": spawn(collection, args.data_dir, args.repeats, SVMS, args)}
         if args.gp:
-            report[collection]["GPs"] = spawn(collection, args.data_dir, args.repeats, GPS)
+            report[collection]["GPs"] = spawn(collection, args.data_dir, args.repeats, GPS, args)
         for group, r in report[collection].items():
             print(
                 f"{collection} {group}: {r['seconds']:.1f} s ({r['queries']} queries, known "

@@ -76,3 +76,18 @@ def test_the_store_keeps_within_its_budget_least_recently_used_first(monkeypatch
     spectra.clear()
     big = laplacian_spectrum(graphs[0])
     assert laplacian_spectrum(graphs[0]).evecs is not big.evecs and spectra._size == 0
+
+
+def test_a_bad_graph_is_refused_at_every_call_and_a_list_is_checked_then_kept():
+    W = _random_graph(10, 2)
+    W[2, 5] += 1.0  # no longer symmetric
+    for _ in range(2):
+        with pytest.raises(ValueError, match=r"W is not symmetric: W\[2, 5\]"):
+            laplacian_spectrum(W)
+    assert spectra._size == 0
+    good = _random_graph(10, 3)
+    from_list = laplacian_spectrum(good.tolist())  # checked first, then kept by its checked copy
+    assert laplacian_spectrum(good.tolist()).evecs is from_list.evecs
+    np.testing.assert_allclose(
+        _reconstruct(from_list), np.diag(good.sum(axis=1)) - good, atol=1e-12
+    )  # fmt: skip

@@ -9,9 +9,10 @@ graph, every fit of the same problem. On OHSUMED's 106 keyword graphs it took 0.
 ``spectrum(W, normalized, compute)`` returns the spectrum of an equal graph computed before, or
 computes it with ``compute()`` and keeps it:
 
-- keyed by content: a SHA-256 digest of the checked ``W``'s bytes (``data.checks
-  .check_adjacency``'s float64 copy), its shape, ``normalized`` and the working dtype. A graph
-  changed in place is a new key;
+- keyed by content: a SHA-256 digest of ``W``'s bytes, its shape and dtype, ``normalized`` and
+  the working dtype. ``W`` is the caller's NumPy array where it is one (an equal array passed
+  ``data.checks.check_adjacency`` before, so a hit skips the check too), else the checked
+  float64 copy. A graph changed in place is a new key;
 - the arrays are returned read-only, because every caller shares them;
 - at most ``MAX_BYTES`` (256 MiB) are kept. The least recently used spectra go first, and a
   spectrum larger than the budget is not kept.

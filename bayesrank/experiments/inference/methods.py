@@ -16,11 +16,21 @@ import warnings
 
 import numpy as np
 
+from ...compiler import jit
+from ...data.batch import bucket_size
 from ...inference.engines import EP, NUTS, Laplace, names
+from ...metrics import (
+    brier_score,
+    expected_calibration_error,
+    kendall_tau,
+    ndcg_at,
+    pairwise_error,
+)
 
 __all__ = [
     "ENGINES",
     "METHODS",
+    "calibration_error",
     "engine_rows",
     "fit_method",
     "fit_shared",
@@ -53,32 +63,77 @@ def orient(rng, pairs):
     return shown, (~flip).astype(float)
 
 
+@jit
+def _pair_numbers(correct, p, y, mask):
+    """``pair_metrics``' measures of the ``mask`` entries, in one compiled program."""
+    return {
+        "pair_error": pairwise_error(correct, mask),
+        "ece": expected_calibration_error(p, y, mask),
+        "brier": brier_score(p, y, mask),
+    }
+
+
+@jit
+def _ranking_numbers(score, grades, mask):
+    """``ranking_metrics``' measures of the ``mask`` entries, in one compiled program."""
+    return {"ndcg10": ndcg_at(score, grades, 10, mask), "kendall": kendall_tau(score, grades, mask)}
+
+
+@jit
+def _calibration(p, y, mask):
+    return expected_calibration_error(p, y, mask)
+
+
+def _padded(values, size: int, fill=0.0) -> np.ndarray:
+    return np.pad(values, (0, size - len(values)), constant_values=fill)
+
+
+def calibration_error(p, y) -> float:
+    """The ECE (10 bins) of the probabilities ``p: (t,)`` of the outcomes ``y: (t,)``, one
+    program per padded length (``pair_metrics``)."""
+    p, y = np.asarray(p, float), np.asarray(y, float)
+    size = bucket_size(len(p), 4)
+    mask = np.arange(size) < len(p)
+    return float(_calibration(_padded(p, size, 0.5), _padded(y, size), mask))
+
+
 def pair_metrics(p, y) -> dict:
     """Pair error, mean log-likelihood, ECE (10 bins) and Brier of the probabilities ``p: (t,)``
-    of the outcomes ``y: (t,)``; all but the log-likelihood are :mod:`bayesrank.metrics`'."""
-    from ...metrics import brier_score, expected_calibration_error, pairwise_error
+    of the outcomes ``y: (t,)``; all but the log-likelihood are :mod:`bayesrank.metrics`'.
 
+    The metrics run as one program over the pairs padded to ``bucket_size(t, 4)`` and masked
+    (the metrics ignore masked entries), so that every problem of a similar size shares it: run
+    operation by operation on the host, each new length compiled every operation again (599
+    programs in ``tests/test_experiment_inference.py``)."""
     p = np.clip(np.asarray(p, float), 1e-300, 1 - 1e-16)
+    y = np.asarray(y, float)
     ll = np.where(y == 1, np.log(p), np.log1p(-p))
+    size = bucket_size(len(p), 4)
+    numbers = _pair_numbers(
+        _padded(np.where(y == 1, p, 1 - p), size, 0.5),
+        _padded(p, size, 0.5),
+        _padded(y, size),
+        np.arange(size) < len(p),
+    )
     return {
-        "pair_error": float(pairwise_error(np.where(y == 1, p, 1 - p))),
+        "pair_error": float(numbers["pair_error"]),
         "loglik": float(np.mean(ll)),
-        "ece": float(expected_calibration_error(p, y)),
-        "brier": float(brier_score(p, y)),
+        "ece": float(numbers["ece"]),
+        "brier": float(numbers["brier"]),
     }
 
 
 def ranking_metrics(score, grades) -> dict:
-    """NDCG@10 and Kendall's tau of ``score: (n,)`` against ``grades: (n,)``."""
-    import jax.numpy as jnp
-
-    from ...metrics import kendall_tau, ndcg_at
-
-    score, grades = jnp.asarray(score), jnp.asarray(grades)
-    return {
-        "ndcg10": float(ndcg_at(score, grades, 10)),
-        "kendall": float(kendall_tau(score, grades)),
-    }
+    """NDCG@10 and Kendall's tau of ``score: (n,)`` against ``grades: (n,)``, as one program over
+    the entries padded to ``bucket_size(n, 4)`` and masked (``pair_metrics``)."""
+    score, grades = np.asarray(score), np.asarray(grades)
+    size = bucket_size(len(score), 4)
+    numbers = _ranking_numbers(
+        _padded(score, size),
+        _padded(grades, size).astype(grades.dtype),
+        np.arange(size) < len(score),
+    )
+    return {k: float(v) for k, v in numbers.items()}
 
 
 def gaussian_probs(mean, cov, pairs, noise_var):

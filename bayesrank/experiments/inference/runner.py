@@ -16,6 +16,7 @@ import numpy as np
 from .._common import Progress, recorded_warnings
 from .methods import (
     METHODS,
+    calibration_error,
     engine_rows,
     fit_method,
     fit_shared,
@@ -170,8 +171,6 @@ def results(p: InferenceProtocol, problems, views, source, records, messages, se
 def summary(methods, rows, pairs) -> dict:
     """Per method: the mean of every measure over the problems it fitted, and the ECE of all
     their held-out pairs pooled (per-problem bins hold few pairs)."""
-    from ...metrics import expected_calibration_error
-
     out = {}
     for m in methods:
         ok = [r for r in rows if r["method"] == m and "error" not in r]
@@ -182,7 +181,7 @@ def summary(methods, rows, pairs) -> dict:
             entry[key] = float(np.mean([r[key] for r in ok]))
         prob = np.concatenate([q["prob"][m] for q in pairs if m in q["prob"]])
         y = np.concatenate([q["outcome"] for q in pairs if m in q["prob"]])
-        entry["ece_pooled"] = float(expected_calibration_error(prob, y))
+        entry["ece_pooled"] = calibration_error(prob, y)
         entry["converged"] = all(r.get("converged", True) for r in ok)
         out[m] = entry
     return out

@@ -248,3 +248,24 @@ def test_accuracy_problems(shared_data):
 def test_user_errors(tmp_path, monkeypatch, argv, data_dir, match):
     monkeypatch.chdir(tmp_path)
     assert_user_error("inference", tmp_path, argv, data_dir, match)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda m: m.pair_metrics([0.2, np.nan], [1.0, 0.0]), r"probs\[1\] = nan is not finite"),
+        (lambda m: m.pair_metrics([0.2, 0.3], [1.0, 2.0]), r"outcomes\[1\] = 2.0 is not"),
+        (lambda m: m.pair_metrics([0.2, 0.3], [1.0]), "outcomes has shape"),
+        (lambda m: m.calibration_error([0.1, 1.5], [0.0, 1.0]), r"probs\[1\] = 1.5 is not a prob"),
+        (lambda m: m.ranking_metrics([0.1, np.nan], [0, 1]), r"scores\[1\] = nan is not finite"),
+        (lambda m: m.ranking_metrics([0.1, 0.2], [0, 1, 2]), "labels has shape"),
+        (lambda m: m.ranking_metrics([0.1, 0.2], [0, -1]), r"labels\[1\] = -1 is negative"),
+    ],
+)
+def test_the_measures_refuse_a_broken_fits_numbers(call, match):
+    """The measures run as compiled programs over padded arrays; a NaN, an outcome that is not
+    0 or 1 or arrays of two lengths are still refused on the host, naming the index."""
+    from bayesrank.experiments.inference import methods
+
+    with pytest.raises(ValueError, match=match):
+        call(methods)

@@ -21,6 +21,8 @@ from ...data.batch import bucket_size
 from ...inference.engines import EP, NUTS, Laplace, names
 from ...metrics import (
     brier_score,
+    check_gain_labels,
+    checks,
     expected_calibration_error,
     kendall_tau,
     ndcg_at,
@@ -92,9 +94,18 @@ def calibration_error(p, y) -> float:
     """The ECE (10 bins) of the probabilities ``p: (t,)`` of the outcomes ``y: (t,)``, one
     program per padded length (``pair_metrics``)."""
     p, y = np.asarray(p, float), np.asarray(y, float)
+    _check_probabilities(p, y)
     size = bucket_size(len(p), 4)
     mask = np.arange(size) < len(p)
     return float(_calibration(_padded(p, size, 0.5), _padded(y, size), mask))
+
+
+def _check_probabilities(p, y) -> None:
+    """The metrics' own host checks (inside the compiled programs their inputs are traced, so
+    unchecked): one length, ``p`` finite in [0, 1], ``y`` 0 or 1; errors name the index."""
+    pv, yv, valid = checks.paired(p, y, None, "probs", "outcomes")
+    checks.probabilities(pv, valid, "probs")
+    checks.outcomes01(yv, valid, "outcomes")
 
 
 def pair_metrics(p, y) -> dict:
@@ -107,6 +118,7 @@ def pair_metrics(p, y) -> dict:
     programs in ``tests/test_experiment_inference.py``)."""
     p = np.clip(np.asarray(p, float), 1e-300, 1 - 1e-16)
     y = np.asarray(y, float)
+    _check_probabilities(p, y)
     ll = np.where(y == 1, np.log(p), np.log1p(-p))
     size = bucket_size(len(p), 4)
     numbers = _pair_numbers(
@@ -127,6 +139,10 @@ def ranking_metrics(score, grades) -> dict:
     """NDCG@10 and Kendall's tau of ``score: (n,)`` against ``grades: (n,)``, as one program over
     the entries padded to ``bucket_size(n, 4)`` and masked (``pair_metrics``)."""
     score, grades = np.asarray(score), np.asarray(grades)
+    # the metrics' host checks (traced inside the program): one length, finite scores, grades
+    # whole numbers >= 0 with a finite gain
+    _, values, _ = checks.paired(score, grades, None, "scores", "labels")
+    check_gain_labels(values)
     size = bucket_size(len(score), 4)
     numbers = _ranking_numbers(
         _padded(score, size),

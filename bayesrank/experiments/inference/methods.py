@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 
 from ...compiler import jit
-from ...data.batch import bucket_size
+from ...data.batch import bucket_size, pad_rows
 from ...inference.engines import EP, NUTS, Laplace, names
 from ...metrics import (
     brier_score,
@@ -86,8 +86,10 @@ def _calibration(p, y, mask):
     return expected_calibration_error(p, y, mask)
 
 
-def _padded(values, size: int, fill=0.0) -> np.ndarray:
-    return np.pad(values, (0, size - len(values)), constant_values=fill)
+def _bucket(t: int) -> tuple[int, np.ndarray]:
+    """The padded length of ``t`` measured entries, ``bucket_size(t, 4)``, and its mask."""
+    size = bucket_size(t, 4)
+    return size, np.arange(size) < t
 
 
 def calibration_error(p, y) -> float:
@@ -95,9 +97,8 @@ def calibration_error(p, y) -> float:
     program per padded length (``pair_metrics``)."""
     p, y = np.asarray(p, float), np.asarray(y, float)
     _check_probabilities(p, y)
-    size = bucket_size(len(p), 4)
-    mask = np.arange(size) < len(p)
-    return float(_calibration(_padded(p, size, 0.5), _padded(y, size), mask))
+    size, mask = _bucket(len(p))
+    return float(_calibration(pad_rows(p, size, fill=0.5), pad_rows(y, size), mask))
 
 
 def _check_probabilities(p, y) -> None:
@@ -120,12 +121,10 @@ def pair_metrics(p, y) -> dict:
     y = np.asarray(y, float)
     _check_probabilities(p, y)
     ll = np.where(y == 1, np.log(p), np.log1p(-p))
-    size = bucket_size(len(p), 4)
+    size, mask = _bucket(len(p))
+    correct = np.where(y == 1, p, 1 - p)
     numbers = _pair_numbers(
-        _padded(np.where(y == 1, p, 1 - p), size, 0.5),
-        _padded(p, size, 0.5),
-        _padded(y, size),
-        np.arange(size) < len(p),
+        pad_rows(correct, size, fill=0.5), pad_rows(p, size, fill=0.5), pad_rows(y, size), mask
     )
     return {
         "pair_error": float(numbers["pair_error"]),
@@ -143,12 +142,8 @@ def ranking_metrics(score, grades) -> dict:
     # whole numbers >= 0 with a finite gain
     _, values, _ = checks.paired(score, grades, None, "scores", "labels")
     check_gain_labels(values)
-    size = bucket_size(len(score), 4)
-    numbers = _ranking_numbers(
-        _padded(score, size),
-        _padded(grades, size).astype(grades.dtype),
-        np.arange(size) < len(score),
-    )
+    size, mask = _bucket(len(score))
+    numbers = _ranking_numbers(pad_rows(score, size), pad_rows(grades, size), mask)
     return {k: float(v) for k, v in numbers.items()}
 
 
